@@ -1,0 +1,139 @@
+package ane4j.mil;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The weight files of a program, keyed by their BLOBFILE path ({@code @model_path/weights/wq.bin}); each holds MILBlob v2
+ * blobs. Built by the fluent builder as constants are added, or read from a directory for a parsed program.
+ */
+public final class Weights {
+    public static final String MODEL_PATH = "@model_path/";
+
+    /** One weight file: blobs in file order. */
+    public record File(String path, List<MilBlob.Entry> blobs) {
+        public File { blobs = List.copyOf(blobs); }
+
+        /** The encoded file (MILBlob v2). */
+        public byte[] bytes() {
+            return MilBlob.write(blobs.stream().map(MilBlob.Entry::dtype).toList(), blobs.stream().map(MilBlob.Entry::data).toList());
+        }
+
+        /** {@code weights/wq.bin}: where the file goes relative to the model directory. */
+        public String relativePath() { return path.startsWith(MODEL_PATH) ? path.substring(MODEL_PATH.length()) : path; }
+    }
+
+    private final Map<String, File> files;
+
+    public Weights(Map<String, File> files) { this.files = Collections.unmodifiableMap(new LinkedHashMap<>(files)); }
+
+    public static Weights empty() { return new Weights(Map.of()); }
+
+    public Map<String, File> files() { return files; }
+
+    public boolean isEmpty() { return files.isEmpty(); }
+
+    /** path → encoded file bytes, as the ANE's weights dictionary wants them. */
+    public Map<String, byte[]> encoded() {
+        Map<String, byte[]> m = new LinkedHashMap<>();
+        files.forEach((k, v) -> m.put(k, v.bytes()));
+        return m;
+    }
+
+    /** The blob a BLOBFILE literal points at. */
+    public MilBlob.Entry resolve(Literal.BlobRef ref) {
+        File f = files.get(ref.path());
+        if (f == null) throw new MilException("[blob] weight file '" + ref.path() + "' is not available (files: " + files.keySet() + "); pass the weights directory");
+        for (MilBlob.Entry e : f.blobs()) if (e.metadataOffset() == ref.offset()) return e;
+        throw new MilException("[blob] " + ref.path() + " has no blob at offset " + ref.offset() + " (blobs at " + f.blobs().stream().map(MilBlob.Entry::metadataOffset).toList() + ")");
+    }
+
+    /** Decodes a blob's elements as floats (fp16/fp32) — for the interpreter and tests. */
+    public static float[] floats(MilBlob.Entry e) {
+        ByteBuffer b = ByteBuffer.wrap(e.data()).order(ByteOrder.LITTLE_ENDIAN);
+        float[] out = new float[(int) e.count()];
+        switch (e.dtype()) {
+            case FP16 -> { for (int i = 0; i < out.length; i++) out[i] = Fp16.toFloat(b.getShort(2 * i)); }
+            case FP32 -> { for (int i = 0; i < out.length; i++) out[i] = b.getFloat(4 * i); }
+            case INT8 -> { for (int i = 0; i < out.length; i++) out[i] = e.data()[i]; }
+            case UINT8 -> { for (int i = 0; i < out.length; i++) out[i] = e.data()[i] & 0xFF; }
+            case INT16 -> { for (int i = 0; i < out.length; i++) out[i] = b.getShort(2 * i); }
+            case INT32 -> { for (int i = 0; i < out.length; i++) out[i] = b.getInt(4 * i); }
+            default -> throw new MilException("[blob] cannot decode " + e.dtype());
+        }
+        return out;
+    }
+
+    /** Reads the files these BLOBFILE paths name from {@code modelDir} ({@code @model_path/} = modelDir). */
+    public static Weights read(Path modelDir, Iterable<String> paths) {
+        Map<String, File> m = new LinkedHashMap<>();
+        for (String p : paths) {
+            if (m.containsKey(p)) continue;
+            String rel = p.startsWith(MODEL_PATH) ? p.substring(MODEL_PATH.length()) : p;
+            Path file = modelDir.resolve(rel).normalize();
+            if (!file.startsWith(modelDir.normalize())) throw new MilException("[blob] weight path '" + p + "' leaves the model directory");
+            try {
+                m.put(p, new File(p, MilBlob.read(Files.readAllBytes(file), file.toString())));
+            } catch (NoSuchFileException e) {
+                throw new MilException("[blob] weight file " + file + " not found (BLOBFILE path '" + p + "'); pass the directory that holds weights/");
+            } catch (IOException e) {
+                throw new MilException("[blob] cannot read " + file + ": " + e.getMessage(), e);
+            }
+        }
+        return new Weights(m);
+    }
+
+    /** Writes every file under {@code modelDir} at its relative path. */
+    public void writeTo(Path modelDir) throws IOException {
+        for (File f : files.values()) {
+            Path out = modelDir.resolve(f.relativePath());
+            Files.createDirectories(out.getParent());
+            Files.write(out, f.bytes());
+        }
+    }
+
+    /** Accumulates blobs into files while a program is built. */
+    static final class Builder {
+        private final Map<String, List<MilBlob.Entry>> files = new LinkedHashMap<>();
+
+        /** Appends a blob to the file at {@code path}; returns the BLOBFILE offset (its metadata offset). */
+        long add(String path, DType dtype, byte[] data) {
+            List<MilBlob.Entry> blobs = files.computeIfAbsent(path, k -> new ArrayList<>());
+            long[] sizes = new long[blobs.size() + 1];
+            for (int i = 0; i < blobs.size(); i++) sizes[i] = blobs.get(i).data().length;
+            sizes[blobs.size()] = data.length;
+            long offset = MilBlob.offsets(sizes)[blobs.size()];
+            blobs.add(new MilBlob.Entry(dtype, data, offset));
+            return offset;
+        }
+
+        Weights build() {
+            Map<String, File> m = new LinkedHashMap<>();
+            files.forEach((k, v) -> m.put(k, new File(k, v)));
+            return new Weights(m);
+        }
+    }
+
+    @Override public boolean equals(Object o) {
+        if (!(o instanceof Weights w) || !w.files.keySet().equals(files.keySet())) return false;
+        for (String k : files.keySet()) {
+            List<MilBlob.Entry> a = files.get(k).blobs(), b = w.files.get(k).blobs();
+            if (a.size() != b.size()) return false;
+            for (int i = 0; i < a.size(); i++)
+                if (a.get(i).dtype() != b.get(i).dtype() || a.get(i).metadataOffset() != b.get(i).metadataOffset()
+                        || !java.util.Arrays.equals(a.get(i).data(), b.get(i).data())) return false;
+        }
+        return true;
+    }
+
+    @Override public int hashCode() { return files.keySet().hashCode(); }
+}
