@@ -67,8 +67,24 @@ final class JavaSgemm extends Sgemm {
         scale(beta, m, n, c, cOff, ldc);
         if (k == 0 || alpha == 0f) return;
         int mr = kernel.mr(), nr = kernel.nr();
-        boolean parallel = (long) m * n * k >= PARALLEL_MIN_MACS && m > mc && ForkJoinPool.getCommonPoolParallelism() > 1;
+        int threads = threads();
+        boolean parallel = (long) m * n * k >= PARALLEL_MIN_MACS && m > mr && threads > 1;
+        // row blocks of at most MC rows, as many as a multiple of the thread count so that no thread idles at the end
+        if (parallel) {
+            // a confined arena's segments are only accessible from its owner thread, which is blocked in this call
+            // until the workers are done, so aliasing them for the workers cannot outlive the arena
+            try {
+                a = shareable(a);
+                b = shareable(b);
+                c = shareable(c);
+            } catch (IllegalCallerException e) { // native access denied to this module: stay on the caller thread
+                parallel = false;
+            }
+        }
         int mBlocks = (m + mc - 1) / mc;
+        if (parallel) mBlocks = threads * ((m + threads * mc - 1) / (threads * mc));
+        int mcb0 = Math.min(mc, (((m + mBlocks - 1) / mBlocks) + mr - 1) / mr * mr);
+        int nBlocks = (m + mcb0 - 1) / mcb0;
         float[] bp = new float[KC * nc];
         for (int jc = 0; jc < n; jc += nc) {
             int ncb = Math.min(nc, n - jc);
@@ -76,23 +92,32 @@ final class JavaSgemm extends Sgemm {
                 int kcb = Math.min(KC, k - pc);
                 packB(tb, b, bOff, ldb, pc, jc, kcb, ncb, nr, bp);
                 int jcf = jc, pcf = pc;
-                IntStream blocks = IntStream.range(0, mBlocks);
+                MemorySegment af = a, cf = c;
+                IntStream blocks = IntStream.range(0, nBlocks);
                 (parallel ? blocks.parallel() : blocks).forEach(blk -> {
-                    int ic = blk * mc, mcb = Math.min(mc, m - ic);
+                    int ic = blk * mcb0, mcb = Math.min(mcb0, m - ic);
                     float[] ap = A_PANEL.get();
                     if (ap.length < mc * KC) A_PANEL.set(ap = new float[mc * KC]);
-                    packA(ta, alpha, a, aOff, lda, ic, pcf, mcb, kcb, mr, ap);
+                    packA(ta, alpha, af, aOff, lda, ic, pcf, mcb, kcb, mr, ap);
                     for (int jr = 0; jr < ncb; jr += nr) {
                         int cols = Math.min(nr, ncb - jr);
                         for (int ir = 0; ir < mcb; ir += mr) {
                             int rows = Math.min(mr, mcb - ir);
                             long cIdx = cOff + (long) (ic + ir) * ldc + jcf + jr;
-                            kernel.tile(kcb, ap, ir * kcb, bp, jr * kcb, c, cIdx, ldc, rows, cols);
+                            kernel.tile(kcb, ap, ir * kcb, bp, jr * kcb, cf, cIdx, ldc, rows, cols);
                         }
                     }
                 });
             }
         }
+    }
+
+    /** Never started; only an identity that is not the caller, for {@link MemorySegment#isAccessibleBy}. */
+    private static final Thread OTHER = Thread.ofPlatform().unstarted(() -> {});
+
+    private static MemorySegment shareable(MemorySegment s) {
+        if (s.isAccessibleBy(OTHER)) return s;
+        return MemorySegment.ofAddress(s.address()).reinterpret(s.byteSize());
     }
 
     private static final ThreadLocal<float[]> A_PANEL = ThreadLocal.withInitial(() -> new float[0]);

@@ -45,31 +45,32 @@ final class VectorKernel implements JavaSgemm.Kernel {
             a = FloatVector.broadcast(S, ap[ao + 5]);
             c50 = a.fma(b0, c50); c51 = a.fma(b1, c51);
         }
-        if (rows == MR && cols == NR) {
-            add(c, cIdx, c00, c01);
-            add(c, cIdx + ldc, c10, c11);
-            add(c, cIdx + 2L * ldc, c20, c21);
-            add(c, cIdx + 3L * ldc, c30, c31);
-            add(c, cIdx + 4L * ldc, c40, c41);
-            add(c, cIdx + 5L * ldc, c50, c51);
-            return;
-        }
-        // edge tile: spill and add the valid part
-        float[] acc = new float[MR * NR];
-        FloatVector[] all = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
-        for (int v = 0; v < all.length; v++) all[v].intoArray(acc, v * L);
-        for (int i = 0; i < rows; i++) {
-            long row = cIdx + (long) i * ldc;
-            for (int j = 0; j < cols; j++) c.setAtIndex(Sgemm.FLOAT, row + j, c.getAtIndex(Sgemm.FLOAT, row + j) + acc[i * NR + j]);
-        }
+        // spill to a small array, then add into C: passing vectors to a call that C2 does not inline would box them
+        // in every iteration of the loop above
+        float[] acc = ACC.get();
+        c00.intoArray(acc, 0); c01.intoArray(acc, L);
+        c10.intoArray(acc, NR); c11.intoArray(acc, NR + L);
+        c20.intoArray(acc, 2 * NR); c21.intoArray(acc, 2 * NR + L);
+        c30.intoArray(acc, 3 * NR); c31.intoArray(acc, 3 * NR + L);
+        c40.intoArray(acc, 4 * NR); c41.intoArray(acc, 4 * NR + L);
+        c50.intoArray(acc, 5 * NR); c51.intoArray(acc, 5 * NR + L);
+        addTile(acc, c, cIdx, ldc, rows, cols);
     }
 
-    private static void add(MemorySegment c, long idx, FloatVector v0, FloatVector v1) {
-        long off = idx * Float.BYTES;
-        FloatVector.fromMemorySegment(S, c, off, ByteOrder.nativeOrder()).add(v0)
-                .intoMemorySegment(c, off, ByteOrder.nativeOrder());
-        long off1 = off + (long) L * Float.BYTES;
-        FloatVector.fromMemorySegment(S, c, off1, ByteOrder.nativeOrder()).add(v1)
-                .intoMemorySegment(c, off1, ByteOrder.nativeOrder());
+    private static final ThreadLocal<float[]> ACC = ThreadLocal.withInitial(() -> new float[MR * NR]);
+
+    /** C[rows×cols at cIdx] += acc[rows×cols] (acc row stride NR). */
+    private static void addTile(float[] acc, MemorySegment c, long cIdx, int ldc, int rows, int cols) {
+        ByteOrder order = ByteOrder.nativeOrder();
+        for (int i = 0; i < rows; i++) {
+            long row = cIdx + (long) i * ldc;
+            int j = 0;
+            for (; j + L <= cols; j += L) {
+                long off = (row + j) * Float.BYTES;
+                FloatVector.fromMemorySegment(S, c, off, order).add(FloatVector.fromArray(S, acc, i * NR + j))
+                        .intoMemorySegment(c, off, order);
+            }
+            for (; j < cols; j++) c.setAtIndex(Sgemm.FLOAT, row + j, c.getAtIndex(Sgemm.FLOAT, row + j) + acc[i * NR + j]);
+        }
     }
 }
