@@ -23,11 +23,14 @@ the file is recorded in each JSON's "source" and the individual choices are comm
 import json
 import os
 import sys
+import warnings
 import zlib
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+warnings.filterwarnings("ignore", message="Using padding=.same.")
 
 CT = "coremltools/converters/mil/mil/ops/defs/"
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "test", "resources", "golden", "ops")
@@ -994,6 +997,48 @@ def gen_sdpa(c):
 
 # ---------------------------------------------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------------------------------------------
+# cross-check of the numpy references against PyTorch's implementations (float64, before any rounding)
+
+def verify_against_torch():
+    rng = np.random.default_rng(7)
+    tt = torch.from_numpy
+
+    def same(name, ours, theirs):
+        if not np.allclose(ours, theirs, rtol=1e-10, atol=1e-12, equal_nan=True):
+            raise SystemExit("reference check failed: %s (maxdiff %g)" % (name, np.nanmax(np.abs(ours - theirs))))
+
+    x = rng.standard_normal((2, 5, 3, 7))
+    for axis in (1, -1, -2):
+        same("softmax axis %d" % axis, softmax_ref(x, axis), torch.softmax(tt(x), dim=axis).numpy())
+    for fn, tfn in ((sigmoid64, torch.sigmoid), (lambda v: v * sigmoid64(v), F.silu), (np.tanh, torch.tanh)):
+        same("unary", unary_ref(fn, x, False), tfn(tt(x)).numpy())
+    g, bt = rng.standard_normal((3, 7)), rng.standard_normal((3, 7))
+    same("layer_norm", layer_norm_ref(x, [-2, -1], g, bt, 1e-5),
+         F.layer_norm(tt(x), (3, 7), tt(g), tt(bt), 1e-5).numpy())
+    a, bm = rng.standard_normal((2, 1, 6, 4)), rng.standard_normal((3, 5, 6))
+    same("matmul", matmul_ref(a, bm, True, True), torch.matmul(tt(a).transpose(-1, -2), tt(bm).transpose(-1, -2)).numpy())
+    xc = rng.standard_normal((1, 4, 7, 6))
+    for k in ((3, 3), (2, 2), (3, 2)):
+        w = rng.standard_normal((2, 4, k[0], k[1]))
+        same("conv same %s" % (k,), conv_ref(xc, w, None, [1, 1], "same", None, [1, 1], 1),
+             F.conv2d(tt(xc), tt(w), padding="same").numpy())
+    w = rng.standard_normal((4, 2, 3, 3))
+    same("conv custom", conv_ref(xc, w, None, [2, 1], "custom", [1, 0, 2, 1], [1, 2], 2),
+         F.conv2d(F.pad(tt(xc), (2, 1, 1, 0)), tt(w), stride=(2, 1), dilation=(1, 2), groups=2).numpy())
+    q, k_, v = rng.standard_normal((2, 3, 5, 8)), rng.standard_normal((2, 3, 6, 8)), rng.standard_normal((2, 3, 6, 4))
+    m = rng.standard_normal((5, 6))
+    sc = torch.softmax(tt(q) @ tt(k_).transpose(-1, -2) / np.sqrt(8) + tt(m), dim=-1) @ tt(v)
+    same("sdpa", sdpa_ref(q, k_, v, m), sc.numpy())
+    xg, ig = rng.standard_normal((2, 5, 3)), np.array([[0, 4, 1], [3, 3, 2]], dtype=I32)
+    same("gather batch_dims", gather_ref(xg, ig, 1, 1),
+         torch.gather(tt(xg), 1, tt(ig.astype(np.int64))[:, :, None].expand(2, 3, 3)).numpy())
+    xs = rng.standard_normal((3, 4)).astype(F32) * 4
+    theirs = torch.quantize_per_tensor(tt(xs), 0.25, 3, torch.qint8).int_repr().numpy()
+    same("quantize", quantize_ref(xs, f32(0.25), np.array(3, dtype=I8), None, I8).astype(np.float64),
+         theirs.astype(np.float64))
+
+
 def write_all(only=None):
     os.makedirs(OUT_DIR, exist_ok=True)
     summary = []
@@ -1019,4 +1064,5 @@ def write_all(only=None):
 
 if __name__ == "__main__":
     with np.errstate(all="ignore"):
+        verify_against_torch()
         write_all(set(sys.argv[1:]))
