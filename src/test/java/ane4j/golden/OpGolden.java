@@ -206,6 +206,13 @@ public final class OpGolden {
         return out;
     }
 
+    /** Every case of every op, for {@code @MethodSource} parameterized tests. */
+    public static List<Case> allCases() {
+        List<Case> out = new ArrayList<>();
+        for (OpGoldenFile f : loadAll()) out.addAll(f.cases());
+        return out;
+    }
+
     public static OpGoldenFile parse(String json) {
         Map<String, Object> root = obj(Json.parse(json), "file");
         String op = str(root.get("op"), "op");

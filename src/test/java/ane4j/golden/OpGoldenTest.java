@@ -32,6 +32,7 @@ class OpGoldenTest {
     void everyOpHasAFileWithAtLeastThreeWellFormedCases() {
         List<OpGoldenFile> files = OpGolden.loadAll();
         assertEquals(32, files.size());
+        assertEquals(files.stream().mapToInt(f -> f.cases().size()).sum(), OpGolden.allCases().size());
         for (OpGoldenFile f : files) {
             assertTrue(f.cases().size() >= 3, f.op() + " has " + f.cases().size() + " cases");
             assertTrue(f.source().contains("coremltools"), f.op() + " source: " + f.source());
