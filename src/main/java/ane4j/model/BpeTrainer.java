@@ -38,8 +38,8 @@ public final class BpeTrainer {
         if (pieces.size() + chars.size() > vocabSize)
             throw new IllegalArgumentException("[bpe] vocabSize " + vocabSize + " is smaller than the " + (pieces.size() + chars.size())
                     + " special, byte and character tokens this text needs");
+        pieces.addAll(chars);
         Map<String, Integer> ids = new HashMap<>();
-        for (String c : chars) if (!ids.containsKey(c)) pieces.add(c);
         for (int i = 0; i < pieces.size(); i++) ids.putIfAbsent(pieces.get(i), i);
         int nBase = pieces.size();
 
