@@ -99,8 +99,6 @@ public final class AneProgram implements AutoCloseable {
                 // 4. compile (a failure late in the process is the compiler leak)
                 try {
                     model.compileWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary());
-                } catch (CompileBudgetExceededException e) {
-                    throw e;
                 } catch (AneException e) {
                     throw budget.classifyFailure(e);
                 }

@@ -24,8 +24,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  * <p>{@code objc_msgSend} is declared variadic but is not: it must be called with the callee's exact C
  * prototype (receiver, selector, then the fixed arguments). On arm64 a variadic call puts the extra
  * arguments on the stack where the method never looks, so {@code Linker.Option.firstVariadicArg} is never
- * used here. See Apple, "Addressing architectural differences in your macOS code" (section "Invoke
- * Objective-C methods through objc_msgSend with the exact prototype"):
+ * used here. See Apple, "Addressing architectural differences in your macOS code" (on calling
+ * {@code objc_msgSend} through a cast to the exact function type), and anchors.md §4.4:
  * https://developer.apple.com/documentation/apple-silicon/addressing-architectural-differences-in-your-macos-code
  *
  * <p>{@code BOOL} is a C {@code bool} on arm64 and a {@code signed char} on x86-64 (objc.h), so it is read
@@ -54,8 +54,8 @@ public final class ObjC {
     /** {@code BOOL}, read as one byte (see the class comment). */
     public static final java.lang.foreign.ValueLayout.OfByte BOOL = JAVA_BYTE;
 
+    // id objc_retain(id), Class objc_getClass(const char *), SEL sel_registerName(const char *)
     private static final FunctionDescriptor ID_OF_ID = FunctionDescriptor.of(ID, ID);
-    private static final FunctionDescriptor ID_OF_STRING = FunctionDescriptor.of(ID, ID);
     private static final FunctionDescriptor VOID_OF_ID = FunctionDescriptor.ofVoid(ID);
     private static final FunctionDescriptor ID_OF_NOTHING = FunctionDescriptor.of(ID);
     private static final FunctionDescriptor SEND_ID = FunctionDescriptor.of(ID, ID, ID);
@@ -77,8 +77,8 @@ public final class ObjC {
         this.origin = origin;
         this.lookup = lookup;
         this.msgSendAddress = symbol("objc_msgSend");
-        this.objc_getClass = downcall("objc_getClass", ID_OF_STRING);
-        this.sel_registerName = downcall("sel_registerName", ID_OF_STRING);
+        this.objc_getClass = downcall("objc_getClass", ID_OF_ID);
+        this.sel_registerName = downcall("sel_registerName", ID_OF_ID);
         this.objc_retain = downcall("objc_retain", ID_OF_ID);
         this.objc_release = downcall("objc_release", VOID_OF_ID);
         this.objc_autoreleasePoolPush = downcall("objc_autoreleasePoolPush", ID_OF_NOTHING);
@@ -170,7 +170,11 @@ public final class ObjC {
         return s;
     }
 
-    /** {@code objc_retain}: +1 on an object Java keeps beyond the current pool. Returns it. */
+    /**
+     * {@code objc_retain}: +1 on an object Java keeps beyond the current pool. Returns it. {@code objc_retain} and
+     * {@code objc_release} are the C entry points clang emits under ARC (exported by libobjc); they behave as
+     * sending {@code retain}/{@code release}.
+     */
     public MemorySegment retain(MemorySegment object) {
         try {
             return (MemorySegment) objc_retain.invokeExact(object);
