@@ -133,8 +133,22 @@ public final class Tokenizer {
     }
 
     private void offer(PriorityQueue<Pair> queue, int[] tok, int l, int r) {
-        Integer id = ids.get(pieces[tok[l]].concat(pieces[tok[r]]));
-        if (id != null && scores[id] > NO_MERGE) queue.add(new Pair(scores[id], l, tok[l], tok[r], id));
+        int id = mergeOf(tok[l], tok[r]);
+        if (id >= 0 && scores[id] > NO_MERGE) queue.add(new Pair(scores[id], l, tok[l], tok[r], id));
+    }
+
+    // memo of pair → token of the concatenated pieces (-1: none), bounded so huge vocabularies cannot exhaust memory
+    private final Map<Long, Integer> pairCache = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final int PAIR_CACHE_MAX = 1 << 20;
+
+    private int mergeOf(int a, int b) {
+        long key = ((long) a << 32) | b;
+        Integer cached = pairCache.get(key);
+        if (cached != null) return cached;
+        Integer id = ids.get(pieces[a].concat(pieces[b]));
+        int result = id == null ? -1 : id;
+        if (pairCache.size() < PAIR_CACHE_MAX) pairCache.put(key, result);
+        return result;
     }
 
     // ----------------------------------------------------------------------------------------------
