@@ -1,10 +1,10 @@
 package ane4j.train;
 
-import static ane4j.mil.Mil.fp16;
-
+import ane4j.mil.DType;
 import ane4j.mil.FunctionBuilder;
 import ane4j.mil.Mil;
 import ane4j.mil.Program;
+import ane4j.mil.TensorType;
 import ane4j.mil.Value;
 import ane4j.model.ModelConfig;
 import ane4j.model.RopeStyle;
@@ -34,8 +34,15 @@ public final class TrainingKernels {
     private final ModelConfig c;
     private final int s, d, h, q, kv, nh, nkv, hd;
     private final float alpha;
+    private final DType io;
 
-    public TrainingKernels(ModelConfig config) {
+    /** fp16 kernels, as the ANE runs them. */
+    public TrainingKernels(ModelConfig config) { this(config, DType.FP16); }
+
+    /** Kernels whose tensors and constants are {@code io} (fp16 for the ANE; fp32 for exact comparisons on the reference backend). */
+    public TrainingKernels(ModelConfig config, DType io) {
+        if (!io.isFloat()) throw new IllegalArgumentException("[kernels] io type must be fp16 or fp32, got " + io);
+        this.io = io;
         this.c = config;
         this.s = config.seqLen();
         this.d = config.dim();
@@ -63,7 +70,7 @@ public final class TrainingKernels {
         if (c.qkNorm()) out.add("qRaw", q).add("kRaw", kv);
         PackedLayout input = in.columns(d), output = out.channels(s);
         Program p = Mil.program().function("main", f -> {
-            Value x = f.input(INPUT, fp16(1, d, 1, input.width()));
+            Value x = f.input(INPUT, t(1, d, 1, input.width()));
             Value xnT = activationT(f, x, d, 0);                                       // (1,1,S,D)
             Value qAll = project(f, xnT, x, d, input.start("wqT"), q);                 // (1,1,S,Q)
             Value kAll = project(f, xnT, x, d, input.start("wkT"), kv);                // (1,1,S,KV)
@@ -75,8 +82,8 @@ public final class TrainingKernels {
                 qn = headNorm(f, qh, f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col}, new int[] {1, 1, 1, hd}), 1, 1, 1, hd));
                 kn = headNorm(f, kh, f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col + hd}, new int[] {1, 1, 1, hd}), 1, 1, 1, hd));
             }
-            Value cos = f.weight("rope_cos", fp16(1, 1, s, hd), RopeTables.cos(c));
-            Value sin = f.weight("rope_sin", fp16(1, 1, s, hd), RopeTables.sin(c));
+            Value cos = f.weight("rope_cos", t(1, 1, s, hd), RopeTables.cos(c));
+            Value sin = f.weight("rope_sin", t(1, 1, s, hd), RopeTables.sin(c));
             Value qr = rope(f, qn, nh, cos, sin), kr = rope(f, kn, nkv, cos, sin);
             Value attn = attention(f, qr, tileHeads(f, kr), tileHeads(f, vh));      // (1,NH,S,HD)
             Value y = f.concat(1, c.qkNorm()
@@ -95,7 +102,7 @@ public final class TrainingKernels {
         PackedLayout input = new PackedLayout.Builder().add("x2norm", s).add("x2", s).add("w1T", h).add("w3T", h).add("w2", h).columns(d);
         PackedLayout output = new PackedLayout.Builder().add("xNext", d).add("h1", h).add("h3", h).add("gate", h).channels(s);
         Program p = Mil.program().function("main", f -> {
-            Value x = f.input(INPUT, fp16(1, d, 1, input.width()));
+            Value x = f.input(INPUT, t(1, d, 1, input.width()));
             Value xnT = activationT(f, x, d, 0);                                        // (1,1,S,D)
             Value h1 = project(f, xnT, x, d, input.start("w1T"), h);                   // (1,1,S,H)
             Value h3 = project(f, xnT, x, d, input.start("w3T"), h);                   // (1,1,S,H)
@@ -133,7 +140,7 @@ public final class TrainingKernels {
         PackedLayout input = new PackedLayout.Builder().add("q", q).add("k", q).add("v", q).add("da", q).channels(s);
         PackedLayout output = new PackedLayout.Builder().add("dv", q).add("probs", nh * s).add("dp", nh * s).channels(s);
         Program p = Mil.program().function("main", f -> {
-            Value x = f.input(INPUT, fp16(1, input.channels(), 1, s));
+            Value x = f.input(INPUT, t(1, input.channels(), 1, s));
             Value qh = channelHeads(f, x, input.start("q")), kh = channelHeads(f, x, input.start("k"));
             Value vh = channelHeads(f, x, input.start("v")), dah = channelHeads(f, x, input.start("da"));
             Value probs = f.softmax(f.add(f.mul(f.matmul(qh, kh, false, true), scale()), mask(f)), -1);   // (1,NH,S,S)
@@ -150,7 +157,7 @@ public final class TrainingKernels {
         PackedLayout input = new PackedLayout.Builder().add("probs", nh * s).add("dp", nh * s).add("q", q).add("k", q).channels(s);
         PackedLayout output = new PackedLayout.Builder().add("dq", q).add("dk", q).channels(s);
         Program p = Mil.program().function("main", f -> {
-            Value x = f.input(INPUT, fp16(1, input.channels(), 1, s));
+            Value x = f.input(INPUT, t(1, input.channels(), 1, s));
             Value probs = f.reshape(channels(f, x, input.start("probs"), nh * s), 1, nh, s, s);         // (1,NH,S,S)
             Value dp = f.reshape(channels(f, x, input.start("dp"), nh * s), 1, nh, s, s);
             Value qh = channelHeads(f, x, input.start("q")), kh = channelHeads(f, x, input.start("k"));
@@ -171,7 +178,7 @@ public final class TrainingKernels {
         PackedLayout input = new PackedLayout.Builder().add(act, s).add(weight, oc).columns(ic);
         PackedLayout output = new PackedLayout.Builder().add(result, oc).channels(s);
         Program p = Mil.program().function("main", f -> {
-            Value x = f.input(INPUT, fp16(1, ic, 1, input.width()));
+            Value x = f.input(INPUT, t(1, ic, 1, input.width()));
             Value y = project(f, activationT(f, x, ic, 0), x, ic, s, oc);              // (1,1,S,OC)
             f.output(f.named(OUTPUT, fromRows(f, y, oc)));
         }).build();
@@ -183,7 +190,7 @@ public final class TrainingKernels {
         PackedLayout input = new PackedLayout.Builder().add(act1, s).add(act2, s).add(w1, oc).add(w2, oc).columns(ic);
         PackedLayout output = new PackedLayout.Builder().add("dx", oc).channels(s);
         Program p = Mil.program().function("main", f -> {
-            Value x = f.input(INPUT, fp16(1, ic, 1, input.width()));
+            Value x = f.input(INPUT, t(1, ic, 1, input.width()));
             Value y1 = project(f, activationT(f, x, ic, 0), x, ic, input.start(w1), oc);
             Value y2 = project(f, activationT(f, x, ic, s), x, ic, input.start(w2), oc);
             f.output(f.named(OUTPUT, fromRows(f, f.add(y1, y2), oc)));
@@ -268,7 +275,9 @@ public final class TrainingKernels {
         return f.matmul(f.softmax(scores, -1), vh);
     }
 
-    private Value mask(FunctionBuilder f) { return f.weight("mask", fp16(1, 1, s, s), RopeTables.causalMask(s)); }
+    private Value mask(FunctionBuilder f) { return f.weight("mask", t(1, 1, s, s), RopeTables.causalMask(s)); }
+
+    private TensorType t(int... shape) { return TensorType.of(io, shape); }
 
     private float scale() { return (float) (1.0 / Math.sqrt(hd)); }
 }
