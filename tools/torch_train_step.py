@@ -79,6 +79,7 @@ def main():
                             lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
     n_params = sum(p.numel() for p in params.values())
 
+    load_start = os.getloadavg()[0]
     times = {"step": [], "forward": [], "backward": [], "optimizer": []}
     losses = []
     for i in range(args.warmup + args.steps):
@@ -106,7 +107,8 @@ def main():
            "phases": {"forward": med["forward"], "backward": med["backward"], "optimizer": med["optimizer"]},
            "ms_per_step_min": round(min(times["step"]), 3), "params": n_params,
            "tokens_per_s": round(1000.0 * c["seqLen"] / med["step"], 1), "seqLen": c["seqLen"], "batch": 1,
-           "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4)}
+           "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4),
+           "loadavg": [round(load_start, 2), round(os.getloadavg()[0], 2)], "cpus": os.cpu_count()}
     print(json.dumps(out))
 
 
