@@ -58,14 +58,18 @@ final class ErrorFormatter {
             return new CellError("Interrupted", "the cell was interrupted", List.of(RED + "Interrupted: the cell was stopped" + RESET));
         }
         String ename = cls.substring(cls.lastIndexOf('.') + 1);
+        String msg = ee.getMessage() == null ? null : clean(ee.getMessage());
+        if (cls.equals(MagicException.class.getName())) {
+            return new CellError("MagicError", msg, List.of(RED + msg + RESET));
+        }
         List<String> tb = new ArrayList<>();
-        tb.add(RED + cls + RESET + (ee.getMessage() == null ? "" : ": " + ee.getMessage()));
+        tb.add(RED + cls + RESET + (msg == null ? "" : ": " + msg));
         tb.addAll(frames(ee.getStackTrace(), origins));
         for (Throwable c = ee.getCause(); c instanceof EvalException ce; c = ce.getCause()) {
-            tb.add("Caused by: " + ce.getExceptionClassName() + (ce.getMessage() == null ? "" : ": " + ce.getMessage()));
+            tb.add("Caused by: " + ce.getExceptionClassName() + (ce.getMessage() == null ? "" : ": " + clean(ce.getMessage())));
             tb.addAll(frames(ce.getStackTrace(), origins).stream().limit(3).toList());
         }
-        return new CellError(ename, ee.getMessage() == null ? "" : ee.getMessage(), tb);
+        return new CellError(ename, msg == null ? "" : msg, tb);
     }
 
     /** Any other exception (from the kernel or a magic): name, message, the first few frames. */
@@ -88,7 +92,8 @@ final class ErrorFormatter {
             if (file == null || !file.startsWith("#")) continue;
             if (firstUser < 0) firstUser = i;
             Origin o = origins.apply(file.substring(1));
-            String method = f.getMethodName().startsWith("do_it$") ? "" : f.getMethodName() + " ";
+            String m = f.getMethodName();
+            String method = m == null || m.isBlank() || m.startsWith("do_it$") ? "" : m + " ";
             String at = o == null ? file + ":" + f.getLineNumber() : where(o, f.getLineNumber());
             String code = o == null ? "" : ": " + o.line(f.getLineNumber());
             user.add("    at " + method + "(" + at + ")" + code);
@@ -101,6 +106,11 @@ final class ErrorFormatter {
             if (libEnd > LIBRARY_FRAMES) out.add(DIM + "    ... " + (libEnd - LIBRARY_FRAMES) + " more" + RESET);
         }
         return out;
+    }
+
+    /** JShell's wrapper class names mean nothing to the user: "REPL.$JShell$7.o" is the variable "o". */
+    static String clean(String message) {
+        return message.replaceAll("REPL\\.\\$JShell\\$\\d+[A-Za-z]?\\.", "");
     }
 
     static String where(Origin o, int lineInSnippet) {
