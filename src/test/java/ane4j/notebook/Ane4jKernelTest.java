@@ -109,6 +109,24 @@ class Ane4jKernelTest {
     }
 
     @Test
+    void loadRunsScriptsAndNotebookCells(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path jsh = java.nio.file.Files.writeString(dir.resolve("setup.jsh"), "int loaded = 40;\nint inc(int x) { return x + 1; }\n");
+        kernel.run("%load " + jsh);
+        assertEquals(41, kernel.run("inc(loaded)"));
+        Path nb = java.nio.file.Files.writeString(dir.resolve("nb.ipynb"), """
+                {"cells": [{"cell_type": "markdown", "source": ["# title"]},
+                           {"cell_type": "code", "source": ["int fromNb = 1;\\n", "fromNb += 1;"]},
+                           {"cell_type": "code", "source": "fromNb * 21"}],
+                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+                """);
+        assertEquals(42, kernel.run("%load " + nb), "the value of the last code cell");
+        MagicException e = assertThrows(MagicException.class, () -> kernel.run("%load " + dir.resolve("missing.jsh")));
+        assertTrue(e.getMessage().startsWith("[%load] no file"), e.getMessage());
+        MagicException j = assertThrows(MagicException.class, () -> kernel.run("%jars " + dir + "/*.jar"));
+        assertTrue(j.getMessage().contains("nothing matches"), j.getMessage());
+    }
+
+    @Test
     void unknownMagicIsOneLine() {
         MagicException e = assertThrows(MagicException.class, () -> kernel.run("%nosuch 1"));
         assertTrue(e.getMessage().contains("%nosuch") && e.getMessage().contains("%lsmagic"), e.getMessage());
