@@ -20,6 +20,11 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         try {
             return switch (args[0]) {
+                case "mil" -> {
+                    if (rest.length > 0 && rest[0].equals("run")) yield MilRunCommand.run(Arrays.copyOfRange(rest, 1, rest.length), out);
+                    err.println("ane4j mil: unknown subcommand (try: " + MilRunCommand.USAGE + ")");
+                    yield 2;
+                }
                 default -> {
                     err.println("ane4j: unknown command '" + args[0] + "' (try: ane4j help)");
                     yield 2;
@@ -36,5 +41,6 @@ public final class Main {
 
             commands:
               help                      this text
+              mil run FILE.mil ...      run a MIL program on .npy inputs (--input x=x.npy --output DIR)
             """;
 }
