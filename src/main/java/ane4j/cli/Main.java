@@ -8,6 +8,9 @@ public final class Main {
     private Main() {}
 
     public static void main(String[] args) {
+        // one-line log records ("INFO: [blas] sgemm: OpenBLAS …") unless the user configured logging
+        if (System.getProperty("java.util.logging.SimpleFormatter.format") == null)
+            System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
         System.exit(run(args, System.out, System.err));
     }
 
@@ -25,6 +28,7 @@ public final class Main {
                     err.println("ane4j mil: unknown subcommand (try: " + MilRunCommand.USAGE + ")");
                     yield 2;
                 }
+                case "train" -> TrainCommand.run(rest, out);
                 default -> {
                     err.println("ane4j: unknown command '" + args[0] + "' (try: ane4j help)");
                     yield 2;
@@ -32,6 +36,12 @@ public final class Main {
             };
         } catch (CliException e) {
             err.println("ane4j " + args[0] + ": " + e.getMessage());
+            return 1;
+        } catch (RuntimeException e) {
+            // domain errors carry a one-line "[op] …" message; anything else is reported by type, without a stack trace
+            String msg = e.getMessage() != null && e.getMessage().startsWith("[") ? e.getMessage() : e.getClass().getSimpleName() + ": " + e.getMessage();
+            err.println("ane4j " + args[0] + ": " + msg);
+            if (Boolean.getBoolean("ane4j.debug")) e.printStackTrace(err);
             return 1;
         }
     }
@@ -41,6 +51,7 @@ public final class Main {
 
             commands:
               help                      this text
+              train [options]           train a model (default: tiny on the embedded corpus); ane4j train --help
               mil run FILE.mil ...      run a MIL program on .npy inputs (--input x=x.npy --output DIR)
             """;
 }
