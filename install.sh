@@ -69,6 +69,7 @@ if [ "$SYSTEM_PACKAGES" = 1 ] && [ "$(uname -s)" = Linux ]; then
 fi
 command -v mvn >/dev/null 2>&1 || { echo "install.sh: Maven (mvn) not found. fix: install Maven 3.8+ and re-run." >&2; exit 1; }
 
+export MAVEN_OPTS="${MAVEN_OPTS:-} --sun-misc-unsafe-memory-access=allow"
 MVN_FLAGS=(-B -q -Dstyle.color=never)
 say "building"
 mvn "${MVN_FLAGS[@]}" -DskipTests package

@@ -37,5 +37,6 @@ public final class Main {
 
             commands:
               help                      this text
+              mil run FILE.mil ...      run a MIL program on .npy inputs (--input x=x.npy --output DIR)
             """ + MilCommand.USAGE + "\n";
 }

@@ -31,9 +31,10 @@ final class MilCommand {
                                         print the program in canonical form""";
 
     static int run(String[] args, PrintStream out, PrintStream err) {
-        if (args.length == 0) throw new CliException("expected 'check' or 'fmt' (usage: ane4j mil check FILE.mil)");
+        if (args.length == 0) throw new CliException("expected 'check', 'fmt' or 'run' (usage: ane4j mil check FILE.mil)");
         String sub = args[0];
-        if (!sub.equals("check") && !sub.equals("fmt")) throw new CliException("unknown subcommand '" + sub + "' (check or fmt)");
+        if (sub.equals("run")) return MilRunCommand.run(java.util.Arrays.copyOfRange(args, 1, args.length), out);
+        if (!sub.equals("check") && !sub.equals("fmt")) throw new CliException("unknown subcommand '" + sub + "' (check, fmt or run)");
         String file = null, weights = null, dialect = null;
         boolean noWeights = false;
         for (int i = 1; i < args.length; i++) {

@@ -1,0 +1,27 @@
+package ane4j.backend;
+
+import ane4j.mil.Program;
+
+/**
+ * Something that compiles MIL programs into runnable {@link Kernel}s: the ANE, or the reference interpreter.
+ * Weights come from {@link Program#weights()}. Every compile counts against the backend's compile budget.
+ */
+public interface Backend {
+    /** {@code ane} or {@code ref}. */
+    String name();
+
+    /** Whether this backend can run here; never throws. */
+    boolean isAvailable();
+
+    /** Compiles the program's {@code main} function (or its only one). */
+    default Kernel compile(Program program) { return compile(program, program.main().name()); }
+
+    /** Compiles one function of the program. */
+    Kernel compile(Program program, String functionName);
+
+    /** Compiles done so far by this backend. */
+    long compileCount();
+
+    /** The most compiles this backend allows ({@link Long#MAX_VALUE}: unlimited). */
+    long compileBudget();
+}

@@ -1,0 +1,54 @@
+package ane4j.backend;
+
+import ane4j.mil.Program;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The shared base of the backends: counts compiles and enforces the compile budget. The budget is
+ * {@code -Dane4j.compileBudget} when set, else the backend's default (100 for the ANE, unlimited for ref), unless the
+ * constructor is given one. The compile past the budget throws {@link CompileBudgetExceededException} before any work.
+ */
+public abstract class CountingBackend implements Backend {
+    public static final String BUDGET_PROPERTY = "ane4j.compileBudget";
+    public static final long UNLIMITED = Long.MAX_VALUE;
+
+    private final AtomicLong compiles = new AtomicLong();
+    private final long budget;
+
+    /** @param budget the budget, or null for {@code -Dane4j.compileBudget} or else {@code defaultBudget} */
+    protected CountingBackend(Long budget, long defaultBudget) {
+        long b = budget != null ? budget : budgetFromProperty(defaultBudget);
+        if (b < 0) throw new IllegalArgumentException("[backend] compile budget " + b + " is negative");
+        this.budget = b;
+    }
+
+    static long budgetFromProperty(long defaultBudget) {
+        String s = System.getProperty(BUDGET_PROPERTY);
+        if (s == null || s.isBlank()) return defaultBudget;
+        try {
+            long b = Long.parseLong(s.strip());
+            if (b < 0) throw new NumberFormatException();
+            return b;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("[backend] -D" + BUDGET_PROPERTY + "=" + s + " is not a non-negative integer");
+        }
+    }
+
+    @Override
+    public final Kernel compile(Program program, String functionName) {
+        long done;
+        do {
+            done = compiles.get();
+            if (done >= budget) throw new CompileBudgetExceededException(name(), done, budget);
+        } while (!compiles.compareAndSet(done, done + 1));
+        return doCompile(program, functionName);
+    }
+
+    /** Compiles one function; the budget has already been checked and the compile counted. */
+    protected abstract Kernel doCompile(Program program, String functionName);
+
+    @Override public final long compileCount() { return compiles.get(); }
+
+    @Override public final long compileBudget() { return budget; }
+}

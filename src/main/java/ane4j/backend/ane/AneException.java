@@ -1,0 +1,7 @@
+package ane4j.backend.ane;
+
+/** A failure reported by the ANE framework or by the ane4j ANE layer; the message starts with a {@code [selector]} or {@code [ane.*]} tag. */
+public class AneException extends RuntimeException {
+    public AneException(String message) { super(message); }
+    public AneException(String message, Throwable cause) { super(message, cause); }
+}

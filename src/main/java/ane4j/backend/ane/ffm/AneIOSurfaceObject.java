@@ -1,0 +1,30 @@
+package ane4j.backend.ane.ffm;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+
+import ane4j.backend.ane.AneException;
+
+import static ane4j.backend.ane.ffm.ObjC.ID;
+
+/** The private class {@code _ANEIOSurfaceObject} (ane-facts.md §2.2 step 6). */
+public final class AneIOSurfaceObject {
+    // id (id, SEL, IOSurfaceRef)
+    private static final FunctionDescriptor OBJECT_WITH_IOSURFACE = FunctionDescriptor.of(ID, ID, ID, ID);
+
+    private AneIOSurfaceObject() {}
+
+    /** {@code +[_ANEIOSurfaceObject objectWithIOSurface:]}, +0; the wrapper keeps the surface alive while it lives. */
+    public static MemorySegment objectWithIOSurface(MemorySegment surface) {
+        ObjC objc = ObjC.get();
+        MemorySegment wrapper;
+        try {
+            wrapper = (MemorySegment) objc.msgSend(OBJECT_WITH_IOSURFACE).invokeExact(
+                    objc.cls("_ANEIOSurfaceObject"), objc.sel("objectWithIOSurface:"), surface);
+        } catch (Throwable t) {
+            throw ObjC.rethrow(t);
+        }
+        if (wrapper.equals(MemorySegment.NULL)) throw new AneException("[objectWithIOSurface:] returned nil");
+        return wrapper;
+    }
+}

@@ -1,0 +1,99 @@
+package ane4j.backend.ane.ffm;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+
+import ane4j.backend.ane.AneException;
+
+import static ane4j.backend.ane.ffm.ObjC.BOOL;
+import static ane4j.backend.ane.ffm.ObjC.ID;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * The private class {@code _ANEInMemoryModel} (ane-facts.md §2.2 steps 2–5, 8, 9): one Java method per
+ * selector. The wrapper does not own the object; {@code AneProgram} retains and releases it.
+ * Every method taking {@code error:} must run inside an autorelease pool.
+ */
+public final class AneInMemoryModel {
+    /** The QoS every maderix call passes: 21 = {@code QOS_CLASS_DEFAULT} (0x15). QoS 0–63 all work (m5result.md). */
+    public static final int QOS_DEFAULT = 21;
+
+    // id (id, SEL, id descriptor)
+    private static final FunctionDescriptor WITH_DESCRIPTOR = FunctionDescriptor.of(ID, ID, ID, ID);
+    // BOOL (id, SEL, unsigned int qos, NSDictionary *options, NSError **error)
+    private static final FunctionDescriptor QOS_OPTIONS_ERROR = FunctionDescriptor.of(BOOL, ID, ID, JAVA_INT, ID, ID);
+    // BOOL (id, SEL, unsigned int qos, NSDictionary *options, _ANERequest *request, NSError **error)
+    private static final FunctionDescriptor EVALUATE = FunctionDescriptor.of(BOOL, ID, ID, JAVA_INT, ID, ID, ID);
+    // BOOL (id, SEL, unsigned int qos, NSError **error)
+    private static final FunctionDescriptor QOS_ERROR = FunctionDescriptor.of(BOOL, ID, ID, JAVA_INT, ID);
+    // NSUInteger (id, SEL)
+    private static final FunctionDescriptor UINTEGER = FunctionDescriptor.of(JAVA_LONG, ID, ID);
+
+    private final ObjC objc;
+    private final MemorySegment id;
+
+    private AneInMemoryModel(ObjC objc, MemorySegment id) {
+        this.objc = objc;
+        this.id = id;
+    }
+
+    /** The underlying {@code id}. */
+    public MemorySegment id() { return id; }
+
+    /** {@code +[_ANEInMemoryModel inMemoryModelWithDescriptor:]}; the result is +0. */
+    public static AneInMemoryModel inMemoryModelWithDescriptor(MemorySegment descriptor) {
+        ObjC objc = ObjC.get();
+        MemorySegment model;
+        try {
+            model = (MemorySegment) objc.msgSend(WITH_DESCRIPTOR).invokeExact(
+                    objc.cls("_ANEInMemoryModel"), objc.sel("inMemoryModelWithDescriptor:"), descriptor);
+        } catch (Throwable t) {
+            throw ObjC.rethrow(t);
+        }
+        if (model.equals(MemorySegment.NULL))
+            throw new AneException("[inMemoryModelWithDescriptor:] returned nil");
+        return new AneInMemoryModel(objc, model);
+    }
+
+    /** {@code -hexStringIdentifier}: the content-derived id naming the model's temp directory (ane-facts.md §2.3). */
+    public String hexStringIdentifier() {
+        String hex = objc.utf8(objc.sendId(id, "hexStringIdentifier"));
+        if (hex == null || hex.isEmpty() || !hex.chars().allMatch(c -> Character.digit(c, 16) >= 0))
+            throw new AneException("[hexStringIdentifier] returned " + (hex == null ? "nil" : "\"" + hex + "\"") + ", not a hex string");
+        return hex;
+    }
+
+    /** {@code -compileWithQoS:options:error:}; throws with Apple's message on NO. */
+    public void compileWithQoS(int qos, MemorySegment options) {
+        objc.callWithError("compileWithQoS:options:error:", err -> (byte) objc.msgSend(QOS_OPTIONS_ERROR)
+                .invokeExact(id, objc.sel("compileWithQoS:options:error:"), qos, options, err));
+    }
+
+    /** {@code -loadWithQoS:options:error:}. */
+    public void loadWithQoS(int qos, MemorySegment options) {
+        objc.callWithError("loadWithQoS:options:error:", err -> (byte) objc.msgSend(QOS_OPTIONS_ERROR)
+                .invokeExact(id, objc.sel("loadWithQoS:options:error:"), qos, options, err));
+    }
+
+    /** {@code -evaluateWithQoS:options:request:error:}. */
+    public void evaluateWithQoS(int qos, MemorySegment options, MemorySegment request) {
+        objc.callWithError("evaluateWithQoS:options:request:error:", err -> (byte) objc.msgSend(EVALUATE)
+                .invokeExact(id, objc.sel("evaluateWithQoS:options:request:error:"), qos, options, request, err));
+    }
+
+    /** {@code -unloadWithQoS:error:}. */
+    public void unloadWithQoS(int qos) {
+        objc.callWithError("unloadWithQoS:error:", err -> (byte) objc.msgSend(QOS_ERROR)
+                .invokeExact(id, objc.sel("unloadWithQoS:error:"), qos, err));
+    }
+
+    /** {@code -state} (NSUInteger; inmem_basic.m prints it, values undocumented). */
+    public long state() {
+        try {
+            return (long) objc.msgSend(UINTEGER).invokeExact(id, objc.sel("state"));
+        } catch (Throwable t) {
+            throw ObjC.rethrow(t);
+        }
+    }
+}

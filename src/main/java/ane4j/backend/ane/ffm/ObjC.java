@@ -1,0 +1,263 @@
+package ane4j.backend.ane.ffm;
+
+import ane4j.backend.ane.AneException;
+
+import java.lang.foreign.AddressLayout;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+
+/**
+ * The Objective-C runtime through FFM: library loading, cached classes and selectors, one exact
+ * {@code objc_msgSend} downcall handle per C prototype, retain/release, autorelease pools and the
+ * {@code NSError**} convention.
+ *
+ * <p>{@code objc_msgSend} is declared variadic but is not: it must be called with the callee's exact C
+ * prototype (receiver, selector, then the fixed arguments). On arm64 a variadic call puts the extra
+ * arguments on the stack where the method never looks, so {@code Linker.Option.firstVariadicArg} is never
+ * used here. See Apple, "Addressing architectural differences in your macOS code" (on calling
+ * {@code objc_msgSend} through a cast to the exact function type), and anchors.md §4.4:
+ * https://developer.apple.com/documentation/apple-silicon/addressing-architectural-differences-in-your-macos-code
+ *
+ * <p>{@code BOOL} is a C {@code bool} on arm64 and a {@code signed char} on x86-64 (objc.h), so it is read
+ * as {@link java.lang.foreign.ValueLayout#JAVA_BYTE} and tested for non-zero.
+ *
+ * <p>Ownership: Java has no ARC. Results of {@code alloc/new/copy/mutableCopy} and of C {@code *Create*}
+ * functions are +1 and must be released; every other result is +0 (autoreleased) and must be retained
+ * with {@link #retain} if it is kept after the enclosing {@link AutoreleasePool} closes.
+ */
+public final class ObjC {
+    /** One shared library that provides every symbol below (the fake runtime in the tests). */
+    public static final String LIBRARY_OVERRIDE_PROPERTY = ane4j.backend.ane.AneRuntime.LIBRARY_OVERRIDE_PROPERTY;
+
+    // macOS library paths (ane-facts.md §2.1; system libraries live in the dyld shared cache, so these are
+    // dlopen names rather than files that exist on disk). Unverified on Apple hardware by this project.
+    static final String LIBOBJC = "/usr/lib/libobjc.A.dylib";
+    static final String FOUNDATION = "/System/Library/Frameworks/Foundation.framework/Foundation";
+    static final String CORE_FOUNDATION = "/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation";
+    static final String IOSURFACE = "/System/Library/Frameworks/IOSurface.framework/IOSurface";
+    /** The private framework maderix dlopens (ane-facts.md §2.1); the only one its training code opens. */
+    public static final String APPLE_NEURAL_ENGINE =
+            "/System/Library/PrivateFrameworks/AppleNeuralEngine.framework/AppleNeuralEngine";
+
+    /** {@code id}, {@code Class}, {@code SEL} and C pointers: all pointer-sized addresses. */
+    public static final AddressLayout ID = ADDRESS;
+    /** {@code BOOL}, read as one byte (see the class comment). */
+    public static final java.lang.foreign.ValueLayout.OfByte BOOL = JAVA_BYTE;
+
+    // id objc_retain(id), Class objc_getClass(const char *), SEL sel_registerName(const char *)
+    private static final FunctionDescriptor ID_OF_ID = FunctionDescriptor.of(ID, ID);
+    private static final FunctionDescriptor VOID_OF_ID = FunctionDescriptor.ofVoid(ID);
+    private static final FunctionDescriptor ID_OF_NOTHING = FunctionDescriptor.of(ID);
+    private static final FunctionDescriptor SEND_ID = FunctionDescriptor.of(ID, ID, ID);
+
+    private static ObjC instance;
+
+    private final String origin;
+    private final Linker linker = Linker.nativeLinker();
+    private final SymbolLookup lookup;
+    private final MemorySegment msgSendAddress;
+    private final MethodHandle objc_getClass, sel_registerName, objc_retain, objc_release;
+    private final MethodHandle objc_autoreleasePoolPush, objc_autoreleasePoolPop;
+    private final Map<String, MemorySegment> classes = new ConcurrentHashMap<>();
+    private final Map<String, MemorySegment> selectors = new ConcurrentHashMap<>();
+    private final Map<FunctionDescriptor, MethodHandle> msgSends = new ConcurrentHashMap<>();
+    private final Map<String, MethodHandle> functions = new ConcurrentHashMap<>();
+
+    private ObjC(String origin, SymbolLookup lookup) {
+        this.origin = origin;
+        this.lookup = lookup;
+        this.msgSendAddress = symbol("objc_msgSend");
+        this.objc_getClass = downcall("objc_getClass", ID_OF_ID);
+        this.sel_registerName = downcall("sel_registerName", ID_OF_ID);
+        this.objc_retain = downcall("objc_retain", ID_OF_ID);
+        this.objc_release = downcall("objc_release", VOID_OF_ID);
+        this.objc_autoreleasePoolPush = downcall("objc_autoreleasePoolPush", ID_OF_NOTHING);
+        this.objc_autoreleasePoolPop = downcall("objc_autoreleasePoolPop", VOID_OF_ID);
+    }
+
+    /** The process-wide runtime, loaded on first use; throws {@link AneException} when the libraries cannot be loaded. */
+    public static synchronized ObjC get() {
+        if (instance == null) instance = load();
+        return instance;
+    }
+
+    private static ObjC load() {
+        String override = System.getProperty(LIBRARY_OVERRIDE_PROPERTY);
+        List<String> libraries = override != null && !override.isBlank()
+                ? List.of(override)
+                : List.of(LIBOBJC, CORE_FOUNDATION, FOUNDATION, IOSURFACE, APPLE_NEURAL_ENGINE);
+        SymbolLookup lookup = null;
+        for (String library : libraries) {
+            SymbolLookup one;
+            try {
+                // by name, so dlopen sees the path as given (the dyld shared cache resolves it on macOS)
+                one = SymbolLookup.libraryLookup(library, Arena.global());
+            } catch (IllegalArgumentException | IllegalCallerException e) {
+                throw new AneException("[ane.load] cannot load " + library + ": " + e.getMessage()
+                        + (override != null ? " (set by -D" + LIBRARY_OVERRIDE_PROPERTY + ")" : ""), e);
+            }
+            lookup = lookup == null ? one : lookup.or(one);
+        }
+        return new ObjC(String.join(", ", libraries), lookup);
+    }
+
+    /** The libraries this runtime was loaded from. */
+    public String origin() { return origin; }
+
+    /** The address of a C symbol (function or data). */
+    public MemorySegment symbol(String name) {
+        return lookup.find(name).orElseThrow(() -> new AneException("[ane.load] symbol " + name + " not found in " + origin));
+    }
+
+    /** A downcall handle for a C function, cached by name; the descriptor must be the exact C prototype. */
+    public MethodHandle downcall(String name, FunctionDescriptor descriptor) {
+        MethodHandle h = functions.computeIfAbsent(name, n -> linker.downcallHandle(symbol(n), descriptor));
+        if (!h.type().equals(descriptor.toMethodType()))
+            throw new IllegalArgumentException("[ane.ffm] " + name + " already bound as " + h.type() + ", not " + descriptor);
+        return h;
+    }
+
+    /** The value of a C global of pointer type, e.g. {@code extern const CFStringRef kIOSurfaceWidth}. */
+    public MemorySegment pointerGlobal(String name) {
+        return symbol(name).reinterpret(ID.byteSize()).get(ID, 0);
+    }
+
+    /**
+     * The {@code objc_msgSend} handle for one exact method prototype, cached. The descriptor starts with the
+     * receiver and the selector ({@code id, SEL, ...}); no variadic option, ever (see the class comment).
+     */
+    public MethodHandle msgSend(FunctionDescriptor descriptor) {
+        assert descriptor.argumentLayouts().size() >= 2 : "receiver and selector come first: " + descriptor;
+        return msgSends.computeIfAbsent(descriptor, d -> linker.downcallHandle(msgSendAddress, d));
+    }
+
+    /** {@code objc_getClass(name)}, cached; a missing class is an error naming it. */
+    public MemorySegment cls(String name) {
+        MemorySegment c = classes.get(name);
+        if (c != null) return c;
+        try (Arena arena = Arena.ofConfined()) {
+            c = (MemorySegment) objc_getClass.invokeExact(arena.allocateFrom(name));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (c.equals(MemorySegment.NULL))
+            throw new AneException("[objc_getClass] class " + name + " not found in " + origin
+                    + "; the private API may have changed in this macOS version");
+        classes.put(name, c);
+        return c;
+    }
+
+    /** {@code sel_registerName(name)}, cached. */
+    public MemorySegment sel(String name) {
+        MemorySegment s = selectors.get(name);
+        if (s != null) return s;
+        try (Arena arena = Arena.ofConfined()) {
+            s = (MemorySegment) sel_registerName.invokeExact(arena.allocateFrom(name));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        selectors.put(name, s);
+        return s;
+    }
+
+    /**
+     * {@code objc_retain}: +1 on an object Java keeps beyond the current pool. Returns it. {@code objc_retain} and
+     * {@code objc_release} are the C entry points clang emits under ARC (exported by libobjc); they behave as
+     * sending {@code retain}/{@code release}.
+     */
+    public MemorySegment retain(MemorySegment object) {
+        try {
+            return (MemorySegment) objc_retain.invokeExact(object);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code objc_release}: balances a +1 (an alloc/new/copy result or an earlier {@link #retain}). */
+    public void release(MemorySegment object) {
+        try {
+            objc_release.invokeExact(object);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code objc_autoreleasePoolPush}; close the result to pop it. Every compile and evaluate runs inside one. */
+    public AutoreleasePool pool() {
+        try {
+            return new AutoreleasePool(this, (MemorySegment) objc_autoreleasePoolPush.invokeExact());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    void poolPop(MemorySegment token) {
+        try {
+            objc_autoreleasePoolPop.invokeExact(token);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code [receiver selector]} for a selector without arguments that returns an object or pointer. */
+    public MemorySegment sendId(MemorySegment receiver, String selector) {
+        try {
+            return (MemorySegment) msgSend(SEND_ID).invokeExact(receiver, sel(selector));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** A method with an {@code NSError**} last argument; returns its {@code BOOL}. */
+    @FunctionalInterface
+    public interface ErrorCall {
+        byte call(MemorySegment errorSlot) throws Throwable;
+    }
+
+    /**
+     * Runs a BOOL-returning method whose last argument is {@code NSError**}: allocates the out slot, checks
+     * the result and throws {@code AneException("[selector] " + localizedDescription)} on NO. Must run inside
+     * an autorelease pool: the NSError is autoreleased (+0) and is read before the pool drains.
+     */
+    public void callWithError(String selector, ErrorCall call) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment slot = arena.allocate(ID);
+            slot.set(ID, 0, MemorySegment.NULL);
+            byte ok;
+            try {
+                ok = call.call(slot);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            if (ok != 0) return;
+            MemorySegment error = slot.get(ID, 0);
+            String message = error.equals(MemorySegment.NULL)
+                    ? "failed without an NSError"
+                    : utf8(sendId(error, "localizedDescription"));
+            throw new AneException("[" + selector + "] " + message);
+        }
+    }
+
+    /** {@code [nsString UTF8String]} copied into a Java string; nil gives null. */
+    public String utf8(MemorySegment nsString) {
+        if (nsString.equals(MemorySegment.NULL)) return null;
+        MemorySegment chars = sendId(nsString, "UTF8String");
+        return chars.equals(MemorySegment.NULL) ? null : chars.reinterpret(Long.MAX_VALUE).getString(0);
+    }
+
+    static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) return r;
+        if (t instanceof Error e) throw e;
+        return new AneException("[ane.ffm] native call failed: " + t, t);
+    }
+}

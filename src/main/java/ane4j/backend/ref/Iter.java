@@ -1,0 +1,77 @@
+package ane4j.backend.ref;
+
+/**
+ * Iteration over a shape for several strided operands, planned once: dimensions that are contiguous for every operand
+ * are merged, so a dense elementwise op runs as one row. The caller's {@link Row} gets each operand's offset at the
+ * start of a row, the row length, and reads the per-operand inner strides from {@link #inner}.
+ */
+final class Iter {
+    interface Row { void run(long[] offs, int n); }
+
+    final int[] dims;
+    final long[][] strides;
+    final long[] base;
+    /** Per operand: the stride along the row. */
+    final long[] inner;
+    final int rowLen;
+
+    /** @param strides per operand, one stride per dimension of {@code shape}; @param base per operand start offset */
+    Iter(int[] shape, long[][] strides, long[] base) {
+        int ops = strides.length;
+        int r = shape.length;
+        int[] d = new int[Math.max(1, r)];
+        long[][] s = new long[ops][Math.max(1, r)];
+        int n = 0;
+        if (r == 0) { d[0] = 1; n = 1; }
+        for (int i = 0; i < r; i++) {
+            if (shape[i] == 1 && r > 1) continue;
+            if (n > 0) {
+                boolean merge = true;
+                for (int k = 0; k < ops; k++) if (s[k][n - 1] != strides[k][i] * shape[i]) { merge = false; break; }
+                if (merge) {
+                    d[n - 1] *= shape[i];
+                    for (int k = 0; k < ops; k++) s[k][n - 1] = strides[k][i];
+                    continue;
+                }
+            }
+            d[n] = shape[i];
+            for (int k = 0; k < ops; k++) s[k][n] = strides[k][i];
+            n++;
+        }
+        if (n == 0) { d[0] = 1; n = 1; }
+        this.dims = java.util.Arrays.copyOf(d, n);
+        this.strides = new long[ops][];
+        for (int k = 0; k < ops; k++) this.strides[k] = java.util.Arrays.copyOf(s[k], n);
+        this.base = base.clone();
+        this.inner = new long[ops];
+        for (int k = 0; k < ops; k++) inner[k] = this.strides[k][n - 1];
+        this.rowLen = dims[n - 1];
+    }
+
+    static Iter of(int[] shape, T... ts) {
+        long[][] s = new long[ts.length][];
+        long[] b = new long[ts.length];
+        for (int k = 0; k < ts.length; k++) { s[k] = ts[k].broadcastStrides(shape); b[k] = ts[k].off; }
+        return new Iter(shape, s, b);
+    }
+
+    void run(Row row) {
+        int n = dims.length, ops = base.length;
+        long[] offs = base.clone();
+        long rows = 1;
+        for (int i = 0; i < n - 1; i++) rows *= dims[i];
+        int[] idx = new int[n];
+        for (long r = 0; r < rows; r++) {
+            row.run(offs, rowLen);
+            // advance the outer index (odometer), updating offsets incrementally
+            for (int i = n - 2; i >= 0; i--) {
+                if (++idx[i] < dims[i]) {
+                    for (int k = 0; k < ops; k++) offs[k] += strides[k][i];
+                    break;
+                }
+                idx[i] = 0;
+                for (int k = 0; k < ops; k++) offs[k] -= strides[k][i] * (dims[i] - 1);
+            }
+        }
+    }
+}

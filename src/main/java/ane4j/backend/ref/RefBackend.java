@@ -1,0 +1,65 @@
+package ane4j.backend.ref;
+
+import ane4j.backend.CountingBackend;
+import ane4j.backend.Kernel;
+import ane4j.mil.Function;
+import ane4j.mil.Program;
+
+/**
+ * The reference backend: an interpreter of every MIL op in {@link ane4j.mil.Op}, with the ANE's storage semantics
+ * (fp16 values rounded to nearest even after every op, computed in fp32 inside an op). It is the executable
+ * specification of MIL in ane4j. Compiling plans the graph once (buffers, views, constants); see {@link Planner}.
+ *
+ * <p>Knobs: {@code -Dane4j.ref.storage=fp32} keeps fp16 values in fp32 (to compare), {@code -Dane4j.ref.honorSdpaMask=true}
+ * applies {@code attn_mask} of {@code scaled_dot_product_attention} (the ANE ignores it), {@code -Dane4j.compileBudget}
+ * limits compiles (unlimited by default).
+ */
+public final class RefBackend extends CountingBackend {
+    public static final String STORAGE_PROPERTY = "ane4j.ref.storage";
+    public static final String SDPA_MASK_PROPERTY = "ane4j.ref.honorSdpaMask";
+
+    /**
+     * @param fp32Storage  keep fp16-typed values in fp32 instead of rounding them after every op
+     * @param honorSdpaMask apply {@code attn_mask} of {@code scaled_dot_product_attention}
+     * @param compileBudget null: {@code -Dane4j.compileBudget}, else unlimited
+     */
+    public record Options(boolean fp32Storage, boolean honorSdpaMask, Long compileBudget) {
+        /** From the system properties. */
+        public static Options fromSystemProperties() {
+            String s = System.getProperty(STORAGE_PROPERTY, "fp16").strip();
+            if (!s.equals("fp16") && !s.equals("fp32"))
+                throw new IllegalArgumentException("[ref] -D" + STORAGE_PROPERTY + "=" + s + " must be fp16 or fp32");
+            return new Options(s.equals("fp32"), Boolean.getBoolean(SDPA_MASK_PROPERTY), null);
+        }
+
+        public Options withFp32Storage(boolean b) { return new Options(b, honorSdpaMask, compileBudget); }
+        public Options withHonorSdpaMask(boolean b) { return new Options(fp32Storage, b, compileBudget); }
+        public Options withCompileBudget(long b) { return new Options(fp32Storage, honorSdpaMask, b); }
+    }
+
+    private final Options options;
+
+    public RefBackend() { this(Options.fromSystemProperties()); }
+
+    public RefBackend(Options options) {
+        super(options.compileBudget(), UNLIMITED);
+        this.options = options;
+    }
+
+    public Options options() { return options; }
+
+    @Override public String name() { return "ref"; }
+
+    @Override public boolean isAvailable() { return true; }
+
+    @Override
+    protected Kernel doCompile(Program program, String functionName) {
+        Function f = program.function(functionName);
+        return new Planner(f, program.weights(), options).plan();
+    }
+
+    /** Same as {@link #compile(Program, String)} with the concrete kernel type (for tests and tools that read warnings). */
+    public RefKernel compileRef(Program program, String functionName) { return (RefKernel) compile(program, functionName); }
+
+    public RefKernel compileRef(Program program) { return (RefKernel) compile(program); }
+}

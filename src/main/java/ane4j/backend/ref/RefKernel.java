@@ -1,0 +1,158 @@
+package ane4j.backend.ref;
+
+import ane4j.backend.BackendException;
+import ane4j.backend.Kernel;
+import ane4j.backend.TensorBuffer;
+import ane4j.backend.TensorSpec;
+import ane4j.mil.DType;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.Future;
+
+/**
+ * A function compiled by the {@link Planner}: a list of steps over planned fp32 buffers. Evaluating converts the inputs
+ * into their buffers (fp32 native inputs are read in place), runs the steps, and converts the outputs.
+ */
+public final class RefKernel implements Kernel {
+    private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ValueLayout.OfShort H = ValueLayout.JAVA_SHORT_UNALIGNED;
+
+    /** One planned computation, labelled for error messages. */
+    record Step(String label, Runnable run) {}
+
+    private final String function;
+    private final List<TensorSpec> inputs, outputs;
+    private final List<Storage> inputStorages;
+    private final MemorySegment[] staging;
+    private final List<T> outputViews;
+    private final List<Step> steps;
+    private final List<String> warnings;
+    private final Arena arena;
+    private final MemorySegment[] confinedCopy;
+    private boolean closed;
+    private static final Thread OTHER_THREAD = new Thread(() -> {});
+
+    RefKernel(String function, List<TensorSpec> inputs, List<TensorSpec> outputs, List<Storage> inputStorages,
+              List<T> outputViews, List<Step> steps, List<String> warnings, Arena arena) {
+        this.function = function;
+        this.inputs = List.copyOf(inputs);
+        this.outputs = List.copyOf(outputs);
+        this.inputStorages = inputStorages;
+        this.outputViews = outputViews;
+        this.steps = List.copyOf(steps);
+        this.warnings = List.copyOf(warnings);
+        this.arena = arena;
+        this.staging = new MemorySegment[inputs.size()];
+        this.confinedCopy = new MemorySegment[inputs.size()];
+        for (int i = 0; i < staging.length; i++)
+            if (inputs.get(i).type().dtype() != DType.FP32) staging[i] = arena.allocate(Math.max(1, inputStorages.get(i).floats) * 4, 64);
+    }
+
+    @Override public List<TensorSpec> inputs() { return inputs; }
+
+    @Override public List<TensorSpec> outputs() { return outputs; }
+
+    /** Compile-time warnings (e.g. an ignored attn_mask). */
+    public List<String> warnings() { return warnings; }
+
+    /** Number of planned steps (views cost none). */
+    public int stepCount() { return steps.size(); }
+
+    @Override
+    public synchronized void evaluate(Map<String, TensorBuffer> in, Map<String, TensorBuffer> out) {
+        if (closed) throw new IllegalStateException("[kernel] " + function + " is closed");
+        for (int i = 0; i < inputs.size(); i++) {
+            TensorSpec s = inputs.get(i);
+            TensorBuffer b = check(in, s, "input");
+            Storage st = inputStorages.get(i);
+            if (staging[i] == null && b.segment().isAccessibleBy(OTHER_THREAD)) st.seg = b.segment();
+            else if (staging[i] == null) {
+                // a thread-confined fp32 input: copy it, the GEMM uses two threads
+                if (confinedCopy[i] == null) confinedCopy[i] = arena.allocate(Math.max(1, st.floats) * 4, 64);
+                MemorySegment.copy(b.segment(), 0, confinedCopy[i], 0, st.floats * 4);
+                st.seg = confinedCopy[i];
+            }
+            else {
+                st.seg = staging[i];
+                toFloats(b, staging[i]);
+            }
+        }
+        for (TensorSpec s : outputs) check(out, s, "output");
+        for (Step step : steps) {
+            try {
+                step.run().run();
+            } catch (BackendException e) {
+                throw e;
+            } catch (RuntimeException e) {
+                throw new BackendException("[" + step.label() + "] failed: " + e, e);
+            }
+        }
+        for (int i = 0; i < outputs.size(); i++) fromView(outputViews.get(i), out.get(outputs.get(i).name()));
+        for (Storage st : inputStorages) st.seg = null;
+    }
+
+    private TensorBuffer check(Map<String, TensorBuffer> m, TensorSpec s, String what) {
+        TensorBuffer b = m.get(s.name());
+        if (b == null) throw new IllegalArgumentException("[kernel] " + function + ": missing " + what + " '" + s.name() + "' " + s.type() + " (given: " + m.keySet() + ")");
+        if (!b.type().equals(s.type()))
+            throw new IllegalArgumentException("[kernel] " + function + ": " + what + " '" + s.name() + "' is " + b.type() + " but the function has " + s.type());
+        return b;
+    }
+
+    /** Converts a buffer into fp32 floats, in two halves on two threads when large. */
+    private static void toFloats(TensorBuffer b, MemorySegment dst) {
+        long n = b.count();
+        if (b.dtype() == DType.FP16 && n >= (1 << 16)) {
+            long mid = n / 2;
+            Future<?> f = ForkJoinPool.commonPool().submit(() -> fp16ToFloats(b.segment(), dst, mid, n));
+            fp16ToFloats(b.segment(), dst, 0, mid);
+            join(f);
+            return;
+        }
+        if (b.dtype() == DType.FP16) { fp16ToFloats(b.segment(), dst, 0, n); return; }
+        for (long i = 0; i < n; i++) dst.setAtIndex(F, i, b.get(i));
+    }
+
+    private static void fp16ToFloats(MemorySegment src, MemorySegment dst, long from, long to) {
+        for (long i = from; i < to; i++) dst.setAtIndex(F, i, Float.float16ToFloat(src.getAtIndex(H, i)));
+    }
+
+    private static void join(Future<?> f) {
+        try {
+            f.get();
+        } catch (Exception e) {
+            throw new IllegalStateException("[kernel] conversion failed: " + e, e);
+        }
+    }
+
+    private static void fromView(T v, TensorBuffer b) {
+        MemorySegment s = v.st.seg, d = b.segment();
+        if (v.isContiguous()) {
+            long n = v.count();
+            switch (b.dtype()) {
+                case FP32 -> MemorySegment.copy(s, v.off * 4, d, 0, n * 4);
+                case FP16 -> {
+                    for (long i = 0; i < n; i++) d.setAtIndex(H, i, Float.floatToFloat16(s.getAtIndex(F, v.off + i)));
+                }
+                default -> { for (long i = 0; i < n; i++) b.set(i, s.getAtIndex(F, v.off + i)); }
+            }
+            return;
+        }
+        long[] dense = ane4j.mil.Shapes.strides(v.shape);
+        Iter it = new Iter(v.shape, new long[][] {dense, v.strides}, new long[] {0, v.off});
+        long di = it.inner[0], si = it.inner[1];
+        it.run((o, n) -> { for (int i = 0; i < n; i++) b.set(o[0] + i * di, s.getAtIndex(F, o[1] + i * si)); });
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) return;
+        closed = true;
+        arena.close();
+    }
+}

@@ -1,0 +1,134 @@
+package ane4j.blas;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.Optional;
+
+/**
+ * Entry point of {@code ane4j.blas}: picks an {@link Sgemm} once and forwards to it.
+ *
+ * <p>Selection: the system property {@code ane4j.blas} (or environment variable {@code ANE4J_BLAS}) set to
+ * {@code openblas}, {@code accelerate} or {@code java}; otherwise automatic: Accelerate on macOS, OpenBLAS
+ * ({@code libopenblas.so.0}, then {@code libblas.so.3}), then pure Java. The pure-Java implementation uses the Vector
+ * API when the module {@code jdk.incubator.vector} is in the boot layer ({@code --add-modules jdk.incubator.vector})
+ * and a blocked scalar loop otherwise. One INFO line on the {@code ane4j.blas} logger names the choice and why; a
+ * requested library that does not load falls back to Java with a WARNING. Nothing here throws at class
+ * initialisation.
+ */
+public final class Blas {
+    private Blas() {}
+
+    public static final String PROPERTY = "ane4j.blas";
+    public static final String ENV = "ANE4J_BLAS";
+
+    private static final System.Logger LOG = System.getLogger("ane4j.blas");
+    private static volatile Sgemm selected;
+
+    /** The selected implementation (chosen and logged on the first call). */
+    public static Sgemm get() {
+        Sgemm s = selected;
+        if (s != null) return s;
+        synchronized (Blas.class) {
+            if (selected == null) {
+                String choice = System.getProperty(PROPERTY);
+                String source = "-D" + PROPERTY;
+                if (choice == null || choice.isBlank()) {
+                    choice = System.getenv(ENV);
+                    source = ENV;
+                }
+                selected = select(choice, source);
+            }
+            return selected;
+        }
+    }
+
+    /** Forgets the selection so the next {@link #get()} chooses again (tests). */
+    static synchronized void reset() { selected = null; }
+
+    /** Same as {@code get().sgemm(…)}; see {@link Sgemm}. */
+    public static void sgemm(Layout layout, Transpose transA, Transpose transB, int m, int n, int k,
+                             float alpha, MemorySegment a, long aOffset, int lda,
+                             MemorySegment b, long bOffset, int ldb,
+                             float beta, MemorySegment c, long cOffset, int ldc) {
+        get().sgemm(layout, transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset, ldc);
+    }
+
+    /** Same as {@code get().sgemm(…)} over heap arrays; see {@link Sgemm}. */
+    public static void sgemm(Layout layout, Transpose transA, Transpose transB, int m, int n, int k,
+                             float alpha, float[] a, int aOffset, int lda,
+                             float[] b, int bOffset, int ldb,
+                             float beta, float[] c, int cOffset, int ldc) {
+        get().sgemm(layout, transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset, ldc);
+    }
+
+    /** OpenBLAS (or the system CBLAS) through FFM, if it loads. */
+    public static Optional<Sgemm> openBlas() { return Optional.ofNullable(OpenBlas.PROBE.sgemm()); }
+
+    /** Accelerate through FFM, if it loads (macOS only). */
+    public static Optional<Sgemm> accelerate() { return Optional.ofNullable(Accelerate.PROBE.sgemm()); }
+
+    /** The Vector API implementation, if {@code jdk.incubator.vector} is in the boot layer. */
+    public static Optional<Sgemm> javaVector() { return Optional.ofNullable(JavaProbe.VECTOR.sgemm()); }
+
+    /** The blocked scalar implementation (always available). */
+    public static Sgemm javaScalar() { return JavaProbe.SCALAR; }
+
+    /** The best pure-Java implementation: vector if available, else scalar. */
+    public static Sgemm java() { return javaVector().orElse(JavaProbe.SCALAR); }
+
+    /** Chooses and logs; {@code choice} null or blank means automatic. */
+    static Sgemm select(String choice, String source) {
+        String c = choice == null ? "" : choice.strip().toLowerCase(Locale.ROOT);
+        switch (c) {
+            case "" -> {
+                Probe nat = Accelerate.isMacOs() ? Accelerate.PROBE : OpenBlas.PROBE;
+                if (nat.loaded()) return chosen(System.Logger.Level.INFO, nat.sgemm(), "automatic, first library found");
+                return chosen(System.Logger.Level.INFO, java(), "automatic, no native BLAS loaded (" + nat.detail()
+                        + ")" + javaReason());
+            }
+            case "openblas", "accelerate" -> {
+                Probe nat = c.equals("openblas") ? OpenBlas.PROBE : Accelerate.PROBE;
+                if (nat.loaded()) return chosen(System.Logger.Level.INFO, nat.sgemm(), source + "=" + c);
+                return chosen(System.Logger.Level.WARNING, java(), source + "=" + c + " but it did not load ("
+                        + nat.detail() + "); falling back" + javaReason());
+            }
+            case "java" -> {
+                return chosen(System.Logger.Level.INFO, java(), source + "=java" + javaReason());
+            }
+            default -> throw new IllegalArgumentException("[blas] unknown " + source + "=" + choice
+                    + "; use openblas, accelerate or java (or leave it unset for automatic)");
+        }
+    }
+
+    private static String javaReason() {
+        return JavaProbe.VECTOR.loaded() ? "" : "; " + JavaProbe.VECTOR.detail();
+    }
+
+    private static Sgemm chosen(System.Logger.Level level, Sgemm sgemm, String why) {
+        LOG.log(level, "[blas] sgemm: " + sgemm.description() + " — " + why);
+        return sgemm;
+    }
+
+    /** The Java implementations; the vector kernel class is only touched when its module is present. */
+    static final class JavaProbe {
+        private JavaProbe() {}
+
+        static final String VECTOR_MODULE = "jdk.incubator.vector";
+        static final Sgemm SCALAR = new JavaSgemm(new JavaSgemm.ScalarKernel());
+        static final Probe VECTOR = loadVector();
+
+        private static Probe loadVector() {
+            if (ModuleLayer.boot().findModule(VECTOR_MODULE).isEmpty()) {
+                return Probe.missing("scalar loop: module " + VECTOR_MODULE
+                        + " not in the boot layer (run java with --add-modules " + VECTOR_MODULE + ")");
+            }
+            try {
+                Class<?> k = Class.forName("ane4j.blas.VectorKernel");
+                JavaSgemm.Kernel kernel = (JavaSgemm.Kernel) k.getDeclaredConstructor().newInstance();
+                return new Probe(new JavaSgemm(kernel), "vector");
+            } catch (ReflectiveOperationException | LinkageError | RuntimeException e) {
+                return Probe.missing("scalar loop: the vector kernel did not load (" + e + ")");
+            }
+        }
+    }
+}

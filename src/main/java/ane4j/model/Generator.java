@@ -1,0 +1,47 @@
+package ane4j.model;
+
+import java.util.Arrays;
+
+/** Text generation on the CPU: a {@link CpuModel}, a {@link Tokenizer} and a {@link Sampler}, as llama2.c's generate(). */
+public final class Generator {
+    private final CpuModel model;
+    private final Tokenizer tokenizer;
+
+    public Generator(Parameters params, Tokenizer tokenizer) {
+        if (tokenizer.vocabSize() != params.config().vocabSize())
+            throw new IllegalArgumentException("[generate] tokenizer has " + tokenizer.vocabSize() + " tokens, model "
+                    + params.config().name() + " has vocabSize " + params.config().vocabSize() + "; use the model's tokenizer");
+        this.model = new CpuModel(params);
+        this.tokenizer = tokenizer;
+    }
+
+    public CpuModel model() { return model; }
+
+    /**
+     * The prompt followed by up to {@code maxTokens} generated tokens, as text. Generation stops early at BOS or
+     * EOS, or when the sequence reaches seqLen. Same seed, same text.
+     */
+    public String generate(String prompt, int maxTokens, float temperature, float topP, long seed) {
+        return tokenizer.decode(generateTokens(tokenizer.encode(prompt, true, false), maxTokens, temperature, topP, seed));
+    }
+
+    /** The prompt tokens (starting with BOS, usually) followed by the generated tokens. */
+    public int[] generateTokens(int[] prompt, int maxTokens, float temperature, float topP, long seed) {
+        if (prompt.length == 0) throw new IllegalArgumentException("[generate] empty prompt; start it with BOS (Tokenizer.encode(text, true, false))");
+        if (maxTokens < 0) throw new IllegalArgumentException("[generate] maxTokens must be ≥ 0, got " + maxTokens);
+        int seqLen = model.config().seqLen();
+        if (prompt.length > seqLen) throw new IllegalArgumentException("[generate] prompt of " + prompt.length + " tokens is longer than seqLen " + seqLen);
+        Sampler sampler = new Sampler(temperature, topP, seed);
+        int[] out = Arrays.copyOf(prompt, Math.min(seqLen, prompt.length + maxTokens));
+        int n = prompt.length;
+        // feed the prompt, then sample; position pos predicts token pos + 1
+        for (int pos = 0; pos + 1 < out.length; pos++) {
+            float[] logits = model.forward(out[pos], pos);
+            if (pos + 1 < prompt.length) continue; // still forcing the prompt
+            int next = sampler.sample(logits);
+            if (next == Tokenizer.BOS || next == Tokenizer.EOS) break;
+            out[n++] = next;
+        }
+        return Arrays.copyOf(out, n);
+    }
+}

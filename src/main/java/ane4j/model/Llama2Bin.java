@@ -1,0 +1,147 @@
+package ane4j.model;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * llama2.c's legacy model file ({@code export.py legacy_export}, read by {@code run.c}).
+ *
+ * <pre>
+ * header: 7 int32 LE: dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len
+ *         vocab_size &lt; 0 means the classifier is not shared with the embedding
+ * then float32 LE arrays, each over all layers (L) before the next:
+ *   token_embedding (V, D), rms_att (L, D), wq (L, D, D), wk (L, KV, D), wv (L, KV, D), wo (L, D, D),
+ *   rms_ffn (L, D), w1 (L, H, D), w2 (L, D, H), w3 (L, H, D), rms_final (D),
+ *   freq_cis_real (seq_len, HS/2), freq_cis_imag (seq_len, HS/2), wcls (V, D) only when unshared
+ * HS = D / n_heads, KV = n_kv_heads · HS
+ * </pre>
+ * The freq_cis tables are skipped on read and computed (cos/sin of pos·10000^(-2i/HS)) on write.
+ * Files carry no RoPE base, norm eps or name: a read config has ropeTheta 10000, eps 1e-5, interleaved RoPE.
+ */
+public final class Llama2Bin {
+    private Llama2Bin() {}
+
+    private static final String TAG = "[llama2.bin] ";
+    static final int HEADER_BYTES = 28;
+
+    /** Bytes a file with this header must have, or -1 on overflow. */
+    static long expectedBytes(int dim, int hidden, int layers, int heads, int kvHeads, int vocab, int seqLen, boolean shared) {
+        try {
+            long d = dim, h = hidden, l = layers, v = vocab, hs = dim / heads, kv = (long) kvHeads * hs;
+            long floats = Math.multiplyExact(v, d)
+                    + Math.multiplyExact(l, d)                                  // rms_att
+                    + Math.multiplyExact(Math.multiplyExact(l, d), d) * 2       // wq, wo
+                    + Math.multiplyExact(Math.multiplyExact(l, kv), d) * 2      // wk, wv
+                    + Math.multiplyExact(l, d)                                  // rms_ffn
+                    + Math.multiplyExact(Math.multiplyExact(l, h), d) * 3       // w1, w2, w3
+                    + d                                                         // rms_final
+                    + Math.multiplyExact((long) seqLen, hs)                     // freq_cis_real + imag (2 · seq · HS/2)
+                    + (shared ? 0 : Math.multiplyExact(v, d));
+            return Math.addExact(HEADER_BYTES, Math.multiplyExact(floats, 4L));
+        } catch (ArithmeticException e) {
+            return -1;
+        }
+    }
+
+    /** Reads a model; the config's name is the file name without extension. */
+    public static Parameters read(Path file) {
+        try (LeFiles.Mapped m = LeFiles.map(file, "llama2.bin")) {
+            long fileSize = m.size();
+            String name = file.getFileName().toString();
+            if (fileSize < HEADER_BYTES)
+                throw new ModelFormatException(TAG + name + ": " + fileSize + " bytes is shorter than the 28-byte header; not a llama2.c model file");
+            int[] h = new int[7];
+            for (int i = 0; i < 7; i++) h[i] = m.segment().get(LeFiles.INT, 4L * i);
+            int dim = h[0], hidden = h[1], layers = h[2], heads = h[3], kvHeads = h[4], vocab = Math.abs(h[5]), seqLen = h[6];
+            boolean shared = h[5] > 0;
+            String header = "dim=" + dim + " hidden_dim=" + hidden + " n_layers=" + layers + " n_heads=" + heads
+                    + " n_kv_heads=" + kvHeads + " vocab_size=" + h[5] + " seq_len=" + seqLen;
+            if (dim <= 0 || hidden <= 0 || layers <= 0 || heads <= 0 || kvHeads <= 0 || h[5] == 0 || h[5] == Integer.MIN_VALUE || seqLen <= 0
+                    || dim % heads != 0 || heads % kvHeads != 0 || (dim / heads) % 2 != 0)
+                throw new ModelFormatException(TAG + name + ": header " + header + " is not a valid llama2.c model (foreign or corrupt file)");
+            long expected = expectedBytes(dim, hidden, layers, heads, kvHeads, vocab, seqLen, shared);
+            if (expected != fileSize)
+                throw new ModelFormatException(TAG + name + ": expected " + (expected < 0 ? "an impossible number of" : expected)
+                        + " bytes for " + header + ", found " + fileSize + (fileSize < expected ? " (truncated?)" : " (foreign file or other version?)"));
+            String stem = name.replaceFirst("\\.[^.]*$", "");
+            ModelConfig config = new ModelConfig(stem.isEmpty() ? "llama2" : stem, dim, hidden, layers, heads, kvHeads, dim / heads,
+                    vocab, seqLen, 10000f, RopeStyle.INTERLEAVED, false, shared, 1e-5f, 1f);
+            Parameters p = Parameters.zeros(config);
+            long pos = HEADER_BYTES;
+            for (Section s : sections(p.layout())) {
+                if (s.views == null) { // freq_cis: skipped
+                    pos += 4L * s.skip;
+                    continue;
+                }
+                for (ParameterView v : s.views) {
+                    LeFiles.readFloats(m.segment(), pos, p.data(), v.offset(), v.size());
+                    pos += 4L * v.size();
+                }
+            }
+            assert pos == fileSize;
+            return p;
+        }
+    }
+
+    /**
+     * Writes {@code params} as a llama2.c legacy file. A rotate-half model is converted to interleaved pairs
+     * (q/k rows permuted); QK-norm and headDim ≠ dim/nHeads cannot be stored in this format.
+     */
+    public static void write(Path file, Parameters params) {
+        ModelConfig c = params.config();
+        if (c.qkNorm())
+            throw new IllegalArgumentException(TAG + c.name() + " uses QK-norm, which llama2.c files cannot hold; export it as safetensors");
+        if (c.headDim() * c.nHeads() != c.dim())
+            throw new IllegalArgumentException(TAG + c.name() + ": headDim " + c.headDim() + " × nHeads " + c.nHeads() + " ≠ dim " + c.dim()
+                    + ", which llama2.c files cannot hold; export it as safetensors");
+        if (c.residualScale() != 1f)
+            throw new IllegalArgumentException(TAG + c.name() + ": residualScale " + c.residualScale() + " ≠ 1 cannot be stored in a llama2.c file");
+        Parameters p = RopePermutation.convert(params, RopeStyle.INTERLEAVED);
+        try (LeFiles.Writer w = new LeFiles.Writer(file, "llama2.bin")) {
+            w.i32(c.dim()).i32(c.hiddenDim()).i32(c.nLayers()).i32(c.nHeads()).i32(c.nKvHeads())
+                    .i32(c.tiedEmbedding() ? c.vocabSize() : -c.vocabSize()).i32(c.seqLen());
+            for (Section s : sections(p.layout())) {
+                if (s.views == null) {
+                    writeFreqCis(w, c);
+                    continue;
+                }
+                for (ParameterView v : s.views) w.floats(p.data(), v.offset(), v.size());
+            }
+            w.commit();
+        }
+    }
+
+    // freq_cis_real (seq_len, HS/2) then freq_cis_imag, as llama2.c's precompute_freqs_cis
+    private static void writeFreqCis(LeFiles.Writer w, ModelConfig c) {
+        int half = c.headDim() / 2;
+        for (int part = 0; part < 2; part++) {
+            for (int pos = 0; pos < c.seqLen(); pos++) {
+                for (int i = 0; i < half; i++) {
+                    double freq = 1.0 / Math.pow(c.ropeTheta(), (2.0 * i) / c.headDim());
+                    double angle = pos * freq;
+                    w.f32((float) (part == 0 ? Math.cos(angle) : Math.sin(angle)));
+                }
+            }
+        }
+    }
+
+    // the file's array order; views == null marks the freq_cis block (skip floats)
+    private record Section(List<ParameterView> views, long skip) {}
+
+    private static List<Section> sections(ParameterLayout layout) {
+        ModelConfig c = layout.config();
+        List<Section> out = new ArrayList<>();
+        out.add(new Section(List.of(layout.tokenEmbedding()), 0));
+        String[] perLayer = {"rmsAtt", "wq", "wk", "wv", "wo", "rmsFfn", "w1", "w2", "w3"};
+        for (String n : perLayer) {
+            List<ParameterView> vs = new ArrayList<>();
+            for (int l = 0; l < c.nLayers(); l++) vs.add(layout.view("layers." + l + "." + n));
+            out.add(new Section(vs, 0));
+        }
+        out.add(new Section(List.of(layout.rmsFinal()), 0));
+        out.add(new Section(null, (long) c.seqLen() * c.headDim()));
+        if (!c.tiedEmbedding()) out.add(new Section(List.of(layout.wcls()), 0));
+        return out;
+    }
+}

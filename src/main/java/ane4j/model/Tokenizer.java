@@ -1,0 +1,243 @@
+package ane4j.model;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+
+/**
+ * llama2.c's BPE tokenizer and its {@code tokenizer.bin} file: int32 max_token_length, then per token
+ * {float32 score, int32 byte length, bytes}. Encoding follows {@code run.c encode()}: optional BOS, a dummy
+ * " " prefix for non-empty text, one token per UTF-8 code point (or one {@code <0xXX>} byte token per byte
+ * when the code point is not in the vocabulary), then repeatedly merge the adjacent pair whose concatenation
+ * is a token with the highest score (leftmost on ties), optional EOS. Merges use a priority queue instead of
+ * run.c's quadratic rescans, with the same result.
+ */
+public final class Tokenizer {
+    public static final int UNK = 0, BOS = 1, EOS = 2;
+    private static final String TAG = "[tokenizer] ";
+    private static final float NO_MERGE = -1e10f; // run.c's initial best_score: pairs scoring below it never merge
+
+    // pieces as ISO-8859-1 strings: one char per byte, so byte strings work as map keys and concatenate
+    private final String[] pieces;
+    private final float[] scores;
+    private final Map<String, Integer> ids;
+    private final int[] byteTokens = new int[256];
+    private final int maxTokenLength;
+
+    /** A tokenizer over raw byte pieces (pieces are bytes, usually UTF-8) and their merge scores. */
+    public Tokenizer(List<byte[]> pieces, float[] scores) {
+        if (pieces.size() != scores.length)
+            throw new IllegalArgumentException(TAG + pieces.size() + " pieces but " + scores.length + " scores");
+        if (pieces.size() < 3) throw new IllegalArgumentException(TAG + "vocabulary of " + pieces.size() + " tokens has no room for <unk>, <s>, </s>");
+        this.pieces = new String[pieces.size()];
+        this.scores = scores.clone();
+        this.ids = HashMap.newHashMap(pieces.size());
+        int max = 0;
+        for (int i = 0; i < pieces.size(); i++) {
+            this.pieces[i] = new String(pieces.get(i), StandardCharsets.ISO_8859_1);
+            ids.putIfAbsent(this.pieces[i], i);
+            max = Math.max(max, pieces.get(i).length);
+        }
+        this.maxTokenLength = max;
+        for (int b = 0; b < 256; b++) {
+            Integer id = ids.get(String.format("<0x%02X>", b));
+            // llama2.c assumes the Llama layout (byte b = token b + 3); use it when the table has no such piece
+            byteTokens[b] = id != null ? id : (b + 3 < pieces.size() ? b + 3 : UNK);
+        }
+    }
+
+    public int vocabSize() { return pieces.length; }
+
+    public int maxTokenLength() { return maxTokenLength; }
+
+    public float score(int id) { return scores[id]; }
+
+    /** The piece of a token as UTF-8 text (byte tokens stay {@code <0xXX>}). */
+    public String piece(int id) { return new String(pieceBytes(id), StandardCharsets.UTF_8); }
+
+    public byte[] pieceBytes(int id) { return pieces[id].getBytes(StandardCharsets.ISO_8859_1); }
+
+    /** The id of a piece given as text, or -1. */
+    public int id(String piece) {
+        Integer id = ids.get(new String(piece.getBytes(StandardCharsets.UTF_8), StandardCharsets.ISO_8859_1));
+        return id == null ? -1 : id;
+    }
+
+    // ----------------------------------------------------------------------------------------------
+    // encode
+
+    public int[] encode(String text, boolean bos, boolean eos) {
+        byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
+        int[] tok = new int[utf8.length + 3];
+        int n = 0;
+        if (bos) tok[n++] = BOS;
+        // dummy prefix: sentencepiece's add_dummy_prefix, as run.c does for any non-empty text
+        if (utf8.length > 0) {
+            Integer space = ids.get(" ");
+            tok[n++] = space != null ? space : byteTokens[' '];
+        }
+        // one token per UTF-8 code point, or byte fallback
+        int start = 0;
+        while (start < utf8.length) {
+            int end = start + 1;
+            // run.c groups a lead byte with at most 3 continuation bytes (0b10xxxxxx)
+            while (end < utf8.length && (utf8[end] & 0xC0) == 0x80 && end - start < 4) end++;
+            Integer id = ids.get(new String(utf8, start, end - start, StandardCharsets.ISO_8859_1));
+            if (id != null) tok[n++] = id;
+            else for (int i = start; i < end; i++) tok[n++] = byteTokens[utf8[i] & 0xFF];
+            start = end;
+        }
+        n = merge(tok, n);
+        if (eos) tok[n++] = EOS;
+        return Arrays.copyOf(tok, n);
+    }
+
+    // a candidate merge of the pair starting at node `left`, valid while both tokens are unchanged
+    private record Pair(float score, int left, int leftTok, int rightTok, int merged) {}
+
+    // greedy BPE: merge the best-scoring pair (leftmost on ties) until no adjacent pair forms a token
+    private int merge(int[] tok, int n) {
+        if (n < 2) return n;
+        int[] next = new int[n], prev = new int[n];
+        boolean[] alive = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            next[i] = i + 1 < n ? i + 1 : -1;
+            prev[i] = i - 1;
+            alive[i] = true;
+        }
+        PriorityQueue<Pair> queue = new PriorityQueue<>((a, b) -> a.score != b.score ? Float.compare(b.score, a.score) : Integer.compare(a.left, b.left));
+        for (int i = 0; i + 1 < n; i++) offer(queue, tok, i, i + 1);
+        while (!queue.isEmpty()) {
+            Pair p = queue.poll();
+            int l = p.left;
+            if (!alive[l] || tok[l] != p.leftTok) continue;
+            int r = next[l];
+            if (r < 0 || tok[r] != p.rightTok) continue;
+            // merge r into l
+            tok[l] = p.merged;
+            alive[r] = false;
+            next[l] = next[r];
+            if (next[r] >= 0) prev[next[r]] = l;
+            if (prev[l] >= 0) offer(queue, tok, prev[l], l);
+            if (next[l] >= 0) offer(queue, tok, l, next[l]);
+        }
+        int m = 0;
+        for (int i = 0; i >= 0 && i < n; i = next[i]) tok[m++] = tok[i];
+        return m;
+    }
+
+    private void offer(PriorityQueue<Pair> queue, int[] tok, int l, int r) {
+        int id = mergeOf(tok[l], tok[r]);
+        if (id >= 0 && scores[id] > NO_MERGE) queue.add(new Pair(scores[id], l, tok[l], tok[r], id));
+    }
+
+    // memo of pair → token of the concatenated pieces (-1: none), bounded so huge vocabularies cannot exhaust memory
+    private final Map<Long, Integer> pairCache = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final int PAIR_CACHE_MAX = 1 << 20;
+
+    private int mergeOf(int a, int b) {
+        long key = ((long) a << 32) | b;
+        Integer cached = pairCache.get(key);
+        if (cached != null) return cached;
+        Integer id = ids.get(pieces[a].concat(pieces[b]));
+        int result = id == null ? -1 : id;
+        if (pairCache.size() < PAIR_CACHE_MAX) pairCache.put(key, result);
+        return result;
+    }
+
+    // ----------------------------------------------------------------------------------------------
+    // decode
+
+    /** The bytes token {@code token} prints after {@code prev}: byte tokens become their byte, a leading space after BOS is dropped. */
+    public byte[] decodePiece(int prev, int token) {
+        String p = pieces[token];
+        if (prev == BOS && p.startsWith(" ")) p = p.substring(1);
+        if (p.length() == 6 && p.startsWith("<0x") && p.endsWith(">")) {
+            try {
+                return new byte[]{(byte) Integer.parseInt(p.substring(3, 5), 16)};
+            } catch (NumberFormatException ignored) {
+                // not a byte token after all: print it as text
+            }
+        }
+        return p.getBytes(StandardCharsets.ISO_8859_1);
+    }
+
+    /** Text of a token sequence; BOS and EOS themselves print nothing. Invalid UTF-8 becomes U+FFFD. */
+    public String decode(int[] tokens) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int prev = -1;
+        for (int t : tokens) {
+            if (t < 0 || t >= pieces.length) throw new IllegalArgumentException(TAG + "token id " + t + " is outside the vocabulary of " + pieces.length);
+            if (t != BOS && t != EOS) out.writeBytes(decodePiece(prev, t));
+            prev = t;
+        }
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    // ----------------------------------------------------------------------------------------------
+    // tokenizer.bin
+
+    /** Reads a llama2.c tokenizer.bin; the vocabulary size is the number of entries in the file. */
+    public static Tokenizer read(Path file) {
+        try (LeFiles.Mapped m = LeFiles.map(file, "tokenizer")) {
+            String name = file.getFileName().toString();
+            long size = m.size();
+            if (size < 4) throw new ModelFormatException(TAG + name + ": " + size + " bytes, too short for a tokenizer.bin header");
+            int maxLen = m.segment().get(LeFiles.INT, 0);
+            if (maxLen <= 0 || maxLen > 1 << 16)
+                throw new ModelFormatException(TAG + name + ": max_token_length " + maxLen + " is not plausible; not a llama2.c tokenizer.bin");
+            List<byte[]> pieces = new ArrayList<>();
+            List<Float> scores = new ArrayList<>();
+            long pos = 4;
+            while (pos < size) {
+                int id = pieces.size();
+                if (pos + 8 > size)
+                    throw new ModelFormatException(TAG + name + ": token " + id + " header at byte " + pos + " runs past the end (" + size + " bytes); truncated file?");
+                float score = m.segment().get(LeFiles.FLOAT, pos);
+                int len = m.segment().get(LeFiles.INT, pos + 4);
+                if (len < 0 || len > maxLen)
+                    throw new ModelFormatException(TAG + name + ": token " + id + " has length " + len + " (max_token_length " + maxLen + "); corrupt file?");
+                if (pos + 8 + len > size)
+                    throw new ModelFormatException(TAG + name + ": token " + id + " of " + len + " bytes runs past the end (" + size + " bytes); truncated file?");
+                byte[] b = new byte[len];
+                java.lang.foreign.MemorySegment.copy(m.segment(), java.lang.foreign.ValueLayout.JAVA_BYTE, pos + 8, b, 0, len);
+                pieces.add(b);
+                scores.add(score);
+                pos += 8 + len;
+            }
+            float[] s = new float[scores.size()];
+            for (int i = 0; i < s.length; i++) s[i] = scores.get(i);
+            try {
+                return new Tokenizer(pieces, s);
+            } catch (IllegalArgumentException e) {
+                throw new ModelFormatException(e.getMessage().replace(TAG, TAG + name + ": "), e);
+            }
+        }
+    }
+
+    /** Reads a tokenizer.bin and checks it has the model's vocabulary size. */
+    public static Tokenizer read(Path file, int vocabSize) {
+        Tokenizer t = read(file);
+        if (t.vocabSize() != vocabSize)
+            throw new ModelFormatException(TAG + file.getFileName() + " has " + t.vocabSize() + " tokens but the model's vocabSize is " + vocabSize
+                    + "; use the tokenizer the model was trained with");
+        return t;
+    }
+
+    public void write(Path file) {
+        try (LeFiles.Writer w = new LeFiles.Writer(file, "tokenizer")) {
+            w.i32(Math.max(1, maxTokenLength));
+            for (int i = 0; i < pieces.length; i++) {
+                byte[] b = pieceBytes(i);
+                w.f32(scores[i]).i32(b.length).bytes(b);
+            }
+            w.commit();
+        }
+    }
+}

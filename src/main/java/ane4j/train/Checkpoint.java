@@ -1,0 +1,188 @@
+package ane4j.train;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.zip.CRC32;
+
+/**
+ * ane4j's checkpoint file (DESIGN.md §5), little-endian:
+ * <pre>
+ *   magic "ANE4JCKP" (8 bytes), u32 format version, u32 section count
+ *   per section: u32 tag, u64 length, u32 CRC-32 of the payload, payload
+ *     1 STATE  : UTF-8 "key=value" lines (model config, step, AdamW step, RNG state, data position, loss-scale state…)
+ *     2 PARAMS : f32 weights in the flat parameter layout
+ *     3 ADAM_M : f32 first moments      4 ADAM_V : f32 second moments
+ * </pre>
+ * Written to a temporary file, fsynced, then renamed into place, so a crash never leaves a half-written checkpoint
+ * under a checkpoint name; {@link #loadNewest} skips corrupt or truncated files with a warning.
+ */
+public final class Checkpoint {
+    public static final int VERSION = 1;
+    private static final byte[] MAGIC = "ANE4JCKP".getBytes(StandardCharsets.US_ASCII);
+    private static final int TAG_STATE = 1, TAG_PARAMS = 2, TAG_M = 3, TAG_V = 4;
+    private static final String PREFIX = "ckpt-", SUFFIX = ".ane4j";
+
+    /** What a checkpoint holds: the run state as ordered key/value pairs and the three parameter-sized arrays. */
+    public record Contents(TrainState state, float[] params, float[] m, float[] v) {}
+
+    private Checkpoint() {}
+
+    /** {@code dir/ckpt-00000430.ane4j} */
+    public static Path pathFor(Path dir, long step) { return dir.resolve(String.format("%s%08d%s", PREFIX, step, SUFFIX)); }
+
+    /** Writes atomically and keeps the newest {@code keep} checkpoints in {@code dir}; returns the file. */
+    public static Path save(Path dir, Contents c, int keep) {
+        try {
+            Files.createDirectories(dir);
+            Path target = pathFor(dir, c.state().step());
+            Path tmp = dir.resolve(target.getFileName() + ".tmp");
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
+                ByteBuffer head = le(16).put(MAGIC).putInt(VERSION).putInt(4).flip();
+                writeFully(ch, head);
+                writeSection(ch, TAG_STATE, c.state().encode().getBytes(StandardCharsets.UTF_8));
+                writeFloats(ch, TAG_PARAMS, c.params());
+                writeFloats(ch, TAG_M, c.m());
+                writeFloats(ch, TAG_V, c.v());
+                ch.force(true);
+            }
+            try {
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+            }
+            fsyncDirectory(dir);
+            prune(dir, keep);
+            return target;
+        } catch (IOException e) {
+            throw new UncheckedIOException("[checkpoint] cannot write to " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Reads and verifies one checkpoint. @throws CheckpointFormatException naming the file and the problem */
+    public static Contents load(Path file) {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            long size = ch.size();
+            ByteBuffer head = readFully(ch, 16, file, "header");
+            byte[] magic = new byte[8];
+            head.get(magic);
+            if (!java.util.Arrays.equals(magic, MAGIC)) throw new CheckpointFormatException(file + ": not an ane4j checkpoint (bad magic)");
+            int version = head.getInt(), sections = head.getInt();
+            if (version != VERSION)
+                throw new CheckpointFormatException(file + ": checkpoint format version " + version + ", this ane4j reads version " + VERSION + "; retrain or convert it with the ane4j that wrote it");
+            if (sections != 4) throw new CheckpointFormatException(file + ": " + sections + " sections, expected 4");
+            TrainState state = null;
+            float[] params = null, m = null, v = null;
+            for (int i = 0; i < sections; i++) {
+                ByteBuffer sh = readFully(ch, 16, file, "section header");
+                int tag = sh.getInt();
+                long len = sh.getLong();
+                int crc = sh.getInt();
+                if (len < 0 || len > size - ch.position()) throw new CheckpointFormatException(file + ": section " + tag + " claims " + len + " bytes but the file ends first (truncated)");
+                if (len > Integer.MAX_VALUE - 16) throw new CheckpointFormatException(file + ": section " + tag + " of " + len + " bytes is too large");
+                ByteBuffer payload = readFully(ch, (int) len, file, "section " + tag);
+                CRC32 c = new CRC32();
+                c.update(payload.duplicate());
+                if ((int) c.getValue() != crc) throw new CheckpointFormatException(file + ": section " + tag + " fails its checksum (corrupt)");
+                switch (tag) {
+                    case TAG_STATE -> state = TrainState.decode(StandardCharsets.UTF_8.decode(payload).toString(), file);
+                    case TAG_PARAMS -> params = floats(payload);
+                    case TAG_M -> m = floats(payload);
+                    case TAG_V -> v = floats(payload);
+                    default -> throw new CheckpointFormatException(file + ": unknown section tag " + tag);
+                }
+            }
+            if (state == null || params == null || m == null || v == null) throw new CheckpointFormatException(file + ": a section is missing");
+            if (m.length != params.length || v.length != params.length) throw new CheckpointFormatException(file + ": moment sizes differ from the parameters");
+            return new Contents(state, params, m, v);
+        } catch (NoSuchFileException e) {
+            throw new CheckpointFormatException(file + ": no such file");
+        } catch (IOException e) {
+            throw new CheckpointFormatException(file + ": " + e.getMessage());
+        }
+    }
+
+    /** Checkpoints in {@code dir}, newest (highest step) first. */
+    public static List<Path> list(Path dir) {
+        List<Path> out = new ArrayList<>();
+        if (!Files.isDirectory(dir)) return out;
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, PREFIX + "*" + SUFFIX)) {
+            for (Path p : ds) out.add(p);
+        } catch (IOException e) {
+            throw new UncheckedIOException("[checkpoint] cannot list " + dir, e);
+        }
+        out.sort(Comparator.comparing((Path p) -> p.getFileName().toString()).reversed());
+        return out;
+    }
+
+    /**
+     * The newest checkpoint that loads and verifies, or null when there is none; each skipped file is reported to
+     * {@code warn} (one line naming the file and why).
+     */
+    public static Contents loadNewest(Path dir, java.util.function.Consumer<String> warn) {
+        for (Path p : list(dir)) {
+            try {
+                return load(p);
+            } catch (CheckpointFormatException e) {
+                warn.accept("[checkpoint] skipping " + e.getMessage() + "; using the previous one");
+            }
+        }
+        return null;
+    }
+
+    private static void prune(Path dir, int keep) throws IOException {
+        List<Path> all = list(dir);
+        for (int i = Math.max(keep, 1); i < all.size(); i++) Files.deleteIfExists(all.get(i));
+    }
+
+    private static void fsyncDirectory(Path dir) {
+        try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+            ch.force(true);
+        } catch (IOException ignored) {
+            // some platforms cannot open a directory for fsync; the file itself was forced
+        }
+    }
+
+    private static void writeSection(FileChannel ch, int tag, byte[] payload) throws IOException {
+        CRC32 c = new CRC32();
+        c.update(payload);
+        writeFully(ch, le(16).putInt(tag).putLong(payload.length).putInt((int) c.getValue()).flip());
+        writeFully(ch, ByteBuffer.wrap(payload));
+    }
+
+    private static void writeFloats(FileChannel ch, int tag, float[] data) throws IOException {
+        ByteBuffer b = le(data.length * 4);
+        b.asFloatBuffer().put(data);
+        writeSection(ch, tag, b.array());
+    }
+
+    private static float[] floats(ByteBuffer b) {
+        if (b.remaining() % 4 != 0) throw new CheckpointFormatException("float section of " + b.remaining() + " bytes");
+        float[] out = new float[b.remaining() / 4];
+        b.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(out);
+        return out;
+    }
+
+    private static ByteBuffer le(int n) { return ByteBuffer.allocate(n).order(ByteOrder.LITTLE_ENDIAN); }
+
+    private static void writeFully(FileChannel ch, ByteBuffer b) throws IOException { while (b.hasRemaining()) ch.write(b); }
+
+    private static ByteBuffer readFully(FileChannel ch, int n, Path file, String what) throws IOException {
+        ByteBuffer b = le(n);
+        while (b.hasRemaining()) if (ch.read(b) < 0) throw new CheckpointFormatException(file + ": ends inside the " + what + " (truncated)");
+        return b.flip();
+    }
+}

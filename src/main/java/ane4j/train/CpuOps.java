@@ -1,0 +1,161 @@
+package ane4j.train;
+
+import ane4j.model.ModelConfig;
+import ane4j.model.RopeStyle;
+
+/**
+ * The CPU half of the training step, in the channel-first layout the kernels use: an activation (C, S) is stored as
+ * {@code x[c*S + s]}, so copying to and from kernel tensors is a straight copy.
+ * <pre>Legend: S = seqLen, D = dim, V = vocab, NH/NKV = query/KV heads, HD = headDim, Q = NH·HD, KV = NKV·HD.</pre>
+ * Forward/backward pairs sit side by side; gradient buffers carry a {@code d} prefix and are accumulated (+=) where noted.
+ */
+public final class CpuOps {
+    private CpuOps() {}
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // RMSNorm over channels, per position: out = x · (mean_c(x²) + eps)^(−1/2) · w
+
+    /** out (C,S), x (C,S), w (C); rrms (S) receives the reciprocal RMS of each position for the backward. */
+    public static void rmsnormForward(float[] out, float[] rrms, float[] x, float[] w, int wOffset, int channels, int seq, float eps) {
+        for (int s = 0; s < seq; s++) {
+            // mean of squares over channels
+            double ss = 0;
+            for (int c = 0; c < channels; c++) { float v = x[c * seq + s]; ss += v * v; }
+            rrms[s] = (float) (1.0 / Math.sqrt(ss / channels + eps));
+        }
+        for (int c = 0; c < channels; c++) {
+            float wc = w[wOffset + c];
+            for (int s = 0; s < seq; s++) out[c * seq + s] = x[c * seq + s] * rrms[s] * wc;
+        }
+    }
+
+    /**
+     * dx (C,S) = r·(w·dout − x·r²·Σ_c(dout·w·x)/C); dw (C) += Σ_s dout·x·r. (Not maderix's w·r·(dout − …): ane-facts.md §5.6.)
+     * dx is overwritten; dw is accumulated.
+     */
+    public static void rmsnormBackward(float[] dx, float[] dw, int dwOffset, float[] dout, float[] x, float[] w, int wOffset,
+                                       float[] rrms, int channels, int seq) {
+        float[] dot = new float[seq];
+        for (int c = 0; c < channels; c++) {
+            float wc = w[wOffset + c];
+            for (int s = 0; s < seq; s++) dot[s] += dout[c * seq + s] * wc * x[c * seq + s];
+        }
+        for (int c = 0; c < channels; c++) {
+            float wc = w[wOffset + c];
+            double dwc = 0;
+            for (int s = 0; s < seq; s++) {
+                int i = c * seq + s;
+                float r = rrms[s];
+                dx[i] = r * (wc * dout[i] - x[i] * r * r * dot[s] / channels);
+                dwc += dout[i] * x[i] * r;
+            }
+            dw[dwOffset + c] += (float) dwc;
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // QK-norm: RMSNorm over the head dimension of each head, at each position (Qwen3)
+
+    /**
+     * Backward of y = x·r·w with r = (mean_j(x²) + eps)^(−1/2) over each head's HD elements; x (n·HD, S) is the pre-norm
+     * projection, dy (n·HD, S). dx overwritten, dw (HD) accumulated.
+     */
+    public static void headNormBackward(float[] dx, float[] dw, int dwOffset, float[] dy, float[] x, float[] w, int wOffset,
+                                        int heads, int hd, int seq, float eps) {
+        for (int h = 0; h < heads; h++) {
+            int base = h * hd;
+            for (int s = 0; s < seq; s++) {
+                // recompute r for this head and position
+                double ss = 0, dot = 0;
+                for (int j = 0; j < hd; j++) {
+                    float v = x[(base + j) * seq + s];
+                    ss += v * v;
+                    dot += dy[(base + j) * seq + s] * w[wOffset + j] * v;
+                }
+                float r = (float) (1.0 / Math.sqrt(ss / hd + eps));
+                for (int j = 0; j < hd; j++) {
+                    int i = (base + j) * seq + s;
+                    dx[i] = r * (w[wOffset + j] * dy[i] - x[i] * r * r * (float) dot / hd);
+                    dw[dwOffset + j] += dy[i] * x[i] * r;
+                }
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // RoPE: y = x·cos + rotate(x)·sin, rotating pairs (a, b) = (2i, 2i+1) (interleaved) or (i, i+HD/2) (half)
+
+    /** In place on d (n·HD, S): the inverse rotation, d_a' = d_a·cos + d_b·sin, d_b' = −d_a·sin + d_b·cos. */
+    public static void ropeBackward(float[] d, ModelConfig c, int heads, float[] cos, float[] sin) {
+        int hd = c.headDim(), seq = c.seqLen();
+        boolean interleaved = c.ropeStyle() == RopeStyle.INTERLEAVED;
+        for (int h = 0; h < heads; h++)
+            for (int i = 0; i < hd / 2; i++) {
+                int ja = interleaved ? 2 * i : i, jb = interleaved ? 2 * i + 1 : i + hd / 2;
+                int ra = (h * hd + ja) * seq, rb = (h * hd + jb) * seq;
+                for (int s = 0; s < seq; s++) {
+                    float co = cos[s * hd + ja], si = sin[s * hd + ja];
+                    float da = d[ra + s], db = d[rb + s];
+                    d[ra + s] = da * co + db * si;
+                    d[rb + s] = -da * si + db * co;
+                }
+            }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // GQA: query head i uses KV head i / (NH/NKV)
+
+    /** kv (KV,S) → tiled (Q,S). */
+    public static void tileKv(float[] tiled, float[] kv, int nHeads, int nKvHeads, int hd, int seq) {
+        int group = nHeads / nKvHeads, block = hd * seq;
+        for (int h = 0; h < nHeads; h++) System.arraycopy(kv, (h / group) * block, tiled, h * block, block);
+    }
+
+    /** full (Q,S) → kv (KV,S) summed over each group of query heads (overwrites kv). */
+    public static void reduceKv(float[] kv, float[] full, int nHeads, int nKvHeads, int hd, int seq) {
+        int group = nHeads / nKvHeads, block = hd * seq;
+        java.util.Arrays.fill(kv, 0, nKvHeads * block, 0f);
+        for (int h = 0; h < nHeads; h++) {
+            int src = h * block, dst = (h / group) * block;
+            for (int i = 0; i < block; i++) kv[dst + i] += full[src + i];
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // SwiGLU backward: gate = silu(h1) ⊙ h3, silu(x) = x·σ(x)
+
+    /** From dgate (H,S): dh1 = dgate·h3·σ(h1)·(1 + h1·(1 − σ(h1))), dh3 = dgate·silu(h1). */
+    public static void swigluBackward(float[] dh1, float[] dh3, float[] dgate, float[] h1, float[] h3, int n) {
+        for (int i = 0; i < n; i++) {
+            float sig = (float) (1.0 / (1.0 + Math.exp(-h1[i])));
+            dh1[i] = dgate[i] * h3[i] * sig * (1f + h1[i] * (1f - sig));
+            dh3[i] = dgate[i] * h1[i] * sig;
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // classifier loss: mean cross-entropy over the S positions
+
+    /**
+     * logits (V,S) in, dlogits (V,S) out = (softmax − onehot)/S · gradScale; returns the mean loss. A target of −1 is
+     * ignored (no loss, no gradient) but still counted in S, as the seed's loss does for every position.
+     */
+    public static float crossEntropy(float[] dlogits, float[] logits, int[] targets, int vocab, int seq, float gradScale) {
+        double loss = 0;
+        for (int s = 0; s < seq; s++) {
+            // max for numerical stability, then the softmax denominator
+            float max = Float.NEGATIVE_INFINITY;
+            for (int v = 0; v < vocab; v++) max = Math.max(max, logits[v * seq + s]);
+            double sum = 0;
+            for (int v = 0; v < vocab; v++) sum += Math.exp(logits[v * seq + s] - max);
+            int t = targets[s];
+            if (t >= 0) loss -= logits[t * seq + s] - max - Math.log(sum);
+            if (dlogits == null) continue;
+            for (int v = 0; v < vocab; v++) {
+                float p = (float) (Math.exp(logits[v * seq + s] - max) / sum);
+                dlogits[v * seq + s] = (p - (v == t ? 1f : 0f)) / seq * gradScale;
+            }
+        }
+        return (float) (loss / seq);
+    }
+}

@@ -1,0 +1,138 @@
+package ane4j.train;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * A training run's configuration. The same keys serve the CLI ({@code --steps 200}), a {@code %%train} cell
+ * ({@code steps = 200}) and the run record written next to the metrics.
+ */
+public record TrainOptions(
+        String model,          // preset name or a config file (ignored when init is given)
+        Path init,             // llama2.c .bin or safetensors checkpoint to start from, or null
+        Path data,             // uint16 token shard, or null for the embedded corpus
+        int steps,             // micro-steps (one sequence each)
+        float lr,              // peak learning rate
+        int warmup,            // warm-up micro-steps
+        int accum,             // micro-steps per optimizer update
+        float clip,            // global gradient-norm clip (0: off)
+        float weightDecay,     // AdamW decay for matrices and embedding (norms: 0)
+        long seed,             // parameter init and data sampling
+        String backend,        // ane | ref | null (auto)
+        String lossScaling,    // static | dynamic | none
+        float lossScale,       // initial/static scale; 0 = 256·nLayers
+        String storage,        // fp16 (as the ANE) | fp32 (the reference backend computes in fp32)
+        String weights,        // dynamic (compile once) | static (bake weights, recompile after every update)
+        Path runDir,           // checkpoints, metrics.jsonl, loss.png, run.txt
+        int checkpointEvery,   // micro-steps between checkpoints (0: only at the end)
+        int keep,              // checkpoints kept
+        boolean resume) {
+
+    public static final Map<String, String> DEFAULTS = defaults();
+
+    private static Map<String, String> defaults() {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put("model", "tiny");
+        m.put("init", "");
+        m.put("data", "");
+        m.put("steps", "300");
+        m.put("lr", "3e-3");
+        m.put("warmup", "20");
+        m.put("accum", "1");
+        m.put("clip", "1.0");
+        m.put("weightDecay", "0.1");
+        m.put("seed", "42");
+        m.put("backend", "");
+        m.put("lossScaling", "static");
+        m.put("lossScale", "0");
+        m.put("storage", "fp16");
+        m.put("weights", "dynamic");
+        m.put("runDir", "runs/latest");
+        m.put("checkpointEvery", "100");
+        m.put("keep", "3");
+        m.put("resume", "false");
+        return m;
+    }
+
+    /** Options from key/value pairs over the defaults; unknown keys and bad values give a one-line error naming the key. */
+    public static TrainOptions of(Map<String, String> given) {
+        Map<String, String> m = new LinkedHashMap<>(DEFAULTS);
+        for (var e : given.entrySet()) {
+            String key = canonical(e.getKey());
+            if (!m.containsKey(key)) throw new IllegalArgumentException("[train] unknown option '" + e.getKey() + "' (options: " + String.join(", ", DEFAULTS.keySet()) + ")");
+            m.put(key, e.getValue().trim());
+        }
+        TrainOptions o = new TrainOptions(m.get("model"), path(m.get("init")), path(m.get("data")), integer(m, "steps", 1),
+                number(m, "lr"), integer(m, "warmup", 0), integer(m, "accum", 1), number(m, "clip"), number(m, "weightDecay"),
+                Long.parseLong(check(m, "seed", "-?\\d+")), m.get("backend").isEmpty() ? null : oneOf(m, "backend", "ane", "ref"),
+                oneOf(m, "lossScaling", "static", "dynamic", "none"), number(m, "lossScale"), oneOf(m, "storage", "fp16", "fp32"),
+                oneOf(m, "weights", "dynamic", "static"), Path.of(m.get("runDir")), integer(m, "checkpointEvery", 0), integer(m, "keep", 1), bool(m, "resume"));
+        if (o.lr <= 0) throw new IllegalArgumentException("[train] lr must be positive, got " + o.lr);
+        return o;
+    }
+
+    /** {@code weight-decay} and {@code weight_decay} both mean {@code weightDecay}. */
+    static String canonical(String key) {
+        StringBuilder sb = new StringBuilder();
+        boolean up = false;
+        for (char ch : key.trim().toCharArray()) {
+            if (ch == '-' || ch == '_') { up = true; continue; }
+            sb.append(up ? Character.toUpperCase(ch) : ch);
+            up = false;
+        }
+        String k = sb.toString();
+        for (String d : DEFAULTS.keySet()) if (d.equalsIgnoreCase(k)) return d;
+        return k;
+    }
+
+    /** The options as key = value lines (the run record). */
+    public String describe() {
+        return String.join("\n", "model = " + model, "init = " + (init == null ? "" : init), "data = " + (data == null ? "embedded corpus" : data),
+                "steps = " + steps, "lr = " + lr, "warmup = " + warmup, "accum = " + accum, "clip = " + clip, "weightDecay = " + weightDecay,
+                "seed = " + seed, "backend = " + (backend == null ? "auto" : backend), "lossScaling = " + lossScaling, "lossScale = " + lossScale,
+                "storage = " + storage, "weights = " + weights, "runDir = " + runDir, "checkpointEvery = " + checkpointEvery, "keep = " + keep, "resume = " + resume);
+    }
+
+    private static Path path(String s) { return s.isEmpty() ? null : Path.of(s); }
+
+    private static String check(Map<String, String> m, String key, String regex) {
+        String v = m.get(key);
+        if (!v.matches(regex)) throw new IllegalArgumentException("[train] " + key + " = '" + v + "' is not valid");
+        return v;
+    }
+
+    private static int integer(Map<String, String> m, String key, int min) {
+        int v;
+        try {
+            v = Integer.parseInt(m.get(key));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("[train] " + key + " = '" + m.get(key) + "' is not an integer");
+        }
+        if (v < min) throw new IllegalArgumentException("[train] " + key + " must be at least " + min + ", got " + v);
+        return v;
+    }
+
+    private static float number(Map<String, String> m, String key) {
+        try {
+            float v = Float.parseFloat(m.get(key));
+            if (!Float.isFinite(v) || v < 0) throw new NumberFormatException();
+            return v;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("[train] " + key + " = '" + m.get(key) + "' is not a non-negative number");
+        }
+    }
+
+    private static boolean bool(Map<String, String> m, String key) {
+        String v = m.get(key).toLowerCase(Locale.ROOT);
+        if (v.equals("true") || v.equals("false")) return Boolean.parseBoolean(v);
+        throw new IllegalArgumentException("[train] " + key + " = '" + m.get(key) + "' is not true or false");
+    }
+
+    private static String oneOf(Map<String, String> m, String key, String... allowed) {
+        String v = m.get(key).toLowerCase(Locale.ROOT);
+        for (String a : allowed) if (a.equals(v)) return v;
+        throw new IllegalArgumentException("[train] " + key + " = '" + m.get(key) + "' is not one of " + String.join(", ", allowed));
+    }
+}

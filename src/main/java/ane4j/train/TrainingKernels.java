@@ -1,0 +1,318 @@
+package ane4j.train;
+
+import ane4j.mil.DType;
+import ane4j.mil.FunctionBuilder;
+import ane4j.mil.Mil;
+import ane4j.mil.Program;
+import ane4j.mil.TensorType;
+import ane4j.mil.Value;
+import ane4j.model.ModelConfig;
+import ane4j.model.RopeStyle;
+
+import java.util.List;
+
+/**
+ * The ten dynamic-weight kernels of the training step (ane-facts.md §5.3), built with the fluent MIL API for any config.
+ * Each takes one fp16 input {@code [1, IC, 1, W]}: activations in the first SEQ columns of every channel and weight rows in
+ * the columns after them, so the kernels are compiled once and new weights are simply written into the input.
+ * <pre>
+ * Legend: S = seqLen, D = dim, H = hiddenDim, Q = nHeads·headDim, KV = nKvHeads·headDim, NH = nHeads, HD = headDim.
+ * forward : sdpaFwd (attention with RoPE, GQA, optional QK-norm), woFwd, ffnFused (SwiGLU + residual)
+ * backward: ffnBwdW2t, ffnBwdW13t, wotBwd, sdpaBwd1, sdpaBwd2, qBwd, kvBwd
+ * </pre>
+ * Causal masking is an explicit add of a constant mask (−65504 above the diagonal): the ANE ignores the mask of
+ * scaled_dot_product_attention (ane-facts.md §5.5).
+ */
+public final class TrainingKernels {
+    /** A kernel: its program and where inputs and outputs sit in its packed tensors. */
+    public record Kernel(String name, Program program, PackedLayout input, PackedLayout output) {}
+
+    public static final float MASK_VALUE = -65504f;
+    public static final String INPUT = "x";
+    public static final String OUTPUT = "out";
+
+    private final ModelConfig c;
+    private final int s, d, h, q, kv, nh, nkv, hd;
+    private final float alpha;
+    private final DType io;
+    private final java.util.function.Function<String, float[]> staticWeights;
+
+    /** fp16 kernels, as the ANE runs them. */
+    public TrainingKernels(ModelConfig config) { this(config, DType.FP16); }
+
+    /** Kernels whose tensors and constants are {@code io} (fp16 for the ANE; fp32 for exact comparisons on the reference backend). */
+    public TrainingKernels(ModelConfig config, DType io) { this(config, io, null); }
+
+    /**
+     * Static-weights kernels (ane-facts.md §5.1): each weight segment named in the input layout is baked in as a BLOBFILE
+     * constant taken from {@code staticWeights} (segment name → the block as it would be staged, row-major (IC, OC); also
+     * "qNorm"/"kNorm"), so a weight update means a recompile. The input layout is unchanged; its weight columns are unused.
+     */
+    public TrainingKernels(ModelConfig config, DType io, java.util.function.Function<String, float[]> staticWeights) {
+        this.staticWeights = staticWeights;
+        if (!io.isFloat()) throw new IllegalArgumentException("[kernels] io type must be fp16 or fp32, got " + io);
+        this.io = io;
+        this.c = config;
+        this.s = config.seqLen();
+        this.d = config.dim();
+        this.h = config.hiddenDim();
+        this.q = config.qDim();
+        this.kv = config.kvDim();
+        this.nh = config.nHeads();
+        this.nkv = config.nKvHeads();
+        this.hd = config.headDim();
+        this.alpha = config.residualScale();
+    }
+
+    /** One kernel by name ({@code sdpaFwd}, {@code woFwd}, …). */
+    public Kernel byName(String name) {
+        return switch (name) {
+            case "sdpaFwd" -> sdpaFwd();
+            case "woFwd" -> woFwd();
+            case "ffnFused" -> ffnFused();
+            case "ffnBwdW2t" -> ffnBwdW2t();
+            case "ffnBwdW13t" -> ffnBwdW13t();
+            case "wotBwd" -> wotBwd();
+            case "sdpaBwd1" -> sdpaBwd1();
+            case "sdpaBwd2" -> sdpaBwd2();
+            case "qBwd" -> qBwd();
+            case "kvBwd" -> kvBwd();
+            default -> throw new IllegalArgumentException("[kernels] no training kernel '" + name + "'");
+        };
+    }
+
+    public List<Kernel> all() {
+        return List.of(sdpaFwd(), woFwd(), ffnFused(), ffnBwdW2t(), ffnBwdW13t(), wotBwd(), sdpaBwd1(), sdpaBwd2(), qBwd(), kvBwd());
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // forward
+
+    /** xnorm (D,S) with Wqᵀ, Wkᵀ, Wvᵀ → concat(attnOut Q, qRope Q, kRope KV, v KV [, qRaw Q, kRaw KV]). */
+    public Kernel sdpaFwd() {
+        var in = new PackedLayout.Builder().add("xnorm", s).add("wqT", q).add("wkT", kv).add("wvT", kv);
+        if (c.qkNorm()) in.add("qkNorm", 2 * hd);
+        var out = new PackedLayout.Builder().add("attn", q).add("qRope", q).add("kRope", kv).add("v", kv);
+        if (c.qkNorm()) out.add("qRaw", q).add("kRaw", kv);
+        PackedLayout input = in.columns(d), output = out.channels(s);
+        Program p = Mil.program().function("main", f -> {
+            Value x = f.input(INPUT, t(1, d, 1, input.width()));
+            Value xnT = activationT(f, x, d, 0);                                       // (1,1,S,D)
+            Value qAll = project(f, xnT, x, input, "wqT", d, q);                       // (1,1,S,Q)
+            Value kAll = project(f, xnT, x, input, "wkT", d, kv);                      // (1,1,S,KV)
+            Value vAll = project(f, xnT, x, input, "wvT", d, kv);                      // (1,1,S,KV)
+            Value qh = toHeads(f, qAll, nh), kh = toHeads(f, kAll, nkv), vh = toHeads(f, vAll, nkv);  // (1,NH,S,HD)
+            Value qn = qh, kn = kh;
+            if (c.qkNorm()) {
+                int col = input.start("qkNorm");
+                Value qw = staticWeights != null ? f.weight("qNorm", t(1, 1, 1, hd), staticWeights.apply("qNorm"))
+                        : f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col}, new int[] {1, 1, 1, hd}), 1, 1, 1, hd);
+                Value kw = staticWeights != null ? f.weight("kNorm", t(1, 1, 1, hd), staticWeights.apply("kNorm"))
+                        : f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col + hd}, new int[] {1, 1, 1, hd}), 1, 1, 1, hd);
+                qn = headNorm(f, qh, qw);
+                kn = headNorm(f, kh, kw);
+            }
+            Value cos = f.weight("rope_cos", t(1, 1, s, hd), RopeTables.cos(c));
+            Value sin = f.weight("rope_sin", t(1, 1, s, hd), RopeTables.sin(c));
+            Value qr = rope(f, qn, nh, cos, sin), kr = rope(f, kn, nkv, cos, sin);
+            Value attn = attention(f, qr, tileHeads(f, kr), tileHeads(f, vh));      // (1,NH,S,HD)
+            Value y = f.concat(1, c.qkNorm()
+                    ? new Value[] {fromHeads(f, attn, q), fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv), fromHeads(f, qh, q), fromHeads(f, kh, kv)}
+                    : new Value[] {fromHeads(f, attn, q), fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv)});
+            f.output(f.named(OUTPUT, y));
+        }).build();
+        return new Kernel("sdpaFwd", p, input, output);
+    }
+
+    /** attnOut (Q,S) with Woᵀ → o (D,S). */
+    public Kernel woFwd() { return dynamicMatmul("woFwd", q, "attn", "woT", d, "o"); }
+
+    /** x2norm, x2 (D,S) with W1ᵀ, W3ᵀ, W2 → concat(xNext D, h1 H, h3 H, gate H); xNext = x2 + α·W2(silu(W1 x2n) ⊙ W3 x2n). */
+    public Kernel ffnFused() {
+        PackedLayout input = new PackedLayout.Builder().add("x2norm", s).add("x2", s).add("w1T", h).add("w3T", h).add("w2", h).columns(d);
+        PackedLayout output = new PackedLayout.Builder().add("xNext", d).add("h1", h).add("h3", h).add("gate", h).channels(s);
+        Program p = Mil.program().function("main", f -> {
+            Value x = f.input(INPUT, t(1, d, 1, input.width()));
+            Value xnT = activationT(f, x, d, 0);                                        // (1,1,S,D)
+            Value h1 = project(f, xnT, x, input, "w1T", d, h);                         // (1,1,S,H)
+            Value h3 = project(f, xnT, x, input, "w3T", d, h);                         // (1,1,S,H)
+            Value gate = f.mul(f.mul(h1, f.sigmoid(h1)), h3);                          // silu(h1) ⊙ h3
+            Value w2 = weightBlock(f, x, input, "w2", d, h);                           // (1,1,D,H) as stored
+            Value ffn = f.matmul(gate, w2, false, true);                               // (1,1,S,D) = gate·W2ᵀ
+            Value x2 = f.sliceBySize(x, new int[] {0, 0, 0, s}, new int[] {1, d, 1, s});
+            Value xNext = f.add(x2, f.mul(fromRows(f, ffn, d), alpha));                // (1,D,1,S)
+            Value y = f.concat(1, xNext, fromRows(f, h1, h), fromRows(f, h3, h), fromRows(f, gate, h));
+            f.output(f.named(OUTPUT, y));
+        }).build();
+        return new Kernel("ffnFused", p, input, output);
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // backward
+
+    /** dffn (D,S) with W2 → dsilu (H,S) = W2ᵀ·dffn. */
+    public Kernel ffnBwdW2t() { return dynamicMatmul("ffnBwdW2t", d, "dffn", "w2", h, "dsilu"); }
+
+    /** dh1, dh3 (H,S) with W1, W3 → dx (D,S) = W1ᵀ·dh1 + W3ᵀ·dh3. */
+    public Kernel ffnBwdW13t() { return twoTermMatmul("ffnBwdW13t", h, "dh1", "dh3", "w1", "w3", d); }
+
+    /** α·dx2 (D,S) with Wo → da (Q,S) = Woᵀ·(α·dx2). */
+    public Kernel wotBwd() { return dynamicMatmul("wotBwd", d, "dx2", "wo", q, "da"); }
+
+    /** dq (Q,S) with Wq → dx (D,S) = Wqᵀ·dq. */
+    public Kernel qBwd() { return dynamicMatmul("qBwd", q, "dq", "wq", d, "dx"); }
+
+    /** dk, dv (KV,S) with Wk, Wv → dx (D,S) = Wkᵀ·dk + Wvᵀ·dv. */
+    public Kernel kvBwd() { return twoTermMatmul("kvBwd", kv, "dk", "dv", "wk", "wv", d); }
+
+    /** (qRope, kTiled, vTiled, da) each (Q,S) → concat(dv Q, probs NH·S, dp NH·S): probs recomputed, dV = Pᵀ·dA, dP = dA·Vᵀ. */
+    public Kernel sdpaBwd1() {
+        PackedLayout input = new PackedLayout.Builder().add("q", q).add("k", q).add("v", q).add("da", q).channels(s);
+        PackedLayout output = new PackedLayout.Builder().add("dv", q).add("probs", nh * s).add("dp", nh * s).channels(s);
+        Program p = Mil.program().function("main", f -> {
+            Value x = f.input(INPUT, t(1, input.channels(), 1, s));
+            Value qh = channelHeads(f, x, input.start("q")), kh = channelHeads(f, x, input.start("k"));
+            Value vh = channelHeads(f, x, input.start("v")), dah = channelHeads(f, x, input.start("da"));
+            Value probs = f.softmax(f.add(f.mul(f.matmul(qh, kh, false, true), scale()), mask(f)), -1);   // (1,NH,S,S)
+            Value dv = f.matmul(probs, dah, true, false);                                                // (1,NH,S,HD)
+            Value dp = f.matmul(dah, vh, false, true);                                                   // (1,NH,S,S)
+            Value y = f.concat(1, fromHeads(f, dv, q), f.reshape(probs, 1, nh * s, 1, s), f.reshape(dp, 1, nh * s, 1, s));
+            f.output(f.named(OUTPUT, y));
+        }).build();
+        return new Kernel("sdpaBwd1", p, input, output);
+    }
+
+    /** (probs, dp) (NH·S,S), (qRope, kTiled) (Q,S) → concat(dq Q, dk Q): dS = P ⊙ (dP − rowsum(P ⊙ dP))·scale, dQ = dS·K, dK = dSᵀ·Q. */
+    public Kernel sdpaBwd2() {
+        PackedLayout input = new PackedLayout.Builder().add("probs", nh * s).add("dp", nh * s).add("q", q).add("k", q).channels(s);
+        PackedLayout output = new PackedLayout.Builder().add("dq", q).add("dk", q).channels(s);
+        Program p = Mil.program().function("main", f -> {
+            Value x = f.input(INPUT, t(1, input.channels(), 1, s));
+            Value probs = f.reshape(channels(f, x, input.start("probs"), nh * s), 1, nh, s, s);         // (1,NH,S,S)
+            Value dp = f.reshape(channels(f, x, input.start("dp"), nh * s), 1, nh, s, s);
+            Value qh = channelHeads(f, x, input.start("q")), kh = channelHeads(f, x, input.start("k"));
+            Value rowDot = f.reduceSum(f.mul(probs, dp), true, -1);                                       // (1,NH,S,1)
+            Value ds = f.mul(f.mul(f.sub(dp, rowDot), probs), scale());                                  // (1,NH,S,S)
+            Value dq = f.matmul(ds, kh, false, false);                                                   // (1,NH,S,HD)
+            Value dk = f.matmul(ds, qh, true, false);
+            f.output(f.named(OUTPUT, f.concat(1, fromHeads(f, dq, q), fromHeads(f, dk, q))));
+        }).build();
+        return new Kernel("sdpaBwd2", p, input, output);
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // building blocks
+
+    /** A4: act (IC,S) with an [IC, OC] weight block → (OC,S) = Wᵀ·act. */
+    private Kernel dynamicMatmul(String name, int ic, String act, String weight, int oc, String result) {
+        PackedLayout input = new PackedLayout.Builder().add(act, s).add(weight, oc).columns(ic);
+        PackedLayout output = new PackedLayout.Builder().add(result, oc).channels(s);
+        Program p = Mil.program().function("main", f -> {
+            Value x = f.input(INPUT, t(1, ic, 1, input.width()));
+            Value y = project(f, activationT(f, x, ic, 0), x, input, weight, ic, oc);  // (1,1,S,OC)
+            f.output(f.named(OUTPUT, fromRows(f, y, oc)));
+        }).build();
+        return new Kernel(name, p, input, output);
+    }
+
+    /** A5: act1, act2 (IC,S) with two [IC, OC] blocks → (OC,S) = W1ᵀ·act1 + W2ᵀ·act2. */
+    private Kernel twoTermMatmul(String name, int ic, String act1, String act2, String w1, String w2, int oc) {
+        PackedLayout input = new PackedLayout.Builder().add(act1, s).add(act2, s).add(w1, oc).add(w2, oc).columns(ic);
+        PackedLayout output = new PackedLayout.Builder().add("dx", oc).channels(s);
+        Program p = Mil.program().function("main", f -> {
+            Value x = f.input(INPUT, t(1, ic, 1, input.width()));
+            Value y1 = project(f, activationT(f, x, ic, 0), x, input, w1, ic, oc);
+            Value y2 = project(f, activationT(f, x, ic, s), x, input, w2, ic, oc);
+            f.output(f.named(OUTPUT, fromRows(f, f.add(y1, y2), oc)));
+        }).build();
+        return new Kernel(name, p, input, output);
+    }
+
+    /** Columns [col, col+S) of x (1,C,1,W) as (1,1,S,C). */
+    private Value activationT(FunctionBuilder f, Value x, int channels, int col) {
+        Value a = f.sliceBySize(x, new int[] {0, 0, 0, col}, new int[] {1, channels, 1, s});
+        return f.transpose(f.reshape(a, 1, 1, channels, s), 0, 1, 3, 2);
+    }
+
+    /** actT (1,1,S,IC) times the [IC, OC] weight block of segment {@code seg} → (1,1,S,OC). */
+    private Value project(FunctionBuilder f, Value actT, Value x, PackedLayout in, String seg, int ic, int oc) {
+        return f.matmul(actT, weightBlock(f, x, in, seg, ic, oc));
+    }
+
+    /** The [IC, OC] block of segment {@code seg} as (1,1,IC,OC): sliced from the input, or a BLOBFILE constant when static. */
+    private Value weightBlock(FunctionBuilder f, Value x, PackedLayout in, String seg, int ic, int oc) {
+        if (staticWeights != null) return f.weight(seg, t(1, 1, ic, oc), staticWeights.apply(seg));
+        return f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, in.start(seg)}, new int[] {1, ic, 1, oc}), 1, 1, ic, oc);
+    }
+
+    /** (1,1,S,C) → (1,C,1,S). */
+    private Value fromRows(FunctionBuilder f, Value y, int channels) {
+        return f.reshape(f.transpose(y, 0, 1, 3, 2), 1, channels, 1, s);
+    }
+
+    /** (1,1,S,n·HD) → (1,n,S,HD). */
+    private Value toHeads(FunctionBuilder f, Value y, int heads) {
+        Value t = f.transpose(y, 0, 1, 3, 2);                                           // (1,1,n·HD,S)
+        return f.transpose(f.reshape(t, 1, heads, hd, s), 0, 1, 3, 2);
+    }
+
+    /** (1,n,S,HD) → (1,n·HD,1,S). */
+    private Value fromHeads(FunctionBuilder f, Value heads, int width) {
+        return f.reshape(f.transpose(heads, 0, 1, 3, 2), 1, width, 1, s);
+    }
+
+    private Value channels(FunctionBuilder f, Value x, int from, int count) {
+        return f.sliceBySize(x, new int[] {0, from, 0, 0}, new int[] {1, count, 1, s});
+    }
+
+    /** Channels [from, from+Q) of x as (1,NH,S,HD). */
+    private Value channelHeads(FunctionBuilder f, Value x, int from) {
+        return f.transpose(f.reshape(channels(f, x, from, q), 1, nh, hd, s), 0, 1, 3, 2);
+    }
+
+    /** Repeat-interleave KV heads to NH query heads: query head i uses KV head i / (NH/NKV). */
+    private Value tileHeads(FunctionBuilder f, Value kvHeads) {
+        int group = nh / nkv;
+        if (group == 1) return kvHeads;
+        Value flat = f.reshape(kvHeads, 1, nkv, 1, s * hd);
+        Value[] copies = new Value[group];
+        java.util.Arrays.fill(copies, flat);
+        return f.reshape(f.concat(2, copies), 1, nh, s, hd);
+    }
+
+    /** RMSNorm over the head dimension (QK-norm): x (1,n,S,HD), w (1,1,1,HD). */
+    private Value headNorm(FunctionBuilder f, Value x, Value w) {
+        Value ms = f.mul(f.reduceSum(f.mul(x, x), true, -1), 1f / hd);                 // (1,n,S,1) mean of squares
+        Value r = f.pow(f.add(ms, c.normEps()), -0.5f);
+        return f.mul(f.mul(x, r), w);
+    }
+
+    /** RoPE on (1,n,S,HD) with cos/sin tables (1,1,S,HD): x·cos + rotate(x)·sin. */
+    private Value rope(FunctionBuilder f, Value x, int heads, Value cos, Value sin) {
+        Value rotated;
+        if (c.ropeStyle() == RopeStyle.INTERLEAVED) {
+            int pairs = s * hd / 2;
+            Value p = f.reshape(x, 1, heads, pairs, 2);
+            Value even = f.sliceBySize(p, new int[] {0, 0, 0, 0}, new int[] {1, heads, pairs, 1});
+            Value odd = f.sliceBySize(p, new int[] {0, 0, 0, 1}, new int[] {1, heads, pairs, 1});
+            rotated = f.reshape(f.concat(3, f.mul(odd, -1f), even), 1, heads, s, hd);  // (−x[2i+1], x[2i])
+        } else {
+            Value lo = f.sliceBySize(x, new int[] {0, 0, 0, 0}, new int[] {1, heads, s, hd / 2});
+            Value hi = f.sliceBySize(x, new int[] {0, 0, 0, hd / 2}, new int[] {1, heads, s, hd / 2});
+            rotated = f.concat(3, f.mul(hi, -1f), lo);                                  // (−x[i+HD/2], x[i])
+        }
+        return f.add(f.mul(x, cos), f.mul(rotated, sin));
+    }
+
+    /** softmax(Q·Kᵀ·scale + mask)·V on (1,NH,S,HD). */
+    private Value attention(FunctionBuilder f, Value qh, Value kh, Value vh) {
+        Value scores = f.add(f.mul(f.matmul(qh, kh, false, true), scale()), mask(f));
+        return f.matmul(f.softmax(scores, -1), vh);
+    }
+
+    private Value mask(FunctionBuilder f) { return f.weight("mask", t(1, 1, s, s), RopeTables.causalMask(s)); }
+
+    private TensorType t(int... shape) { return TensorType.of(io, shape); }
+
+    private float scale() { return (float) (1.0 / Math.sqrt(hd)); }
+}

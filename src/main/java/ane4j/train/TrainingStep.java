@@ -1,0 +1,425 @@
+package ane4j.train;
+
+import ane4j.backend.Backend;
+import ane4j.backend.Kernel;
+import ane4j.backend.TensorBuffer;
+import ane4j.blas.Blas;
+import ane4j.blas.Layout;
+import ane4j.blas.Transpose;
+import ane4j.mil.DType;
+import ane4j.model.ModelConfig;
+import ane4j.model.ParameterLayout;
+import ane4j.model.ParameterView;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/**
+ * Forward and backward of one sequence, ANE-shaped (ane-facts.md §5.3): the ten kernels run on the backend with weights
+ * staged into per-layer inputs; embedding, RMSNorm, classifier, cross-entropy, SwiGLU/RoPE/QK-norm backward and every dW
+ * run on the CPU, the dW sgemms on a background thread overlapping the backend's work.
+ * <pre>Legend: S = seqLen, D = dim, H = hiddenDim, V = vocab, Q = nHeads·headDim, KV = nKvHeads·headDim, L = nLayers.</pre>
+ * Activations are channel-first (C, S) float arrays; matrices are row-major (out, in).
+ */
+public final class TrainingStep implements AutoCloseable {
+    /** Wall time of the phases of the last step, in nanoseconds (maderix-style breakdown). */
+    public enum Phase { FORWARD_BACKEND, BACKWARD_BACKEND, IO, CPU, DW_WAIT, CLASSIFIER }
+
+    private final ModelConfig c;
+    private final ParameterLayout layout;
+    private final int s, d, h, q, kv, v, nl;
+    private final Map<String, Kernel> kernels = new java.util.HashMap<>();
+    private final Map<String, TrainingKernels.Kernel> specs = new java.util.HashMap<>();
+    private final Map<String, TensorBuffer> outputs = new java.util.HashMap<>();
+    private final TensorBuffer[][] perLayerInput;     // [layer][weight-bearing kernel]
+    private final Backend backend;
+    private final DType io;
+    private final boolean staticWeights;
+    private Kernel[][] staticKernels;                  // [layer][weight-bearing kernel], static mode only
+    private final TensorBuffer bwd1In, bwd2In;
+    private final float[] cos, sin;
+    private final Activations[] acts;
+    private final ExecutorService dwThread = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "ane4j-dw");
+        t.setDaemon(true);
+        return t;
+    });
+    private final List<Future<?>> pendingDw = new ArrayList<>();
+    private final Map<Phase, Long> phaseNanos = new EnumMap<>(Phase.class);
+    private int compiles;
+
+    /** The weight-bearing kernels, staged per layer. */
+    private static final String[] WEIGHTED = {"sdpaFwd", "woFwd", "ffnFused", "ffnBwdW2t", "ffnBwdW13t", "wotBwd", "qBwd", "kvBwd"};
+
+    /** Saved forward activations of one layer, plus its backward scratch. */
+    private static final class Activations {
+        float[] x, xnorm, rrmsAtt, attn, qRope, kRope, vh, qRaw, kRaw, x2, x2norm, rrmsFfn, h1, h3, gate;
+        float[] dffn, dgate, dh1, dh3, dx2, dO, dq, dk, dv;
+    }
+
+    public TrainingStep(ModelConfig config, Backend backend, DType io) { this(config, backend, io, false); }
+
+    /**
+     * @param staticWeights bake weights into the weight-bearing kernels as BLOBFILE constants and recompile them (8 per
+     *                      layer) at every {@link #stageWeights}: the maderix "static" pipeline, which spends compiles
+     */
+    public TrainingStep(ModelConfig config, Backend backend, DType io, boolean staticWeights) {
+        this.c = config;
+        this.backend = backend;
+        this.io = io;
+        this.staticWeights = staticWeights;
+        this.layout = new ParameterLayout(config);
+        this.s = config.seqLen();
+        this.d = config.dim();
+        this.h = config.hiddenDim();
+        this.q = config.qDim();
+        this.kv = config.kvDim();
+        this.v = config.vocabSize();
+        this.nl = config.nLayers();
+        for (TrainingKernels.Kernel k : new TrainingKernels(config, io).all()) {
+            specs.put(k.name(), k);
+            // static mode compiles its own weight-bearing kernels at every stageWeights
+            if (!staticWeights || java.util.Arrays.asList(WEIGHTED).indexOf(k.name()) < 0) {
+                kernels.put(k.name(), backend.compile(k.program()));
+                compiles++;
+            }
+            outputs.put(k.name(), TensorBuffer.allocate(k.program().main().outputs().get(0).type()));
+        }
+        perLayerInput = new TensorBuffer[nl][WEIGHTED.length];
+        for (int l = 0; l < nl; l++)
+            for (int i = 0; i < WEIGHTED.length; i++) perLayerInput[l][i] = TensorBuffer.allocate(specs.get(WEIGHTED[i]).program().main().inputs().get(0).type());
+        bwd1In = kernels.get("sdpaBwd1").allocateInput(TrainingKernels.INPUT);
+        bwd2In = kernels.get("sdpaBwd2").allocateInput(TrainingKernels.INPUT);
+        cos = RopeTables.cos(config);
+        sin = RopeTables.sin(config);
+        acts = new Activations[nl + 1];
+        for (int l = 0; l <= nl; l++) acts[l] = allocate(l == nl);
+    }
+
+    private Activations allocate(boolean last) {
+        Activations a = new Activations();
+        a.x = new float[d * s];
+        a.xnorm = new float[d * s];
+        a.rrmsAtt = new float[s];
+        if (last) return a;
+        a.attn = new float[q * s]; a.qRope = new float[q * s]; a.kRope = new float[kv * s]; a.vh = new float[kv * s];
+        if (c.qkNorm()) { a.qRaw = new float[q * s]; a.kRaw = new float[kv * s]; }
+        a.x2 = new float[d * s]; a.x2norm = new float[d * s]; a.rrmsFfn = new float[s];
+        a.h1 = new float[h * s]; a.h3 = new float[h * s]; a.gate = new float[h * s];
+        a.dffn = new float[d * s]; a.dgate = new float[h * s]; a.dh1 = new float[h * s]; a.dh3 = new float[h * s];
+        a.dx2 = new float[d * s]; a.dO = new float[d * s]; a.dq = new float[q * s]; a.dk = new float[kv * s]; a.dv = new float[kv * s];
+        return a;
+    }
+
+    /** Kernels compiled by this step (10 at construction; static mode adds 8 per layer per weight update). */
+    public int compiles() { return compiles; }
+
+    public Map<Phase, Long> phaseNanos() { return phaseNanos; }
+
+    private TensorBuffer input(int layer, String kernel) {
+        for (int i = 0; i < WEIGHTED.length; i++) if (WEIGHTED[i].equals(kernel)) return perLayerInput[layer][i];
+        throw new IllegalArgumentException(kernel);
+    }
+
+    private int col(String kernel, String segment) { return specs.get(kernel).input().start(segment); }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // weights → per-layer kernel inputs (after every optimizer update)
+
+    public void stageWeights(float[] params) {
+        if (staticWeights) {
+            compileStatic(params);
+            return;
+        }
+        long t0 = System.nanoTime();
+        for (int l = 0; l < nl; l++) {
+            ParameterLayout.Layer w = layout.layer(l);
+            TensorBuffer sdpa = input(l, "sdpaFwd");
+            stageTransposed(sdpa, col("sdpaFwd", "wqT"), params, w.wq());                // channel d, column o ← wq[o, d]
+            stageTransposed(sdpa, col("sdpaFwd", "wkT"), params, w.wk());
+            stageTransposed(sdpa, col("sdpaFwd", "wvT"), params, w.wv());
+            if (c.qkNorm()) {
+                int hd = c.headDim(), at = col("sdpaFwd", "qkNorm");
+                sdpa.writeColumns(0, 1, at, hd, params, w.qNorm().offset(), hd);
+                sdpa.writeColumns(0, 1, at + hd, hd, params, w.kNorm().offset(), hd);
+            }
+            stageTransposed(input(l, "woFwd"), col("woFwd", "woT"), params, w.wo());
+            TensorBuffer ffn = input(l, "ffnFused");
+            stageTransposed(ffn, col("ffnFused", "w1T"), params, w.w1());
+            stageTransposed(ffn, col("ffnFused", "w3T"), params, w.w3());
+            stage(ffn, col("ffnFused", "w2"), params, w.w2());
+            stage(input(l, "ffnBwdW2t"), col("ffnBwdW2t", "w2"), params, w.w2());
+            stage(input(l, "ffnBwdW13t"), col("ffnBwdW13t", "w1"), params, w.w1());
+            stage(input(l, "ffnBwdW13t"), col("ffnBwdW13t", "w3"), params, w.w3());
+            stage(input(l, "wotBwd"), col("wotBwd", "wo"), params, w.wo());
+            stage(input(l, "qBwd"), col("qBwd", "wq"), params, w.wq());
+            stage(input(l, "kvBwd"), col("kvBwd", "wk"), params, w.wk());
+            stage(input(l, "kvBwd"), col("kvBwd", "wv"), params, w.wv());
+        }
+        add(Phase.IO, t0);
+    }
+
+    /** Static mode: recompiles every weight-bearing kernel of every layer with the current weights baked in. */
+    private void compileStatic(float[] params) {
+        long t0 = System.nanoTime();
+        if (staticKernels == null) staticKernels = new Kernel[nl][WEIGHTED.length];
+        for (int l = 0; l < nl; l++) {
+            ParameterLayout.Layer w = layout.layer(l);
+            TrainingKernels baked = new TrainingKernels(c, io, seg -> staticBlock(w, seg, params));
+            for (int i = 0; i < WEIGHTED.length; i++) {
+                Kernel k = backend.compile(baked.byName(WEIGHTED[i]).program());
+                compiles++;
+                if (staticKernels[l][i] != null) staticKernels[l][i].close();
+                staticKernels[l][i] = k;
+            }
+        }
+        add(Phase.IO, t0);
+    }
+
+    /** The block a weight segment holds, as it would be staged: "wqT" = wqᵀ (D, Q); "w2" = w2 as stored; "qNorm" = qNorm. */
+    private float[] staticBlock(ParameterLayout.Layer w, String seg, float[] params) {
+        boolean transposed = seg.endsWith("T");
+        ParameterView m = switch (transposed ? seg.substring(0, seg.length() - 1) : seg) {
+            case "wq" -> w.wq(); case "wk" -> w.wk(); case "wv" -> w.wv(); case "wo" -> w.wo();
+            case "w1" -> w.w1(); case "w2" -> w.w2(); case "w3" -> w.w3();
+            case "qNorm" -> w.qNorm(); case "kNorm" -> w.kNorm();
+            default -> throw new IllegalArgumentException("[train] no weight for segment " + seg);
+        };
+        float[] out = new float[m.size()];
+        if (!transposed) System.arraycopy(params, m.offset(), out, 0, m.size());
+        else for (int i = 0; i < m.rows(); i++) for (int j = 0; j < m.cols(); j++) out[j * m.rows() + i] = params[m.offset() + i * m.cols() + j];
+        return out;
+    }
+
+    /** Matrix (rows, cols) as stored: channel r, columns [at, at+cols). */
+    private static void stage(TensorBuffer dst, int at, float[] params, ParameterView m) {
+        dst.writeColumns(0, m.rows(), at, m.cols(), params, m.offset(), m.cols());
+    }
+
+    /** Matrix (rows, cols) transposed: channel j, column at+i ← m[i, j]. */
+    private static void stageTransposed(TensorBuffer dst, int at, float[] params, ParameterView m) {
+        int rows = m.rows(), cols = m.cols(), off = m.offset();
+        float[] t = new float[rows * cols];
+        for (int i = 0; i < rows; i++) for (int j = 0; j < cols; j++) t[j * rows + i] = params[off + i * cols + j];
+        dst.writeColumns(0, cols, at, rows, t, 0, rows);
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // one sequence: forward, loss, backward; gradients (times lossScale) are ACCUMULATED into grads
+
+    public float forwardBackward(float[] params, float[] grads, int[] tokens, int[] targets, float lossScale) {
+        if (tokens.length != s || targets.length != s) throw new IllegalArgumentException("[train] expected " + s + " tokens and targets, got " + tokens.length + " and " + targets.length);
+        phaseNanos.clear();
+        float eps = c.normEps(), alpha = c.residualScale();
+        ParameterView emb = layout.tokenEmbedding(), cls = layout.classifier();
+
+        // embedding: x0 (D,S) ← tokenEmbedding[token] columns
+        float[] x0 = acts[0].x;
+        for (int t = 0; t < s; t++) {
+            int tok = tokens[t];
+            if (tok < 0 || tok >= v) throw new IllegalArgumentException("[train] token " + tok + " at position " + t + " is outside the vocabulary of " + v);
+            for (int ch = 0; ch < d; ch++) x0[ch * s + t] = params[emb.offset() + tok * d + ch];
+        }
+
+        // transformer blocks
+        for (int l = 0; l < nl; l++) {
+            Activations a = acts[l];
+            ParameterLayout.Layer w = layout.layer(l);
+            long t0 = System.nanoTime();
+            CpuOps.rmsnormForward(a.xnorm, a.rrmsAtt, a.x, params, w.rmsAtt().offset(), d, s, eps);
+            add(Phase.CPU, t0);
+            // attention: sdpaFwd then woFwd
+            TensorBuffer out = run("sdpaFwd", l, input(l, "sdpaFwd"), 0, a.xnorm, Phase.FORWARD_BACKEND);
+            long t1 = System.nanoTime();
+            var lay = specs.get("sdpaFwd").output();
+            read(out, lay.start("attn"), a.attn);
+            read(out, lay.start("qRope"), a.qRope);
+            read(out, lay.start("kRope"), a.kRope);
+            read(out, lay.start("v"), a.vh);
+            if (c.qkNorm()) { read(out, lay.start("qRaw"), a.qRaw); read(out, lay.start("kRaw"), a.kRaw); }
+            add(Phase.IO, t1);
+            TensorBuffer o = run("woFwd", l, input(l, "woFwd"), 0, a.attn, Phase.FORWARD_BACKEND);
+            long t2 = System.nanoTime();
+            read(o, 0, a.x2);
+            // residual: x2 = x + α·o
+            for (int i = 0; i < d * s; i++) a.x2[i] = a.x[i] + alpha * a.x2[i];
+            CpuOps.rmsnormForward(a.x2norm, a.rrmsFfn, a.x2, params, w.rmsFfn().offset(), d, s, eps);
+            add(Phase.CPU, t2);
+            // feed-forward with residual: ffnFused
+            TensorBuffer ffnIn = input(l, "ffnFused");
+            long t3 = System.nanoTime();
+            ffnIn.writeColumns(0, d, col("ffnFused", "x2"), s, a.x2, 0, s);
+            add(Phase.IO, t3);
+            TensorBuffer f = run("ffnFused", l, ffnIn, 0, a.x2norm, Phase.FORWARD_BACKEND);
+            long t4 = System.nanoTime();
+            var fl = specs.get("ffnFused").output();
+            read(f, fl.start("xNext"), acts[l + 1].x);
+            read(f, fl.start("h1"), a.h1);
+            read(f, fl.start("h3"), a.h3);
+            read(f, fl.start("gate"), a.gate);
+            add(Phase.IO, t4);
+        }
+
+        // final norm, classifier, loss
+        long tc = System.nanoTime();
+        Activations last = acts[nl];
+        CpuOps.rmsnormForward(last.xnorm, last.rrmsAtt, last.x, params, layout.rmsFinal().offset(), d, s, eps);
+        float[] logits = new float[v * s], dlogits = new float[v * s];
+        // logits (V,S) = wcls (V,D) · xf (D,S)
+        Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, v, s, d, 1f, params, cls.offset(), d, last.xnorm, 0, s, 0f, logits, 0, s);
+        float loss = CpuOps.crossEntropy(dlogits, logits, targets, v, s, lossScale);
+        // dxf (D,S) = wclsᵀ · dlogits; dwcls (V,D) += dlogits · xfᵀ
+        float[] dxf = new float[d * s];
+        Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, v, 1f, params, cls.offset(), d, dlogits, 0, s, 0f, dxf, 0, s);
+        dw(() -> Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, v, d, s, 1f, dlogits, 0, s, last.xnorm, 0, s, 1f, grads, cls.offset(), d));
+        float[] dy = new float[d * s], dtmp = new float[d * s];
+        CpuOps.rmsnormBackward(dy, grads, layout.rmsFinal().offset(), dxf, last.x, params, layout.rmsFinal().offset(), last.rrmsAtt, d, s);
+        add(Phase.CLASSIFIER, tc);
+
+        // transformer blocks in reverse
+        for (int l = nl - 1; l >= 0; l--) {
+            Activations a = acts[l];
+            ParameterLayout.Layer w = layout.layer(l);
+            // FFN: dffn = α·dy → dgate = W2ᵀ·dffn
+            for (int i = 0; i < d * s; i++) a.dffn[i] = alpha * dy[i];
+            read(run("ffnBwdW2t", l, input(l, "ffnBwdW2t"), 0, a.dffn, Phase.BACKWARD_BACKEND), 0, a.dgate);
+            dw(() -> dW(grads, w.w2(), a.dffn, a.gate));                                   // dW2 (D,H) += dffn·gateᵀ
+            long t0 = System.nanoTime();
+            CpuOps.swigluBackward(a.dh1, a.dh3, a.dgate, a.h1, a.h3, h * s);
+            add(Phase.CPU, t0);
+            TensorBuffer w13 = input(l, "ffnBwdW13t");
+            w13.writeColumns(0, h, col("ffnBwdW13t", "dh3"), s, a.dh3, 0, s);
+            read(run("ffnBwdW13t", l, w13, 0, a.dh1, Phase.BACKWARD_BACKEND), 0, dtmp);
+            dw(() -> { dW(grads, w.w1(), a.dh1, a.x2norm); dW(grads, w.w3(), a.dh3, a.x2norm); });
+            // dx2 = rmsnorm_bwd(dffn path) + dy (residual)
+            long t1 = System.nanoTime();
+            CpuOps.rmsnormBackward(a.dx2, grads, w.rmsFfn().offset(), dtmp, a.x2, params, w.rmsFfn().offset(), a.rrmsFfn, d, s);
+            for (int i = 0; i < d * s; i++) { a.dx2[i] += dy[i]; a.dO[i] = alpha * a.dx2[i]; }
+            add(Phase.CPU, t1);
+            // attention output projection: da = Woᵀ·(α·dx2)
+            float[] da = new float[q * s];
+            read(run("wotBwd", l, input(l, "wotBwd"), 0, a.dO, Phase.BACKWARD_BACKEND), 0, da);
+            dw(() -> dW(grads, w.wo(), a.dO, a.attn));                                      // dWo (D,Q) += α·dx2·attnᵀ
+            // attention core: recompute probs, dV, dP (sdpaBwd1), then dQ, dK (sdpaBwd2), on heads tiled to NH
+            long t2 = System.nanoTime();
+            float[] kTiled = new float[q * s], vTiled = new float[q * s];
+            CpuOps.tileKv(kTiled, a.kRope, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            CpuOps.tileKv(vTiled, a.vh, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            var b1 = specs.get("sdpaBwd1").input();
+            bwd1In.copyFrom(a.qRope, 0, (long) b1.start("q") * s, q * s);
+            bwd1In.copyFrom(kTiled, 0, (long) b1.start("k") * s, q * s);
+            bwd1In.copyFrom(vTiled, 0, (long) b1.start("v") * s, q * s);
+            bwd1In.copyFrom(da, 0, (long) b1.start("da") * s, q * s);
+            add(Phase.IO, t2);
+            TensorBuffer o1 = eval("sdpaBwd1", -1, bwd1In, Phase.BACKWARD_BACKEND);
+            long t3 = System.nanoTime();
+            var l1 = specs.get("sdpaBwd1").output();
+            var b2 = specs.get("sdpaBwd2").input();
+            float[] dvFull = new float[q * s];
+            read(o1, l1.start("dv"), dvFull);
+            bwd2In.copyChannels(o1, l1.start("probs"), b2.start("probs"), 2 * c.nHeads() * s);   // probs and dp, adjacent in both
+            bwd2In.copyChannels(bwd1In, b1.start("q"), b2.start("q"), 2 * q);                     // q and k tiled, adjacent in both
+            add(Phase.IO, t3);
+            TensorBuffer o2 = eval("sdpaBwd2", -1, bwd2In, Phase.BACKWARD_BACKEND);
+            long t4 = System.nanoTime();
+            var l2 = specs.get("sdpaBwd2").output();
+            float[] dkFull = new float[q * s];
+            read(o2, l2.start("dq"), a.dq);
+            read(o2, l2.start("dk"), dkFull);
+            CpuOps.reduceKv(a.dk, dkFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            CpuOps.reduceKv(a.dv, dvFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            // RoPE backward, then QK-norm backward to the raw projections
+            CpuOps.ropeBackward(a.dq, c, c.nHeads(), cos, sin);
+            CpuOps.ropeBackward(a.dk, c, c.nKvHeads(), cos, sin);
+            if (c.qkNorm()) {
+                float[] dqRaw = new float[q * s], dkRaw = new float[kv * s];
+                CpuOps.headNormBackward(dqRaw, grads, w.qNorm().offset(), a.dq, a.qRaw, params, w.qNorm().offset(), c.nHeads(), c.headDim(), s, c.normEps());
+                CpuOps.headNormBackward(dkRaw, grads, w.kNorm().offset(), a.dk, a.kRaw, params, w.kNorm().offset(), c.nKvHeads(), c.headDim(), s, c.normEps());
+                System.arraycopy(dqRaw, 0, a.dq, 0, q * s);
+                System.arraycopy(dkRaw, 0, a.dk, 0, kv * s);
+            }
+            add(Phase.CPU, t4);
+            dw(() -> { dW(grads, w.wq(), a.dq, a.xnorm); dW(grads, w.wk(), a.dk, a.xnorm); dW(grads, w.wv(), a.dv, a.xnorm); });
+            // dx through the projections: Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv
+            float[] dxq = new float[d * s];
+            read(run("qBwd", l, input(l, "qBwd"), 0, a.dq, Phase.BACKWARD_BACKEND), 0, dxq);
+            TensorBuffer kvIn = input(l, "kvBwd");
+            kvIn.writeColumns(0, kv, col("kvBwd", "dv"), s, a.dv, 0, s);
+            read(run("kvBwd", l, kvIn, 0, a.dk, Phase.BACKWARD_BACKEND), 0, dtmp);
+            long t5 = System.nanoTime();
+            for (int i = 0; i < d * s; i++) dtmp[i] += dxq[i];
+            // dy_prev = rmsnorm_bwd(dx_attn) + dx2 (residual)
+            float[] dprev = new float[d * s];
+            CpuOps.rmsnormBackward(dprev, grads, w.rmsAtt().offset(), dtmp, a.x, params, w.rmsAtt().offset(), a.rrmsAtt, d, s);
+            for (int i = 0; i < d * s; i++) dprev[i] += a.dx2[i];
+            dy = dprev;
+            add(Phase.CPU, t5);
+        }
+
+        // every dW must land before the embedding scatter touches the (possibly tied) embedding gradient
+        waitForDw();
+        for (int t = 0; t < s; t++) {
+            int off = emb.offset() + tokens[t] * d;
+            for (int ch = 0; ch < d; ch++) grads[off + ch] += dy[ch * s + t];
+        }
+        return loss;
+    }
+
+    /** dW (out,in) += dY (out,S) · Xᵀ (S,in). */
+    private void dW(float[] grads, ParameterView w, float[] dY, float[] x) {
+        Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, w.rows(), w.cols(), s, 1f, dY, 0, s, x, 0, s, 1f, grads, w.offset(), w.cols());
+    }
+
+    private void dw(Runnable task) { pendingDw.add(dwThread.submit(task)); }
+
+    private void waitForDw() {
+        long t0 = System.nanoTime();
+        try {
+            for (Future<?> f : pendingDw) f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("[train] interrupted while waiting for weight gradients", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException("[train] a weight-gradient sgemm failed: " + e.getCause(), e.getCause());
+        } finally {
+            pendingDw.clear();
+        }
+        add(Phase.DW_WAIT, t0);
+    }
+
+    /** Writes act (C,S) into the first S columns of in, then evaluates the kernel. */
+    private TensorBuffer run(String kernel, int layer, TensorBuffer in, int column, float[] act, Phase phase) {
+        long t0 = System.nanoTime();
+        in.writeColumns(0, in.channelCount(), column, s, act, 0, s);
+        add(Phase.IO, t0);
+        return eval(kernel, layer, in, phase);
+    }
+
+    /** Evaluates a kernel (layer −1 for the weight-free ones; in static mode each layer has its own compiled kernels). */
+    private TensorBuffer eval(String kernel, int layer, TensorBuffer in, Phase phase) {
+        long t0 = System.nanoTime();
+        TensorBuffer out = outputs.get(kernel);
+        Kernel k = kernels.get(kernel);
+        if (staticWeights && layer >= 0) for (int i = 0; i < WEIGHTED.length; i++) if (WEIGHTED[i].equals(kernel)) k = staticKernels[layer][i];
+        k.evaluate(Map.of(TrainingKernels.INPUT, in), Map.of(TrainingKernels.OUTPUT, out));
+        add(phase, t0);
+        return out;
+    }
+
+    /** Channels [from, from + dst.length/S) of a (C,S) output into dst. */
+    private void read(TensorBuffer out, int fromChannel, float[] dst) {
+        out.copyTo((long) fromChannel * s, dst, 0, dst.length);
+    }
+
+    private void add(Phase p, long t0) { phaseNanos.merge(p, System.nanoTime() - t0, Long::sum); }
+
+    @Override public void close() {
+        dwThread.shutdownNow();
+        for (Kernel k : kernels.values()) k.close();
+        if (staticKernels != null) for (Kernel[] row : staticKernels) for (Kernel k : row) if (k != null) k.close();
+    }
+}

@@ -1,0 +1,676 @@
+/*
+ * fakeobjc.c — a fake Objective-C runtime, Foundation subset, IOSurface C API and fake _ANE* classes,
+ * for the contract tests of ane4j.backend.ane.ffm on Linux. One shared library provides every symbol the
+ * Java side looks up on macOS; point ane4j.ane.libraryOverride at it.
+ *
+ * It records every message (receiver, selector, arguments as it decoded them, result), every
+ * retain/release, pool push/pop and C call in a log the tests read through the fake_* functions.
+ * It enforces the contract facts of ane-facts.md §2–§3 (MIL as NSData, weights dictionary not nil,
+ * files in NSTemporaryDirectory()/<hex>/ before compile, call order, QoS, procedureIndex as an object,
+ * equal surface sizes) and reports violations as errors (fake_error_*), failing the call like the
+ * real framework would (nil / NO + NSError).
+ *
+ * ABI note (x86-64 SysV): objc_msgSend is defined here as a plain non-variadic function taking 7 pointer
+ * arguments after self and _cmd. Integer and pointer arguments go in rdi, rsi, rdx, rcx, r8, r9 and then
+ * on the stack in declaration order, exactly as for a caller that declares the exact prototype, so a
+ * Java downcall with fewer int/pointer arguments delivers them correctly (the unused trailing slots hold
+ * garbage and are never read for that selector). A 32-bit argument (unsigned int QoS, int) arrives in the
+ * low half of its register; the upper half is unspecified, so it is truncated with a cast before use.
+ * BOOL results are returned in al (the low byte of rax). Floating-point arguments would go in xmm
+ * registers and are not supported (none of the selectors used take one).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+enum kind { K_CLASS, K_STRING, K_DATA, K_NUMBER, K_ARRAY, K_DICT, K_ERROR,
+            K_DESC, K_MODEL, K_REQUEST, K_SURFOBJ, K_SURFACE };
+
+static const char *KIND_NAMES[] = { "class", "NSString", "NSData", "NSNumber", "NSArray", "NSDictionary",
+    "NSError", "_ANEInMemoryModelDescriptor", "_ANEInMemoryModel", "_ANERequest", "_ANEIOSurfaceObject",
+    "IOSurface" };
+
+typedef struct fobj {
+    int kind, id, rc, dead, immortal, ignored;
+    const char *clsName;          /* K_CLASS */
+    char *str;                    /* K_STRING, K_ERROR (description) */
+    unsigned char *bytes;         /* K_DATA, K_SURFACE memory */
+    size_t len;                   /* K_DATA length, K_SURFACE alloc size */
+    long long num;                /* K_NUMBER */
+    struct fobj **items, **keys;  /* K_ARRAY, K_DICT (retained) */
+    int count;
+    /* K_DESC: mil (NSData), weights (NSDictionary or NULL); K_MODEL: desc; K_SURFOBJ: surface;
+       K_REQUEST: inputs, inIdx, outputs, outIdx, procIdx */
+    struct fobj *ref[5];
+    int state;                    /* K_MODEL: 0 created, 1 compiled, 2 loaded, 3 unloaded */
+    char hex[33];                 /* K_MODEL */
+    int locked;                   /* K_SURFACE lock depth */
+    int weightsNil;               /* K_DESC */
+} fobj;
+
+/* ---- registry, log, errors, knobs ---- */
+
+static fobj **g_objs; static int g_nobjs, g_capobjs;
+static char **g_log; static int g_nlog, g_caplog;
+static char **g_err; static int g_nerr, g_caperr;
+static char *g_failCompile;       /* fake_set_fail_compile */
+static int g_leakAfter = -1;      /* fake_set_leak_after: compiles that succeed before the emulated leak */
+static int g_compiles;            /* successful compiles since reset */
+static long long g_minSurface;    /* fake_set_min_surface_bytes */
+static char g_subType[64] = "h16g";
+static char g_tmpdir[4096];
+static void (*g_hook)(int, void **, long long *, int, void **, long long *);
+
+/* autorelease pools: a stack of object lists */
+#define MAX_POOLS 64
+static fobj **g_pool[MAX_POOLS]; static int g_poolN[MAX_POOLS], g_poolCap[MAX_POOLS];
+static int g_depth;
+
+static void push_str(char ***arr, int *n, int *cap, const char *s) {
+    if (*n == *cap) { *cap = *cap ? *cap * 2 : 256; *arr = realloc(*arr, sizeof(char *) * *cap); }
+    (*arr)[(*n)++] = strdup(s);
+}
+
+static void logf_(const char *fmt, ...) {
+    char buf[8192]; va_list ap; va_start(ap, fmt); vsnprintf(buf, sizeof buf, fmt, ap); va_end(ap);
+    push_str(&g_log, &g_nlog, &g_caplog, buf);
+}
+
+static void errf(const char *fmt, ...) {
+    char buf[4096]; va_list ap; va_start(ap, fmt); vsnprintf(buf, sizeof buf, fmt, ap); va_end(ap);
+    push_str(&g_err, &g_nerr, &g_caperr, buf);
+    logf_("error\t\t\t%s\t", buf);
+}
+
+static fobj *new_obj(int kind) {
+    fobj *o = calloc(1, sizeof(fobj));
+    o->kind = kind; o->rc = 1; o->id = g_nobjs + 1;
+    if (g_nobjs == g_capobjs) { g_capobjs = g_capobjs ? g_capobjs * 2 : 1024; g_objs = realloc(g_objs, sizeof(fobj *) * g_capobjs); }
+    g_objs[g_nobjs++] = o;
+    return o;
+}
+
+static void ensure_registered(void);
+static int known(const void *p) {
+    ensure_registered();
+    for (int i = g_nobjs - 1; i >= 0; i--) if (g_objs[i] == p) return 1;
+    return 0;
+}
+
+static fobj *as_obj(void *p) { return (p && known(p)) ? (fobj *)p : NULL; }
+
+static void release_obj(fobj *o);
+
+static void dealloc(fobj *o) {
+    o->dead = 1;
+    for (int i = 0; i < o->count; i++) {
+        if (o->items) release_obj(o->items[i]);
+        if (o->keys) release_obj(o->keys[i]);
+    }
+    for (int i = 0; i < 5; i++) if (o->ref[i]) release_obj(o->ref[i]);
+    if (o->kind == K_SURFACE) { free(o->bytes); o->bytes = NULL; }
+}
+
+static void retain_obj(fobj *o) { if (o && !o->immortal) o->rc++; }
+
+static void release_obj(fobj *o) {
+    if (!o || o->immortal) return;
+    if (o->dead) { errf("release of deallocated %s#%d", KIND_NAMES[o->kind], o->id); return; }
+    if (--o->rc == 0) dealloc(o);
+}
+
+static fobj *autorelease(fobj *o) {
+    if (g_depth == 0) { errf("autorelease of %s#%d with no pool in place (leaks on macOS)", KIND_NAMES[o->kind], o->id); return o; }
+    int d = g_depth - 1;
+    if (g_poolN[d] == g_poolCap[d]) { g_poolCap[d] = g_poolCap[d] ? g_poolCap[d] * 2 : 64; g_pool[d] = realloc(g_pool[d], sizeof(fobj *) * g_poolCap[d]); }
+    g_pool[d][g_poolN[d]++] = o;
+    return o;
+}
+
+/* short description of an argument or result */
+static void describe(fobj *o, char *buf, size_t n) {
+    if (!o) { snprintf(buf, n, "nil"); return; }
+    switch (o->kind) {
+    case K_CLASS: snprintf(buf, n, "class:%s", o->clsName); break;
+    case K_STRING: snprintf(buf, n, "NSString(\"%.60s\")", o->str); break;
+    case K_DATA: snprintf(buf, n, "NSData(len=%zu)", o->len); break;
+    case K_NUMBER: snprintf(buf, n, "NSNumber(%lld)", o->num); break;
+    case K_ARRAY: case K_DICT: {
+        size_t k = (size_t)snprintf(buf, n, o->kind == K_ARRAY ? "NSArray[" : "NSDictionary{");
+        for (int i = 0; i < o->count && k < n; i++) {
+            char a[512], b[512];
+            describe(o->items[i], b, sizeof b);
+            if (o->kind == K_DICT) { describe(o->keys[i], a, sizeof a); k += (size_t)snprintf(buf + k, n - k, "%s%s=%s", i ? "," : "", a, b); }
+            else k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? "," : "", b);
+        }
+        if (k < n) snprintf(buf + k, n - k, o->kind == K_ARRAY ? "]" : "}");
+        break;
+    }
+    default: snprintf(buf, n, "%s#%d", KIND_NAMES[o->kind], o->id);
+    }
+}
+
+static const char *desc_ptr(void *p, char *buf, size_t n) {
+    if (!p) snprintf(buf, n, "nil");
+    else if (known(p)) describe((fobj *)p, buf, n);
+    else snprintf(buf, n, "ptr");
+    return buf;
+}
+
+/* ---- classes and selectors ---- */
+
+static fobj CLASSES[] = {
+    { .kind = K_CLASS, .immortal = 1, .clsName = "NSString" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "NSData" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "NSNumber" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "NSArray" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "NSDictionary" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANEInMemoryModelDescriptor" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANEInMemoryModel" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANERequest" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANEIOSurfaceObject" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANEDeviceInfo" },
+};
+#define NCLASSES (int)(sizeof CLASSES / sizeof CLASSES[0])
+
+/* kIOSurface* keys: immortal string objects, exported as `const CFStringRef` data symbols like Apple's */
+static fobj S_WIDTH = { .kind = K_STRING, .immortal = 1, .str = "IOSurfaceWidth" };
+static fobj S_HEIGHT = { .kind = K_STRING, .immortal = 1, .str = "IOSurfaceHeight" };
+static fobj S_BPE = { .kind = K_STRING, .immortal = 1, .str = "IOSurfaceBytesPerElement" };
+static fobj S_BPR = { .kind = K_STRING, .immortal = 1, .str = "IOSurfaceBytesPerRow" };
+static fobj S_ALLOC = { .kind = K_STRING, .immortal = 1, .str = "IOSurfaceAllocSize" };
+static fobj S_PIXFMT = { .kind = K_STRING, .immortal = 1, .str = "IOSurfacePixelFormat" };
+const void *kIOSurfaceWidth = &S_WIDTH;
+const void *kIOSurfaceHeight = &S_HEIGHT;
+const void *kIOSurfaceBytesPerElement = &S_BPE;
+const void *kIOSurfaceBytesPerRow = &S_BPR;
+const void *kIOSurfaceAllocSize = &S_ALLOC;
+const void *kIOSurfacePixelFormat = &S_PIXFMT;
+
+static void register_static(fobj *o) {
+    if (g_nobjs == g_capobjs) { g_capobjs = g_capobjs ? g_capobjs * 2 : 1024; g_objs = realloc(g_objs, sizeof(fobj *) * g_capobjs); }
+    g_objs[g_nobjs++] = o;
+    o->id = g_nobjs;
+}
+
+static int registered;
+static void ensure_registered(void) {
+    if (registered) return;
+    registered = 1;
+    for (int i = 0; i < NCLASSES; i++) register_static(&CLASSES[i]);
+    fobj *keys[] = { &S_WIDTH, &S_HEIGHT, &S_BPE, &S_BPR, &S_ALLOC, &S_PIXFMT };
+    for (int i = 0; i < 6; i++) register_static(keys[i]);
+}
+
+void *objc_getClass(const char *name) {
+    ensure_registered();
+    for (int i = 0; i < NCLASSES; i++) if (strcmp(CLASSES[i].clsName, name) == 0) { logf_("objc_getClass\t\t\t%s\tclass:%s", name, name); return &CLASSES[i]; }
+    logf_("objc_getClass\t\t\t%s\tnil", name);
+    return NULL;
+}
+
+static char **g_sels; static int g_nsels, g_capsels;
+void *sel_registerName(const char *name) {
+    for (int i = 0; i < g_nsels; i++) if (strcmp(g_sels[i], name) == 0) return g_sels[i];
+    push_str(&g_sels, &g_nsels, &g_capsels, name);
+    logf_("sel_registerName\t\t\t%s\t", name);
+    return g_sels[g_nsels - 1];
+}
+
+/* ---- memory management entry points ---- */
+
+void *objc_retain(void *p) {
+    fobj *o = as_obj(p);
+    if (!o) { if (p) errf("objc_retain of unknown pointer"); return p; }
+    if (o->dead) errf("objc_retain of deallocated %s#%d", KIND_NAMES[o->kind], o->id);
+    retain_obj(o);
+    char d[256]; describe(o, d, sizeof d);
+    logf_("retain\t%s\t\t\trc=%d", d, o->rc);
+    return p;
+}
+
+void objc_release(void *p) {
+    fobj *o = as_obj(p);
+    if (!o) { if (p) errf("objc_release of unknown pointer"); return; }
+    char d[256]; describe(o, d, sizeof d);
+    release_obj(o);
+    logf_("release\t%s\t\t\trc=%d", d, o->rc);
+}
+
+void *CFRetain(void *p) {
+    fobj *o = as_obj(p);
+    if (!o) { errf("CFRetain of unknown or NULL pointer"); return p; }
+    retain_obj(o);
+    char d[256]; describe(o, d, sizeof d);
+    logf_("CFRetain\t%s\t\t\trc=%d", d, o->rc);
+    return p;
+}
+
+void CFRelease(void *p) {
+    fobj *o = as_obj(p);
+    if (!o) { errf("CFRelease of unknown or NULL pointer (crashes on macOS)"); return; }
+    char d[256]; describe(o, d, sizeof d);
+    release_obj(o);
+    logf_("CFRelease\t%s\t\t\trc=%d", d, o->rc);
+}
+
+void *objc_autoreleasePoolPush(void) {
+    if (g_depth == MAX_POOLS) { errf("autorelease pools nested too deep"); return NULL; }
+    g_poolN[g_depth] = 0;
+    g_depth++;
+    logf_("poolPush\t\t\t\tdepth=%d", g_depth);
+    return (void *)(intptr_t)g_depth;
+}
+
+void objc_autoreleasePoolPop(void *token) {
+    int t = (int)(intptr_t)token;
+    if (t < 1 || t > g_depth) { errf("objc_autoreleasePoolPop with bad token %d (depth %d)", t, g_depth); return; }
+    while (g_depth >= t) {
+        int d = g_depth - 1;
+        for (int i = 0; i < g_poolN[d]; i++) release_obj(g_pool[d][i]);
+        g_poolN[d] = 0;
+        g_depth--;
+    }
+    logf_("poolPop\t\t\t\tdepth=%d", g_depth);
+}
+
+/* ---- Foundation object constructors (all +0, autoreleased) ---- */
+
+static fobj *mk_string(const char *s) { fobj *o = new_obj(K_STRING); o->str = strdup(s); return autorelease(o); }
+static fobj *mk_number(long long v) { fobj *o = new_obj(K_NUMBER); o->num = v; return autorelease(o); }
+static fobj *mk_error(const char *msg) { fobj *o = new_obj(K_ERROR); o->str = strdup(msg); return autorelease(o); }
+
+static fobj *mk_container(int kind, void **objs, void **keys, long long n) {
+    fobj *o = new_obj(kind);
+    o->count = (int)n;
+    o->items = calloc((size_t)(n ? n : 1), sizeof(fobj *));
+    if (kind == K_DICT) o->keys = calloc((size_t)(n ? n : 1), sizeof(fobj *));
+    for (long long i = 0; i < n; i++) {
+        fobj *v = as_obj(objs[i]);
+        if (!v) errf("%s element %lld is nil or not an object (NSInvalidArgumentException on macOS)", KIND_NAMES[kind], i);
+        retain_obj(v); o->items[i] = v;
+        if (kind == K_DICT) { fobj *k = as_obj(keys[i]); if (!k) errf("NSDictionary key %lld is nil", i); retain_obj(k); o->keys[i] = k; }
+    }
+    return autorelease(o);
+}
+
+static fobj *dict_get(fobj *d, const char *key) {
+    if (!d || d->kind != K_DICT) return NULL;
+    for (int i = 0; i < d->count; i++) if (d->keys[i] && d->keys[i]->kind == K_STRING && strcmp(d->keys[i]->str, key) == 0) return d->items[i];
+    return NULL;
+}
+
+void *NSTemporaryDirectory(void) {
+    const char *t = g_tmpdir[0] ? g_tmpdir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp/");
+    char buf[4200]; snprintf(buf, sizeof buf, "%s%s", t, t[strlen(t) - 1] == '/' ? "" : "/");
+    fobj *s = mk_string(buf);
+    logf_("NSTemporaryDirectory\t\t\t\t%s", buf);
+    return s;
+}
+
+/* ---- helpers for the ANE fakes ---- */
+
+static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ULL; }
+    return h;
+}
+
+static unsigned char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END); long n = ftell(f); fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n + 1);
+    *len = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    return b;
+}
+
+static void set_error(void **errOut, const char *msg) {
+    fobj *e = mk_error(msg);
+    if (errOut) *errOut = e;
+}
+
+/* checks that dir/rel exists with exactly len bytes equal to want; appends "rel:len:hash" to files */
+static int check_file(const char *dir, const char *rel, const unsigned char *want, size_t wlen, char *files, size_t fn, char *why, size_t wn) {
+    char path[8192]; snprintf(path, sizeof path, "%s/%s", dir, rel);
+    size_t len = 0; unsigned char *got = read_file(path, &len);
+    if (!got) { snprintf(why, wn, "fake: %s missing (write it before compileWithQoS:options:error:)", path); return 0; }
+    int same = len == wlen && memcmp(got, want, len) == 0;
+    size_t k = strlen(files);
+    snprintf(files + k, fn - k, "%s%s:%zu:%016llx", k ? "|" : "", rel, len, (unsigned long long)fnv(0xcbf29ce484222325ULL, got, len));
+    free(got);
+    if (!same) { snprintf(why, wn, "fake: %s differs from the descriptor's bytes", path); return 0; }
+    return 1;
+}
+
+static int require_pool(const char *sel) {
+    if (g_depth > 0) return 1;
+    errf("%s sent outside an autorelease pool", sel);
+    return 0;
+}
+
+/* ---- objc_msgSend ---- */
+
+#define YES ((void *)(intptr_t)1)
+#define NO ((void *)(intptr_t)0)
+
+static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, void *e, void *f, void *g, char *args, size_t an);
+
+void *objc_msgSend(void *self, void *sel, void *a, void *b, void *c, void *d, void *e, void *f, void *g) {
+    const char *s = (const char *)sel;
+    char recv[256], args[4096] = "", ret[1024];
+    if (!self) { logf_("send\tnil\t%s\t\tnil", s); return NULL; }
+    fobj *o = as_obj(self);
+    if (!o) { errf("message %s to unknown pointer", s); return NULL; }
+    describe(o, recv, sizeof recv);
+    if (o->dead) { errf("message %s to deallocated %s", s, recv); return NULL; }
+    void *r = send(o, s, a, b, c, d, e, f, g, args, sizeof args);
+    /* BOOL-returning selectors end in "error:"; the others return objects, pointers or integers */
+    size_t sl = strlen(s);
+    if (sl >= 6 && strcmp(s + sl - 6, "error:") == 0) snprintf(ret, sizeof ret, "%s", r ? "YES" : "NO");
+    else if (strcmp(s, "UTF8String") == 0) snprintf(ret, sizeof ret, "char*");
+    else if (strcmp(s, "state") == 0) snprintf(ret, sizeof ret, "%lld", (long long)(intptr_t)r);
+    else desc_ptr(r, ret, sizeof ret);
+    logf_("send\t%s\t%s\t%s\t%s", recv, s, args, ret);
+    return r;
+}
+
+#define ARGS(...) snprintf(args, an, __VA_ARGS__)
+#define IS(sel) (strcmp(s, sel) == 0)
+
+static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, void *e, void *f, void *g, char *args, size_t an) {
+    char da[1024], db[1024], dc[1024], dd[1024], de[1024], df[1024], dg[1024], why[8400];
+    int isClass = o->kind == K_CLASS;
+    const char *cls = isClass ? o->clsName : NULL;
+
+    /* NSObject protocol, any receiver */
+    if (IS("retain")) { retain_obj(o); ARGS("rc=%d", o->rc); return o; }
+    if (IS("release")) { release_obj(o); ARGS("rc=%d", o->rc); return NULL; }
+    if (IS("description")) {
+        if (o->kind == K_STRING) return o;
+        char buf[1024]; describe(o, buf, sizeof buf);
+        return mk_string(o->kind == K_ERROR ? o->str : buf);
+    }
+
+    if (isClass && strcmp(cls, "NSString") == 0 && IS("stringWithUTF8String:")) {
+        ARGS("char*(\"%.60s\")", a ? (const char *)a : "(null)");
+        if (!a) { errf("stringWithUTF8String: NULL"); return NULL; }
+        return mk_string((const char *)a);
+    }
+    if (isClass && strcmp(cls, "NSData") == 0 && IS("dataWithBytes:length:")) {
+        size_t n = (size_t)(uintptr_t)b;
+        ARGS("ptr|u64:%zu", n);
+        fobj *x = new_obj(K_DATA); x->len = n; x->bytes = malloc(n ? n : 1);
+        if (n) memcpy(x->bytes, a, n);
+        return autorelease(x);
+    }
+    if (isClass && strcmp(cls, "NSNumber") == 0 && IS("numberWithInt:")) { int v = (int)(intptr_t)a; ARGS("i32:%d", v); return mk_number(v); }
+    if (isClass && strcmp(cls, "NSNumber") == 0 && IS("numberWithUnsignedLongLong:")) { unsigned long long v = (unsigned long long)(uintptr_t)a; ARGS("u64:%llu", v); return mk_number((long long)v); }
+    if (isClass && strcmp(cls, "NSArray") == 0 && IS("arrayWithObjects:count:")) {
+        long long n = (long long)(intptr_t)b; ARGS("id*|u64:%lld", n);
+        return mk_container(K_ARRAY, (void **)a, NULL, n);
+    }
+    if (isClass && strcmp(cls, "NSDictionary") == 0 && IS("dictionaryWithObjects:forKeys:count:")) {
+        long long n = (long long)(intptr_t)c; ARGS("id*|id*|u64:%lld", n);
+        return mk_container(K_DICT, (void **)a, (void **)b, n);
+    }
+    if (o->kind == K_STRING && IS("UTF8String")) return o->str;
+    if (o->kind == K_ERROR && IS("localizedDescription")) return mk_string(o->str);
+
+    /* 1. +[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:] */
+    if (isClass && strcmp(cls, "_ANEInMemoryModelDescriptor") == 0 && IS("modelWithMILText:weights:optionsPlist:")) {
+        ARGS("%s|%s|%s", desc_ptr(a, da, sizeof da), desc_ptr(b, db, sizeof db), desc_ptr(c, dc, sizeof dc));
+        fobj *mil = as_obj(a), *w = as_obj(b);
+        if (!mil || mil->kind != K_DATA) { errf("modelWithMILText: MIL must be NSData (UTF-8), got %s", da); return NULL; }
+        if (b && (!w || w->kind != K_DICT)) { errf("modelWithMILText: weights must be an NSDictionary, got %s", db); return NULL; }
+        if (!b) errf("modelWithMILText: weights is nil; pass an empty dictionary (silent compile failure otherwise)");
+        if (c) errf("modelWithMILText: optionsPlist should be nil, got %s", dc);
+        for (int i = 0; w && i < w->count; i++) {
+            fobj *k = w->keys[i], *v = w->items[i];
+            fobj *off = dict_get(v, "offset"), *data = dict_get(v, "data");
+            if (!k || k->kind != K_STRING || strncmp(k->str, "@model_path/", 12) != 0) errf("weights key %d is not an \"@model_path/...\" string", i);
+            if (!off || off->kind != K_NUMBER || !data || data->kind != K_DATA) errf("weights entry %d is not {offset: NSNumber, data: NSData}", i);
+        }
+        fobj *x = new_obj(K_DESC);
+        x->ref[0] = mil; retain_obj(mil);
+        x->ref[1] = w; retain_obj(w);
+        x->weightsNil = !b;
+        return autorelease(x);
+    }
+    /* 2. +[_ANEInMemoryModel inMemoryModelWithDescriptor:] — the model keeps its descriptor */
+    if (isClass && strcmp(cls, "_ANEInMemoryModel") == 0 && IS("inMemoryModelWithDescriptor:")) {
+        ARGS("%s", desc_ptr(a, da, sizeof da));
+        fobj *dsc = as_obj(a);
+        if (!dsc || dsc->kind != K_DESC) { errf("inMemoryModelWithDescriptor: wants a descriptor, got %s", da); return NULL; }
+        fobj *m = new_obj(K_MODEL);
+        m->ref[0] = dsc; retain_obj(dsc);
+        /* content-derived id: FNV-1a of the MIL bytes, then each weight key and blob, two seeds */
+        uint64_t h1 = 0xcbf29ce484222325ULL, h2 = 0x84222325cbf29ce4ULL;
+        fobj *mil = dsc->ref[0], *w = dsc->ref[1];
+        h1 = fnv(h1, mil->bytes, mil->len); h2 = fnv(h2, mil->bytes, mil->len);
+        for (int i = 0; w && i < w->count; i++) {
+            fobj *data = dict_get(w->items[i], "data");
+            if (w->keys[i] && w->keys[i]->kind == K_STRING) { h1 = fnv(h1, (unsigned char *)w->keys[i]->str, strlen(w->keys[i]->str)); h2 = fnv(h2, (unsigned char *)w->keys[i]->str, strlen(w->keys[i]->str)); }
+            if (data && data->kind == K_DATA) { h1 = fnv(h1, data->bytes, data->len); h2 = fnv(h2, data->bytes, data->len); }
+        }
+        snprintf(m->hex, sizeof m->hex, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
+        return autorelease(m);
+    }
+    if (o->kind == K_MODEL && IS("hexStringIdentifier")) return mk_string(o->hex);
+    if (o->kind == K_MODEL && IS("state")) return (void *)(intptr_t)o->state;
+
+    /* 4. -[_ANEInMemoryModel compileWithQoS:options:error:] */
+    if (o->kind == K_MODEL && IS("compileWithQoS:options:error:")) {
+        unsigned qos = (unsigned)(uintptr_t)a;
+        ARGS("u32:%u|%s|%s", qos, desc_ptr(b, db, sizeof db), c ? "NSError**" : "NULL");
+        require_pool(s);
+        fobj *opt = as_obj(b);
+        if (!opt || opt->kind != K_DICT) errf("compileWithQoS: options must be an NSDictionary (@{}), got %s", db);
+        if (o->state != 0) { set_error(c, "fake: compile of a model that is not freshly created"); return NO; }
+        fobj *dsc = o->ref[0];
+        if (dsc->weightsNil) { set_error(c, "fake: compile failed (weights dictionary was nil)"); return NO; }
+        if (g_failCompile) { set_error(c, g_failCompile); return NO; }
+        if (g_leakAfter >= 0 && g_compiles >= g_leakAfter) {
+            snprintf(why, sizeof why, "fake: ANECCompile() FAILED (emulated compiler leak after %d compiles)", g_leakAfter);
+            set_error(c, why); return NO;
+        }
+        const char *t = g_tmpdir[0] ? g_tmpdir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        char dir[4200]; snprintf(dir, sizeof dir, "%s/%s", t, o->hex);
+        char files[16384] = "";
+        fobj *mil = dsc->ref[0], *w = dsc->ref[1];
+        int ok = check_file(dir, "model.mil", mil->bytes, mil->len, files, sizeof files, why, sizeof why);
+        for (int i = 0; ok && w && i < w->count; i++) {
+            fobj *data = dict_get(w->items[i], "data");
+            ok = check_file(dir, w->keys[i]->str + 12, data->bytes, data->len, files, sizeof files, why, sizeof why);
+        }
+        logf_("compileFiles\t%s\t\t%s\t%s", dir, files, ok ? "ok" : why);
+        if (!ok) { set_error(c, why); return NO; }
+        /* what the real compiler leaves behind (PR #22): net.plist */
+        char plist[4300]; snprintf(plist, sizeof plist, "%s/net.plist", dir);
+        FILE *pf = fopen(plist, "w"); if (pf) { fputs("<plist/>\n", pf); fclose(pf); }
+        o->state = 1; g_compiles++;
+        return YES;
+    }
+    /* 5. -[_ANEInMemoryModel loadWithQoS:options:error:] */
+    if (o->kind == K_MODEL && IS("loadWithQoS:options:error:")) {
+        unsigned qos = (unsigned)(uintptr_t)a;
+        ARGS("u32:%u|%s|%s", qos, desc_ptr(b, db, sizeof db), c ? "NSError**" : "NULL");
+        require_pool(s);
+        if (o->state != 1 && o->state != 3) { set_error(c, "fake: load before compile"); return NO; }
+        o->state = 2;
+        return YES;
+    }
+    /* 6. +[_ANEIOSurfaceObject objectWithIOSurface:] — the wrapper keeps its surface */
+    if (isClass && strcmp(cls, "_ANEIOSurfaceObject") == 0 && IS("objectWithIOSurface:")) {
+        ARGS("%s", desc_ptr(a, da, sizeof da));
+        fobj *sf = as_obj(a);
+        if (!sf || sf->kind != K_SURFACE) { errf("objectWithIOSurface: wants an IOSurfaceRef, got %s", da); return NULL; }
+        fobj *x = new_obj(K_SURFOBJ); x->ref[0] = sf; retain_obj(sf);
+        return autorelease(x);
+    }
+    /* 7. +[_ANERequest requestWithInputs:inputIndices:outputs:outputIndices:weightsBuffer:perfStats:procedureIndex:] */
+    if (isClass && strcmp(cls, "_ANERequest") == 0 && IS("requestWithInputs:inputIndices:outputs:outputIndices:weightsBuffer:perfStats:procedureIndex:")) {
+        ARGS("%s|%s|%s|%s|%s|%s|%s", desc_ptr(a, da, sizeof da), desc_ptr(b, db, sizeof db), desc_ptr(c, dc, sizeof dc),
+             desc_ptr(d, dd, sizeof dd), desc_ptr(e, de, sizeof de), desc_ptr(f, df, sizeof df), desc_ptr(g, dg, sizeof dg));
+        fobj *arr[4] = { as_obj(a), as_obj(b), as_obj(c), as_obj(d) };
+        for (int i = 0; i < 4; i++) if (!arr[i] || arr[i]->kind != K_ARRAY) { errf("requestWith...: argument %d must be an NSArray", i + 1); return NULL; }
+        for (int k = 0; k < 4; k += 2) {
+            if (arr[k]->count != arr[k + 1]->count) errf("requestWith...: %d surfaces but %d indices", arr[k]->count, arr[k + 1]->count);
+            for (int i = 0; i < arr[k]->count; i++) {
+                if (!arr[k]->items[i] || arr[k]->items[i]->kind != K_SURFOBJ) errf("requestWith...: element %d is not an _ANEIOSurfaceObject", i);
+                fobj *ix = i < arr[k + 1]->count ? arr[k + 1]->items[i] : NULL;
+                if (!ix || ix->kind != K_NUMBER || ix->num != i) errf("requestWith...: index %d is not NSNumber(%d)", i, i);
+            }
+        }
+        if (e || f) errf("requestWith...: weightsBuffer and perfStats should be nil");
+        fobj *pi = as_obj(g);
+        if (!pi || pi->kind != K_NUMBER) { errf("requestWith...: procedureIndex must be an NSNumber object, got %s", dg); return NULL; }
+        fobj *x = new_obj(K_REQUEST);
+        for (int i = 0; i < 4; i++) { x->ref[i] = arr[i]; retain_obj(arr[i]); }
+        x->ref[4] = pi; retain_obj(pi);
+        return autorelease(x);
+    }
+    /* 8. -[_ANEInMemoryModel evaluateWithQoS:options:request:error:] */
+    if (o->kind == K_MODEL && IS("evaluateWithQoS:options:request:error:")) {
+        unsigned qos = (unsigned)(uintptr_t)a;
+        ARGS("u32:%u|%s|%s|%s", qos, desc_ptr(b, db, sizeof db), desc_ptr(c, dc, sizeof dc), d ? "NSError**" : "NULL");
+        require_pool(s);
+        fobj *rq = as_obj(c);
+        if (o->state != 2) { set_error(d, "fake: evaluate of a model that is not loaded"); return NO; }
+        if (!rq || rq->kind != K_REQUEST) { set_error(d, "fake: evaluate without an _ANERequest"); return NO; }
+        void *bases[2][64]; long long sizes[2][64]; int n[2];
+        for (int k = 0; k < 2; k++) {
+            fobj *list = rq->ref[k * 2];
+            n[k] = list->count < 64 ? list->count : 64;
+            for (int i = 0; i < n[k]; i++) {
+                fobj *sf = list->items[i]->ref[0];
+                if (sf->locked) { set_error(d, "fake: a surface is still locked by the CPU during evaluate"); return NO; }
+                if (g_minSurface && (long long)sf->len < g_minSurface) {
+                    snprintf(why, sizeof why, "fake: 0x1d (surface of %zu bytes is below the minimum %lld)", sf->len, g_minSurface);
+                    set_error(d, why); return NO;
+                }
+                if (i > 0 && (long long)sf->len != sizes[k][0]) {
+                    snprintf(why, sizeof why, "fake: 0x1d (%s surfaces differ in size: %lld vs %zu)", k ? "output" : "input", sizes[k][0], sf->len);
+                    set_error(d, why); return NO;
+                }
+                bases[k][i] = sf->bytes; sizes[k][i] = (long long)sf->len;
+            }
+        }
+        if (g_hook) g_hook(n[0], bases[0], sizes[0], n[1], bases[1], sizes[1]);
+        return YES;
+    }
+    /* 9. -[_ANEInMemoryModel unloadWithQoS:error:] */
+    if (o->kind == K_MODEL && IS("unloadWithQoS:error:")) {
+        unsigned qos = (unsigned)(uintptr_t)a;
+        ARGS("u32:%u|%s", qos, b ? "NSError**" : "NULL");
+        require_pool(s);
+        if (o->state != 2) { set_error(b, "fake: unload of a model that is not loaded"); return NO; }
+        o->state = 3;
+        return YES;
+    }
+    if (isClass && strcmp(cls, "_ANEDeviceInfo") == 0 && IS("aneSubType")) return mk_string(g_subType);
+
+    char r[256]; describe(o, r, sizeof r);
+    errf("unrecognized selector %s sent to %s (NSInvalidArgumentException on macOS)", s, r);
+    return NULL;
+}
+
+/* ---- IOSurface C API ---- */
+
+void *IOSurfaceCreate(void *props) {
+    char dsc[4096]; desc_ptr(props, dsc, sizeof dsc);
+    fobj *p = as_obj(props);
+    if (!p || p->kind != K_DICT) { errf("IOSurfaceCreate: properties must be a dictionary, got %s", dsc); return NULL; }
+    fobj *keys[] = { &S_WIDTH, &S_HEIGHT, &S_BPE, &S_BPR, &S_ALLOC, &S_PIXFMT };
+    long long v[6];
+    for (int k = 0; k < 6; k++) {
+        fobj *n = NULL;
+        for (int i = 0; i < p->count; i++) if (p->keys[i] == keys[k]) n = p->items[i];
+        if (!n || n->kind != K_NUMBER) { errf("IOSurfaceCreate: %s missing or not an NSNumber", keys[k]->str); return NULL; }
+        v[k] = n->num;
+    }
+    if (p->count != 6) errf("IOSurfaceCreate: expected exactly 6 properties, got %d", p->count);
+    if (v[0] != v[3] || v[0] != v[4] || v[1] != 1 || v[2] != 1 || v[5] != 0 || v[4] <= 0)
+        errf("IOSurfaceCreate: not a 1-row byte buffer (width=bytesPerRow=allocSize, height 1, bpe 1, format 0): %s", dsc);
+    fobj *sf = new_obj(K_SURFACE);  /* +1, Create rule */
+    sf->len = (size_t)v[4];
+    sf->bytes = calloc(sf->len ? sf->len : 1, 1);
+    logf_("IOSurfaceCreate\t\t\t%s\tIOSurface#%d", dsc, sf->id);
+    return sf;
+}
+
+static fobj *surface(void *p, const char *fn) {
+    fobj *o = as_obj(p);
+    if (!o || o->kind != K_SURFACE || o->dead) { errf("%s: not a live IOSurface", fn); return NULL; }
+    return o;
+}
+
+int IOSurfaceLock(void *s, uint32_t options, uint32_t *seed) {
+    fobj *o = surface(s, "IOSurfaceLock");
+    if (!o) return -1;
+    o->locked++;
+    if (seed) *seed = 1;
+    logf_("IOSurfaceLock\tIOSurface#%d\t\tu32:%u\t0", o->id, options);
+    return 0;
+}
+
+int IOSurfaceUnlock(void *s, uint32_t options, uint32_t *seed) {
+    fobj *o = surface(s, "IOSurfaceUnlock");
+    if (!o) return -1;
+    if (o->locked == 0) { errf("IOSurfaceUnlock of an unlocked surface"); return -1; }
+    o->locked--;
+    if (seed) *seed = 1;
+    logf_("IOSurfaceUnlock\tIOSurface#%d\t\tu32:%u\t0", o->id, options);
+    return 0;
+}
+
+void *IOSurfaceGetBaseAddress(void *s) { fobj *o = surface(s, "IOSurfaceGetBaseAddress"); return o ? o->bytes : NULL; }
+size_t IOSurfaceGetAllocSize(void *s) { fobj *o = surface(s, "IOSurfaceGetAllocSize"); return o ? o->len : 0; }
+
+/* ---- test controls and queries ---- */
+
+int fake_log_count(void) { return g_nlog; }
+const char *fake_log_entry(int i) { return i >= 0 && i < g_nlog ? g_log[i] : NULL; }
+int fake_error_count(void) { return g_nerr; }
+const char *fake_error(int i) { return i >= 0 && i < g_nerr ? g_err[i] : NULL; }
+int fake_pool_depth(void) { return g_depth; }
+
+/* objects created since the last reset that are still alive (not counting classes and constant keys) */
+int fake_live_objects(void) {
+    int n = 0;
+    for (int i = 0; i < g_nobjs; i++) if (!g_objs[i]->immortal && !g_objs[i]->dead && !g_objs[i]->ignored) n++;
+    return n;
+}
+
+/* description of the live objects, for failure messages */
+const char *fake_live_description(void) {
+    static char buf[8192]; size_t k = 0; buf[0] = 0;
+    for (int i = 0; i < g_nobjs && k < sizeof buf - 300; i++) {
+        fobj *o = g_objs[i];
+        if (o->immortal || o->dead || o->ignored) continue;
+        char d[256]; describe(o, d, sizeof d);
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s(rc=%d)", k ? ", " : "", d, o->rc);
+    }
+    return buf;
+}
+
+void fake_reset(void) {
+    ensure_registered();
+    for (int i = 0; i < g_nlog; i++) free(g_log[i]);
+    for (int i = 0; i < g_nerr; i++) free(g_err[i]);
+    g_nlog = 0; g_nerr = 0;
+    for (int i = 0; i < g_nobjs; i++) g_objs[i]->ignored = 1;
+    free(g_failCompile); g_failCompile = NULL;
+    g_leakAfter = -1; g_compiles = 0; g_minSurface = 0; g_hook = NULL;
+    snprintf(g_subType, sizeof g_subType, "h16g");
+}
+
+void fake_set_fail_compile(const char *msg) { free(g_failCompile); g_failCompile = msg ? strdup(msg) : NULL; }
+void fake_set_leak_after(int compiles) { g_leakAfter = compiles; }
+void fake_set_min_surface_bytes(long long n) { g_minSurface = n; }
+void fake_set_ane_subtype(const char *s) { snprintf(g_subType, sizeof g_subType, "%s", s); }
+void fake_set_tmpdir(const char *dir) { snprintf(g_tmpdir, sizeof g_tmpdir, "%s", dir); }
+void fake_set_evaluate_hook(void (*hook)(int, void **, long long *, int, void **, long long *)) { g_hook = hook; }

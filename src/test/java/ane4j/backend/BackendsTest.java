@@ -1,0 +1,71 @@
+package ane4j.backend;
+
+import ane4j.backend.ref.RefBackend;
+import ane4j.mil.Mil;
+import ane4j.mil.Program;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+class BackendsTest {
+    @Test
+    void propertyWinsOverEnvironment() {
+        var s = Backends.choose("ref", "ane", "Linux", "amd64");
+        assertEquals("ref", s.backend().name());
+        assertTrue(s.reason().contains("-Dane4j.backend=ref"), s.reason());
+    }
+
+    @Test
+    void environmentIsUsedWithoutProperty() {
+        var s = Backends.choose(null, " REF ", "Linux", "amd64");
+        assertInstanceOf(RefBackend.class, s.backend());
+        assertTrue(s.reason().contains("ANE4J_BACKEND"), s.reason());
+    }
+
+    @Test
+    void automaticFallsBackToRefOffAppleSilicon() {
+        var s = Backends.choose("", null, "Linux", "amd64");
+        assertEquals("ref", s.backend().name());
+        assertTrue(s.reason().contains("not macOS on Apple silicon"), s.reason());
+    }
+
+    @Test
+    void forcingAneWhereItIsMissingIsAnError() {
+        var e = assertThrows(BackendException.class, () -> Backends.choose("ane", null, "Linux", "amd64"));
+        assertTrue(e.getMessage().contains("not available"), e.getMessage());
+        var e2 = assertThrows(BackendException.class, () -> Backends.choose("ane", null, "Mac OS X", "aarch64"));
+        assertTrue(e2.getMessage().contains("ane4j.backend.ane.AneBackend"), e2.getMessage());
+    }
+
+    @Test
+    void unknownChoiceIsRejected() {
+        var e = assertThrows(IllegalArgumentException.class, () -> Backends.choose("gpu", null, "Linux", "amd64"));
+        assertTrue(e.getMessage().contains("gpu"));
+    }
+
+    @Test
+    void compileBudgetIsEnforcedByRef() {
+        Program p = Mil.program().function("main", f -> f.output(f.relu(f.input("x", Mil.fp16(1, 4, 1, 4))))).build();
+        RefBackend b = new RefBackend(new RefBackend.Options(false, false, 2L));
+        b.compile(p).close();
+        b.compile(p).close();
+        assertEquals(2, b.compileCount());
+        var e = assertThrows(CompileBudgetExceededException.class, () -> b.compile(p));
+        assertEquals(2, e.count());
+        assertEquals(2, e.budget());
+        assertTrue(e.getMessage().contains("compile budget of 2") && e.getMessage().contains("restart"), e.getMessage());
+        assertEquals(2, b.compileCount());
+    }
+
+    @Test
+    void compileBudgetProperty() {
+        System.setProperty(CountingBackend.BUDGET_PROPERTY, "1");
+        try {
+            RefBackend b = new RefBackend(new RefBackend.Options(false, false, null));
+            assertEquals(1, b.compileBudget());
+        } finally {
+            System.clearProperty(CountingBackend.BUDGET_PROPERTY);
+        }
+        assertEquals(CountingBackend.UNLIMITED, new RefBackend(new RefBackend.Options(false, false, null)).compileBudget());
+    }
+}

@@ -1,0 +1,319 @@
+package ane4j.backend.ane;
+
+import ane4j.backend.ane.ffm.FakeObjc;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static org.junit.jupiter.api.Assertions.*;
+
+/** {@link AneProgram} against the fake runtime: the ANE call sequence, arguments, files, ownership and errors. */
+class AneProgramContractTest {
+    // A1-style program (ane-facts.md §9): fp32 [1,C,1,S] in, fp32 out, one fp16 conv weight (the fake does not parse MIL)
+    static final String MIL = """
+            program(1.3)
+            [buildInfo = dict<string, string>({{"coremlc-component-MIL", "3510.2.1"}, {"coremlc-version", "3505.4.1"}, {"coremltools-component-milinternal", ""}, {"coremltools-version", "9.0"}})]
+            {
+                func main<ios18>(tensor<fp32, [1, 64, 1, 64]> x) {
+                    tensor<fp16, [64,64,1,1]> W = const()[name=string("W"), val=tensor<fp16, [64,64,1,1]>(BLOBFILE(path=string("@model_path/weights/w.bin"), offset=uint64(64)))];
+                } -> (y);
+            }
+            """;
+    static final int C = 64, S = 64;
+    static final long BYTES = (long) C * S * 4;   // fp32 [1,64,1,64] = 16 KB, below the 48 KB minimum
+
+    FakeObjc fake;
+    @TempDir Path tmp;
+
+    @BeforeEach
+    void setUp() {
+        fake = FakeObjc.get();
+        fake.setTmpdir(tmp);
+    }
+
+    @AfterEach
+    void noViolations() {
+        assertEquals(List.of(), fake.errors(), "contract violations seen by the fake");
+        assertEquals(0, fake.poolDepth(), "every autorelease pool popped");
+    }
+
+    static byte[] blob(int seed) {
+        byte[] b = new byte[128 + C * C * 2];
+        for (int i = 0; i < b.length; i++) b[i] = (byte) (i * 31 + seed);
+        return b;
+    }
+
+    static AneProgram compileOne(CompileBudget budget) {
+        return AneProgram.compile(MIL, Map.of("@model_path/weights/w.bin", blob(1)),
+                List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), budget);
+    }
+
+    static CompileBudget roomy() { return new CompileBudget(1000, 1000); }
+
+    @Test
+    void compileEvaluateCloseSendsTheSelectorsOfAneFactsInOrderWithExactArguments() {
+        try (AneProgram p = compileOne(roomy())) {
+            p.evaluate();
+        }
+        List<FakeObjc.Entry> ane = fake.log().stream().filter(FakeObjc.Entry::isAneSend).toList();
+        assertEquals(List.of(
+                "modelWithMILText:weights:optionsPlist:",
+                "inMemoryModelWithDescriptor:",
+                "hexStringIdentifier",
+                "compileWithQoS:options:error:",
+                "loadWithQoS:options:error:",
+                "objectWithIOSurface:",
+                "objectWithIOSurface:",
+                "requestWithInputs:inputIndices:outputs:outputIndices:weightsBuffer:perfStats:procedureIndex:",
+                "evaluateWithQoS:options:request:error:",
+                "unloadWithQoS:error:"), ane.stream().map(FakeObjc.Entry::selector).toList());
+
+        int milLen = MIL.getBytes(StandardCharsets.UTF_8).length;
+        assertEquals(List.of("NSData(len=" + milLen + ")",
+                "NSDictionary{NSString(\"@model_path/weights/w.bin\")=NSDictionary{NSString(\"offset\")=NSNumber(0),NSString(\"data\")=NSData(len=" + blob(1).length + ")}}",
+                "nil"), ane.get(0).args());
+        assertEquals("class:_ANEInMemoryModelDescriptor", ane.get(0).receiver());
+        assertTrue(ane.get(1).args().get(0).startsWith("_ANEInMemoryModelDescriptor#"));
+        assertEquals("class:_ANEInMemoryModel", ane.get(1).receiver());
+        String model = ane.get(1).result();
+        for (int i : new int[] {2, 3, 4, 8, 9}) assertEquals(model, ane.get(i).receiver(), ane.get(i).selector());
+        assertEquals(List.of("u32:21", "NSDictionary{}", "NSError**"), ane.get(3).args());
+        assertEquals(List.of("u32:21", "NSDictionary{}", "NSError**"), ane.get(4).args());
+        assertTrue(ane.get(5).args().get(0).startsWith("IOSurface#"));
+        assertEquals("class:_ANEIOSurfaceObject", ane.get(5).receiver());
+        List<String> req = ane.get(7).args();
+        assertEquals(7, req.size());
+        assertEquals("NSArray[" + ane.get(5).result() + "]", req.get(0));
+        assertEquals("NSArray[NSNumber(0)]", req.get(1));
+        assertEquals("NSArray[" + ane.get(6).result() + "]", req.get(2));
+        assertEquals("NSArray[NSNumber(0)]", req.get(3));
+        assertEquals(List.of("nil", "nil", "NSNumber(0)"), req.subList(4, 7));
+        assertEquals(List.of("u32:21", "NSDictionary{}", ane.get(7).result(), "NSError**"), ane.get(8).args());
+        assertEquals(List.of("u32:21", "NSError**"), ane.get(9).args());
+        for (FakeObjc.Entry e : ane) if (e.selector().endsWith("error:")) assertEquals("YES", e.result(), e.selector());
+    }
+
+    @Test
+    void compileAndEvaluateRunInsideAutoreleasePools() {
+        try (AneProgram p = compileOne(roomy())) {
+            p.evaluate();
+        }
+        int depth = 0;
+        for (FakeObjc.Entry e : fake.log()) {
+            if (e.kind().equals("poolPush")) depth++;
+            if (e.kind().equals("poolPop")) depth--;
+            if (e.isAneSend() || e.kind().equals("IOSurfaceCreate") || e.kind().equals("NSTemporaryDirectory"))
+                assertTrue(depth > 0, e.selector() + e.kind() + " outside a pool");
+        }
+    }
+
+    @Test
+    void modelFilesAreWrittenIntoTheHexDirectoryBeforeCompileAndDeletedOnClose() throws Exception {
+        Path dir;
+        try (AneProgram p = compileOne(roomy())) {
+            dir = p.directory();
+            assertEquals(tmp.resolve(p.hexId()), dir);
+            assertArrayEquals(MIL.getBytes(StandardCharsets.UTF_8), Files.readAllBytes(dir.resolve("model.mil")));
+            assertArrayEquals(blob(1), Files.readAllBytes(dir.resolve("weights/w.bin")));
+            assertTrue(Files.exists(dir.resolve("net.plist")), "the fake compiler's output is there too");
+        }
+        assertFalse(Files.exists(dir), "temp dir deleted on close");
+        // the fake compared both files with the descriptor's bytes when compile ran, and found them present and equal
+        FakeObjc.Entry files = fake.log().stream().filter(e -> e.kind().equals("compileFiles")).findFirst().orElseThrow();
+        assertEquals("ok", files.result());
+        assertEquals(2, files.args().size());
+        assertTrue(files.args().get(0).startsWith("model.mil:" + MIL.getBytes(StandardCharsets.UTF_8).length + ":"));
+        assertTrue(files.args().get(1).startsWith("weights/w.bin:" + blob(1).length + ":"));
+        int compileAt = indexOf("compileWithQoS:options:error:"), filesAt = fake.log().indexOf(files);
+        assertEquals(compileAt - 1, filesAt, "files checked as part of compile");
+    }
+
+    private int indexOf(String selector) {
+        List<FakeObjc.Entry> log = fake.log();
+        for (int i = 0; i < log.size(); i++) if (selector.equals(log.get(i).selector())) return i;
+        return -1;
+    }
+
+    @Test
+    void everyRetainIsBalancedAfterClose() {
+        try (AneProgram p = compileOne(roomy())) {
+            p.evaluate();
+            assertTrue(fake.liveObjects() > 0, "model, request, surfaces are alive while the program is open");
+        }
+        assertEquals(0, fake.liveObjects(), "leaked: " + fake.liveDescription());
+        long retains = fake.log().stream().filter(e -> e.kind().equals("retain")).count();
+        long releases = fake.log().stream().filter(e -> e.kind().equals("release")).count();
+        assertEquals(2, retains, "model and request are the +0 results we keep");
+        assertEquals(retains, releases);
+        assertEquals(2, fake.log().stream().filter(e -> e.kind().equals("CFRelease")).count(), "one per surface");
+    }
+
+    @Test
+    void weightFreeProgramPassesAnEmptyDictionaryNotNil() {
+        try (AneProgram p = AneProgram.compile(MIL, Map.of(), List.of(new SurfaceSpec("x", BYTES)),
+                List.of(new SurfaceSpec("y", BYTES)), roomy())) {
+            assertTrue(Files.isDirectory(p.directory().resolve("weights")));
+        }
+        FakeObjc.Entry first = fake.log().stream().filter(FakeObjc.Entry::isAneSend).findFirst().orElseThrow();
+        assertEquals("NSDictionary{}", first.args().get(1));
+    }
+
+    @Test
+    void failedCompileThrowsApplesMessageAndCleansUp() {
+        fake.setFailCompile("ANECCompile() FAILED: unsupported op 'gather'");
+        CompileBudget budget = roomy();
+        AneException e = assertThrows(AneException.class, () -> compileOne(budget));
+        assertFalse(e instanceof CompileBudgetExceededException);
+        assertEquals("[compileWithQoS:options:error:] ANECCompile() FAILED: unsupported op 'gather'", e.getMessage());
+        assertEquals(1, budget.used(), "a failed compile still counts");
+        assertEquals(0, fake.liveObjects(), "leaked: " + fake.liveDescription());
+        try (var files = Files.list(tmp)) {
+            assertEquals(List.of(), files.toList(), "temp dir removed");
+        } catch (java.io.IOException io) {
+            fail(io);
+        }
+        assertEquals(-1, indexOf("loadWithQoS:options:error:"));
+        assertEquals(-1, indexOf("unloadWithQoS:error:"), "nothing to unload");
+    }
+
+    @Test
+    void compileFailureLikeTheLeakBecomesBudgetExhaustion() {
+        fake.setLeakAfter(3);
+        CompileBudget budget = new CompileBudget(1000, 3);
+        for (int i = 0; i < 3; i++) compileOne(budget).close();
+        CompileBudgetExceededException e = assertThrows(CompileBudgetExceededException.class, () -> compileOne(budget));
+        assertTrue(e.getMessage().contains("after 3 earlier compiles"), e.getMessage());
+        assertTrue(e.getMessage().contains("[compileWithQoS:options:error:] fake: ANECCompile() FAILED (emulated compiler leak"), e.getMessage());
+        assertInstanceOf(AneException.class, e.getCause());
+        assertEquals(0, fake.liveObjects(), "leaked: " + fake.liveDescription());
+    }
+
+    @Test
+    void earlyCompileFailureIsNotMistakenForTheLeak() {
+        fake.setLeakAfter(1);   // fails from the second compile on, but only 1 compile came before it
+        CompileBudget budget = new CompileBudget(1000, 5);
+        compileOne(budget).close();
+        AneException e = assertThrows(AneException.class, () -> compileOne(budget));
+        assertFalse(e instanceof CompileBudgetExceededException, e.getMessage());
+    }
+
+    @Test
+    void budgetStopsTheCompilePastItBeforeAnythingIsSent() {
+        CompileBudget budget = new CompileBudget(2, 100);
+        compileOne(budget).close();
+        compileOne(budget).close();
+        fake.reset();
+        fake.setTmpdir(tmp);
+        CompileBudgetExceededException e = assertThrows(CompileBudgetExceededException.class, () -> compileOne(budget));
+        assertTrue(e.getMessage().startsWith("[ane.compile] the compile budget of 2 per process is used up"), e.getMessage());
+        assertEquals(List.of(), fake.log(), "nothing reached the framework");
+        assertEquals(2, budget.used());
+    }
+
+    @Test
+    void surfacesBindAlphabeticallyWithEqualPaddedSizes() {
+        fake.setMinSurfaceBytes(SurfacePlan.MIN_SURFACE_BYTES);   // the fake then rejects smaller surfaces with 0x1d
+        List<SurfaceSpec> ins = List.of(new SurfaceSpec("x_b", 4000), new SurfaceSpec("a", 100_000), new SurfaceSpec("Z", 8));
+        try (AneProgram p = AneProgram.compile(MIL, Map.of(), ins, List.of(new SurfaceSpec("y", 64)), roomy())) {
+            assertEquals(List.of("Z", "a", "x_b"), p.inputs().stream().map(AneSurface::name).toList());
+            assertEquals(List.of(0, 1, 2), p.inputs().stream().map(AneSurface::index).toList());
+            for (AneSurface s : p.inputs()) assertEquals(100_000, s.allocBytes(), s.toString());
+            assertEquals(List.of(8L, 100_000L, 4000L), p.inputs().stream().map(AneSurface::bytes).toList());
+            assertEquals(SurfacePlan.MIN_SURFACE_BYTES, p.output("y").allocBytes());
+            p.evaluate();   // would fail with 0x1d on unequal or too small surfaces
+        }
+        List<String> created = fake.log().stream().filter(e -> e.kind().equals("IOSurfaceCreate"))
+                .map(e -> e.args().get(0).replaceAll(".*AllocSize\"\\)=NSNumber\\((\\d+)\\).*", "$1")).toList();
+        assertEquals(List.of("100000", "100000", "100000", "49152"), created);
+    }
+
+    @Test
+    void evaluateRoundTripsDataThroughTheHookInBindingOrder() {
+        // the "ANE": y = a - b over fp32, reading the inputs by request index
+        fake.setEvaluateHook((in, out) -> {
+            for (long i = 0; i < C * S; i++)
+                out.get(0).setAtIndex(JAVA_FLOAT, i, in.get(0).getAtIndex(JAVA_FLOAT, i) - in.get(1).getAtIndex(JAVA_FLOAT, i));
+        });
+        try (AneProgram p = AneProgram.compile(MIL, Map.of(), List.of(new SurfaceSpec("b", BYTES), new SurfaceSpec("a", BYTES)),
+                List.of(new SurfaceSpec("y", BYTES)), roomy());
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(BYTES), b = arena.allocate(BYTES), y = arena.allocate(BYTES);
+            for (int i = 0; i < C * S; i++) {
+                a.setAtIndex(JAVA_FLOAT, i, 3 * i);
+                b.setAtIndex(JAVA_FLOAT, i, i);
+            }
+            p.input("a").write(a);
+            p.input("b").write(b);
+            p.evaluate();
+            p.output("y").read(y);
+            for (int i = 0; i < C * S; i++) assertEquals(2f * i, y.getAtIndex(JAVA_FLOAT, i), "y[" + i + "]");
+            // zero-copy access sees the same bytes
+            try (AneSurface.Access r = p.output("y").lockForRead()) {
+                assertEquals(2f * 17, r.segment().getAtIndex(JAVA_FLOAT, 17));
+                assertThrows(IllegalStateException.class, p::evaluate, "evaluate while a surface is locked");
+            }
+        }
+    }
+
+    @Test
+    void identicalProgramsShareTheirDirectoryUntilTheLastCloses() {
+        AneProgram first = compileOne(roomy());
+        AneProgram second = compileOne(roomy());
+        assertEquals(first.hexId(), second.hexId(), "the hex id is content-derived");
+        first.close();
+        assertTrue(Files.exists(second.directory().resolve("model.mil")));
+        second.close();
+        assertFalse(Files.exists(second.directory()));
+        try (AneProgram other = AneProgram.compile(MIL, Map.of("@model_path/weights/w.bin", blob(2)),
+                List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), roomy())) {
+            assertNotEquals(first.hexId(), other.hexId(), "different weights, different id");
+        }
+    }
+
+    @Test
+    void badWeightKeysAndSurfacesAreRejectedBeforeAnyNativeCall() {
+        CompileBudget budget = roomy();
+        var noPrefix = assertThrows(IllegalArgumentException.class, () -> AneProgram.compile(MIL, Map.of("weights/w.bin", blob(1)),
+                List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), budget));
+        assertTrue(noPrefix.getMessage().startsWith("[ane.weights] key \"weights/w.bin\" must start with \"@model_path/\""));
+        assertThrows(IllegalArgumentException.class, () -> AneProgram.compile(MIL, Map.of("@model_path/../../etc/x", blob(1)),
+                List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), budget));
+        var twice = assertThrows(IllegalArgumentException.class, () -> AneProgram.compile(MIL, Map.of(),
+                List.of(new SurfaceSpec("x", BYTES), new SurfaceSpec("x", 8)), List.of(new SurfaceSpec("y", BYTES)), budget));
+        assertEquals("[ane.surface] input \"x\" is listed twice", twice.getMessage());
+        assertEquals(0, budget.used());
+        assertEquals(List.of(), fake.log().stream().filter(FakeObjc.Entry::isAneSend).toList());
+    }
+
+    @Test
+    void closeIsIdempotentAndEvaluateAfterCloseFails() {
+        AneProgram p = compileOne(roomy());
+        p.close();
+        int n = fake.log().size();
+        p.close();
+        assertEquals(n, fake.log().size(), "second close sends nothing");
+        assertThrows(IllegalStateException.class, p::evaluate);
+    }
+
+    @Test
+    void surfaceListsAreReadOnlyAndLookupNamesTheChoices() {
+        try (AneProgram p = compileOne(roomy())) {
+            List<AneSurface> in = new ArrayList<>(p.inputs());
+            assertThrows(UnsupportedOperationException.class, () -> p.inputs().clear());
+            assertEquals(in, p.inputs());
+            var e = assertThrows(IllegalArgumentException.class, () -> p.input("nope"));
+            assertEquals("[ane.surface] no input named \"nope\"; have [x]", e.getMessage());
+        }
+    }
+}

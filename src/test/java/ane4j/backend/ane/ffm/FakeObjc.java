@@ -1,0 +1,258 @@
+package ane4j.backend.ane.ffm;
+
+import ane4j.backend.ane.AneRuntime;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The fake Objective-C runtime of {@code src/test/c/fakeobjc.c}, compiled on demand with the system
+ * {@code cc} into {@code target/fakeobjc/}, installed as {@value AneRuntime#LIBRARY_OVERRIDE_PROPERTY}
+ * (so production code loads it instead of Apple's libraries), plus bindings of its test controls.
+ * Tests call {@link #get()} first; without a C compiler they are skipped with the reason.
+ */
+public final class FakeObjc {
+    static final Path SOURCE = Path.of("src/test/c/fakeobjc.c");
+    static final Path LIBRARY = Path.of("target/fakeobjc/libfakeobjc.so").toAbsolutePath();
+
+    private static FakeObjc instance;
+    private static String unavailable;
+
+    private final Arena arena = Arena.global();
+    private final SymbolLookup lookup;
+    private final Linker linker = Linker.nativeLinker();
+    private final MethodHandle logCount, logEntry, errorCount, error, liveObjects, liveDescription, poolDepth, reset,
+            setFailCompile, setLeakAfter, setMinSurfaceBytes, setAneSubType, setTmpdir, setEvaluateHook;
+    private final MemorySegment hookStub;
+    private volatile EvaluateHook hook;
+
+    /** One line of the fake's log: {@code kind, receiver, selector, arguments, result}. */
+    public record Entry(String kind, String receiver, String selector, List<String> args, String result) {
+        static Entry parse(String line) {
+            String[] f = line.split("\t", -1);
+            String[] g = Arrays.copyOf(f, 5);
+            for (int i = 0; i < 5; i++) if (g[i] == null) g[i] = "";
+            return new Entry(g[0], g[1], g[2], g[3].isEmpty() ? List.of() : List.of(g[3].split("\\|", -1)), g[4]);
+        }
+
+        /** A message to one of the private {@code _ANE*} classes or their instances. */
+        public boolean isAneSend() {
+            return kind.equals("send") && (receiver.startsWith("class:_ANE") || receiver.startsWith("_ANE"));
+        }
+    }
+
+    /** What the fake's evaluate hands Java: the surfaces of the request, in binding order, at their alloc size. */
+    @FunctionalInterface
+    public interface EvaluateHook {
+        void evaluate(List<MemorySegment> inputs, List<MemorySegment> outputs);
+    }
+
+    private FakeObjc() throws ReflectiveOperationException {
+        lookup = SymbolLookup.libraryLookup(LIBRARY.toString(), arena);
+        logCount = fn("fake_log_count", FunctionDescriptor.of(JAVA_INT));
+        logEntry = fn("fake_log_entry", FunctionDescriptor.of(ADDRESS, JAVA_INT));
+        errorCount = fn("fake_error_count", FunctionDescriptor.of(JAVA_INT));
+        error = fn("fake_error", FunctionDescriptor.of(ADDRESS, JAVA_INT));
+        liveObjects = fn("fake_live_objects", FunctionDescriptor.of(JAVA_INT));
+        liveDescription = fn("fake_live_description", FunctionDescriptor.of(ADDRESS));
+        poolDepth = fn("fake_pool_depth", FunctionDescriptor.of(JAVA_INT));
+        reset = fn("fake_reset", FunctionDescriptor.ofVoid());
+        setFailCompile = fn("fake_set_fail_compile", FunctionDescriptor.ofVoid(ADDRESS));
+        setLeakAfter = fn("fake_set_leak_after", FunctionDescriptor.ofVoid(JAVA_INT));
+        setMinSurfaceBytes = fn("fake_set_min_surface_bytes", FunctionDescriptor.ofVoid(JAVA_LONG));
+        setAneSubType = fn("fake_set_ane_subtype", FunctionDescriptor.ofVoid(ADDRESS));
+        setTmpdir = fn("fake_set_tmpdir", FunctionDescriptor.ofVoid(ADDRESS));
+        setEvaluateHook = fn("fake_set_evaluate_hook", FunctionDescriptor.ofVoid(ADDRESS));
+        // void hook(int nin, void **inBases, long long *inSizes, int nout, void **outBases, long long *outSizes)
+        MethodHandle target = MethodHandles.lookup().findVirtual(FakeObjc.class, "onEvaluate",
+                MethodType.methodType(void.class, int.class, MemorySegment.class, MemorySegment.class,
+                        int.class, MemorySegment.class, MemorySegment.class)).bindTo(this);
+        hookStub = linker.upcallStub(target,
+                FunctionDescriptor.ofVoid(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS), arena);
+    }
+
+    /** The fake, built and installed; skips the calling test when it cannot be built. */
+    public static synchronized FakeObjc get() {
+        if (instance == null && unavailable == null) {
+            try {
+                build();
+                System.setProperty(AneRuntime.LIBRARY_OVERRIDE_PROPERTY, LIBRARY.toString());
+                instance = new FakeObjc();
+            } catch (Exception e) {
+                unavailable = e.getMessage();
+            }
+        }
+        assumeTrue(instance != null, () -> "fake Objective-C runtime unavailable: " + unavailable);
+        if (!LIBRARY.toString().equals(ObjC.get().origin()))
+            throw new IllegalStateException("ObjC was loaded from " + ObjC.get().origin() + " before the fake was installed");
+        instance.reset();
+        return instance;
+    }
+
+    private static void build() throws IOException, InterruptedException {
+        if (Files.exists(LIBRARY) && Files.getLastModifiedTime(LIBRARY).compareTo(Files.getLastModifiedTime(SOURCE)) > 0) return;
+        Files.createDirectories(LIBRARY.getParent());
+        Path log = LIBRARY.resolveSibling("cc.log");
+        Process cc;
+        try {
+            cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-O1", "-Wall", "-o", LIBRARY.toString(), SOURCE.toString())
+                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        } catch (IOException e) {
+            throw new IOException("no C compiler: `cc` could not be started (" + e.getMessage() + "); install gcc or clang");
+        }
+        if (!cc.waitFor(120, TimeUnit.SECONDS) || cc.exitValue() != 0)
+            throw new IOException("cc failed to build " + SOURCE + ": " + Files.readString(log));
+    }
+
+    private MethodHandle fn(String name, FunctionDescriptor d) {
+        return linker.downcallHandle(lookup.find(name).orElseThrow(), d);
+    }
+
+    @SuppressWarnings("unused") // the upcall target
+    private void onEvaluate(int nin, MemorySegment inBases, MemorySegment inSizes, int nout, MemorySegment outBases, MemorySegment outSizes) {
+        EvaluateHook h = hook;
+        if (h != null) h.evaluate(surfaces(nin, inBases, inSizes), surfaces(nout, outBases, outSizes));
+    }
+
+    private static List<MemorySegment> surfaces(int n, MemorySegment bases, MemorySegment sizes) {
+        MemorySegment b = bases.reinterpret(ADDRESS.byteSize() * n), s = sizes.reinterpret(8L * n);
+        List<MemorySegment> list = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) list.add(b.getAtIndex(ADDRESS, i).reinterpret(s.getAtIndex(JAVA_LONG, i)));
+        return list;
+    }
+
+    private static String string(MemorySegment p) {
+        return p.equals(MemorySegment.NULL) ? null : p.reinterpret(Long.MAX_VALUE).getString(0);
+    }
+
+    private static RuntimeException fail(Throwable t) {
+        return t instanceof RuntimeException r ? r : new IllegalStateException(t);
+    }
+
+    /** Clears the log, errors and knobs, and forgets objects created so far (called by {@link #get()}). */
+    public void reset() {
+        hook = null;
+        try {
+            reset.invokeExact();
+            setEvaluateHook.invokeExact(hookStub);
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    public List<Entry> log() {
+        try {
+            int n = (int) logCount.invokeExact();
+            List<Entry> out = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) out.add(Entry.parse(string((MemorySegment) logEntry.invokeExact(i))));
+            return out;
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Contract violations the fake detected (each also makes the call fail the way the framework would). */
+    public List<String> errors() {
+        try {
+            int n = (int) errorCount.invokeExact();
+            List<String> out = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) out.add(string((MemorySegment) error.invokeExact(i)));
+            return out;
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Objects created since the last reset that are still alive (retain count above zero). */
+    public int liveObjects() {
+        try {
+            return (int) liveObjects.invokeExact();
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    public String liveDescription() {
+        try {
+            return string((MemorySegment) liveDescription.invokeExact());
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    public int poolDepth() {
+        try {
+            return (int) poolDepth.invokeExact();
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Makes every compile return NO with an NSError whose localizedDescription is {@code message} (null: off). */
+    public void setFailCompile(String message) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment text = message == null ? MemorySegment.NULL : a.allocateFrom(message);
+            setFailCompile.invokeExact(text);
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Emulates the compiler leak: compiles after the first {@code compiles} successful ones fail. */
+    public void setLeakAfter(int compiles) {
+        try {
+            setLeakAfter.invokeExact(compiles);
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Makes evaluate fail with 0x1d for surfaces smaller than {@code bytes} (0: off). */
+    public void setMinSurfaceBytes(long bytes) {
+        try {
+            setMinSurfaceBytes.invokeExact(bytes);
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    public void setAneSubType(String subType) {
+        try (Arena a = Arena.ofConfined()) {
+            setAneSubType.invokeExact(a.allocateFrom(subType));
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** What {@code NSTemporaryDirectory()} returns (with a trailing slash added, like Apple's). */
+    public void setTmpdir(Path dir) {
+        try (Arena a = Arena.ofConfined()) {
+            setTmpdir.invokeExact(a.allocateFrom(dir.toAbsolutePath().toString()));
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Java code run by the fake's evaluate over the request's surfaces (null: evaluate does nothing). */
+    public void setEvaluateHook(EvaluateHook hook) {
+        this.hook = hook;
+    }
+}

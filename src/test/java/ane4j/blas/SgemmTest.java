@@ -1,0 +1,192 @@
+package ane4j.blas;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/** Every implementation against a double-precision triple loop. */
+class SgemmTest {
+
+    static Stream<Sgemm> implementations() {
+        List<Sgemm> all = new ArrayList<>();
+        Blas.openBlas().ifPresent(all::add);
+        Blas.accelerate().ifPresent(all::add);
+        Blas.javaVector().ifPresent(all::add);
+        all.add(Blas.javaScalar());
+        return all.stream();
+    }
+
+    @Test
+    void theTestJvmHasOpenBlasAndTheVectorKernel() {
+        // surefire runs with --add-modules jdk.incubator.vector, and install.sh installs OpenBLAS on Linux
+        assertTrue(Blas.javaVector().isPresent(), "vector kernel missing");
+        if (System.getProperty("os.name").startsWith("Linux")) {
+            assertTrue(Blas.openBlas().isPresent(), "OpenBLAS did not load: " + OpenBlas.PROBE.detail());
+        }
+    }
+
+    /** C = alpha·op(A)·op(B) + beta·C in double, with the same storage conventions. */
+    static void reference(Layout layout, Transpose ta, Transpose tb, int m, int n, int k, float alpha,
+                          float[] a, int aOff, int lda, float[] b, int bOff, int ldb, float beta,
+                          double[] c, int cOff, int ldc) {
+        boolean row = layout == Layout.ROW_MAJOR;
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < n; j++) {
+                double sum = 0;
+                for (int p = 0; p < k; p++) {
+                    // op(A)[i,p] and op(B)[p,j]; element (r, s) of a stored matrix is at r*ld + s (row) or s*ld + r (col)
+                    int ar = ta == Transpose.YES ? p : i, as = ta == Transpose.YES ? i : p;
+                    int br = tb == Transpose.YES ? j : p, bs = tb == Transpose.YES ? p : j;
+                    double av = a[aOff + (row ? ar * lda + as : as * lda + ar)];
+                    double bv = b[bOff + (row ? br * ldb + bs : bs * ldb + br)];
+                    sum += av * bv;
+                }
+                int ci = cOff + (row ? i * ldc + j : j * ldc + i);
+                c[ci] = alpha * sum + (beta == 0f ? 0 : beta * c[ci]);
+            }
+        }
+    }
+
+    record Case(Layout layout, Transpose ta, Transpose tb, int m, int n, int k, float alpha, float beta,
+                int aOff, int bOff, int cOff, int ldPad) {}
+
+    static List<Case> cases() {
+        Random r = new Random(42);
+        int[] sizes = {1, 7, 33, 129};
+        List<Case> out = new ArrayList<>();
+        for (Layout layout : Layout.values())
+            for (Transpose ta : Transpose.values())
+                for (Transpose tb : Transpose.values())
+                    for (int t = 0; t < 4; t++) {
+                        int m = sizes[r.nextInt(4)], n = sizes[r.nextInt(4)], k = sizes[r.nextInt(4)];
+                        if (t == 0) { m = 129; n = 129; k = 129; }
+                        boolean plain = t == 1;
+                        out.add(new Case(layout, ta, tb, m, n, k, plain ? 1f : 0.75f, plain ? 0f : -1.5f,
+                                plain ? 0 : 3, plain ? 0 : 5, plain ? 0 : 11, plain ? 0 : 1 + r.nextInt(9)));
+                    }
+        return out;
+    }
+
+    static void runCase(Sgemm impl, Case t, boolean nativeSegments) {
+        boolean row = t.layout == Layout.ROW_MAJOR;
+        boolean ta = t.ta == Transpose.YES, tb = t.tb == Transpose.YES;
+        // stored shapes
+        int aRows = ta ? t.k : t.m, aCols = ta ? t.m : t.k;
+        int bRows = tb ? t.n : t.k, bCols = tb ? t.k : t.n;
+        int lda = (row ? aCols : aRows) + t.ldPad, ldb = (row ? bCols : bRows) + t.ldPad, ldc = (row ? t.n : t.m) + t.ldPad;
+        Random r = new Random(t.hashCode());
+        float[] a = random(r, t.aOff + (row ? aRows : aCols) * lda + 2);
+        float[] b = random(r, t.bOff + (row ? bRows : bCols) * ldb + 2);
+        float[] c = random(r, t.cOff + (row ? t.m : t.n) * ldc + 2);
+        double[] expected = new double[c.length];
+        for (int i = 0; i < c.length; i++) expected[i] = c[i];
+        reference(t.layout, t.ta, t.tb, t.m, t.n, t.k, t.alpha, a, t.aOff, lda, b, t.bOff, ldb, t.beta,
+                expected, t.cOff, ldc);
+        float[] got;
+        if (nativeSegments) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment sa = arena.allocateFrom(ValueLayout.JAVA_FLOAT, a);
+                MemorySegment sb = arena.allocateFrom(ValueLayout.JAVA_FLOAT, b);
+                MemorySegment sc = arena.allocateFrom(ValueLayout.JAVA_FLOAT, c);
+                impl.sgemm(t.layout, t.ta, t.tb, t.m, t.n, t.k, t.alpha, sa, t.aOff, lda, sb, t.bOff, ldb,
+                        t.beta, sc, t.cOff, ldc);
+                got = sc.toArray(ValueLayout.JAVA_FLOAT);
+            }
+        } else {
+            got = c.clone();
+            impl.sgemm(t.layout, t.ta, t.tb, t.m, t.n, t.k, t.alpha, a, t.aOff, lda, b, t.bOff, ldb,
+                    t.beta, got, t.cOff, ldc);
+        }
+        // fp32 accumulation of k products of values in [-1, 1): error grows like sqrt(k)·eps
+        double tol = 1e-5 * (1 + t.k);
+        for (int i = 0; i < got.length; i++) {
+            if (Math.abs(got[i] - expected[i]) > tol) {
+                fail(impl.name() + " " + t + (nativeSegments ? " native" : " heap") + ": element " + i + " = "
+                        + got[i] + ", expected " + expected[i]);
+            }
+        }
+    }
+
+    static float[] random(Random r, int n) {
+        float[] x = new float[n];
+        for (int i = 0; i < n; i++) x[i] = r.nextFloat() * 2 - 1;
+        return x;
+    }
+
+    @ParameterizedTest
+    @MethodSource("implementations")
+    void matchesDoubleReferenceOnNativeSegments(Sgemm impl) {
+        for (Case t : cases()) runCase(impl, t, true);
+    }
+
+    @ParameterizedTest
+    @MethodSource("implementations")
+    void matchesDoubleReferenceOnHeapArrays(Sgemm impl) {
+        for (Case t : cases()) runCase(impl, t, false);
+    }
+
+    @ParameterizedTest
+    @MethodSource("implementations")
+    void largeHeapProductTakesTheCopyPathAndStillMatches(Sgemm impl) {
+        // 160³ MACs > NativeSgemm.CRITICAL_MAX_MACS: heap operands are copied to native memory and C copied back
+        assertTrue(160L * 160 * 160 > NativeSgemm.CRITICAL_MAX_MACS);
+        runCase(impl, new Case(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, 160, 161, 160, 0.5f, 2f, 7, 9, 13, 3), false);
+        runCase(impl, new Case(Layout.COL_MAJOR, Transpose.NO, Transpose.YES, 161, 160, 160, 1f, 1f, 1, 2, 3, 1), false);
+    }
+
+    @ParameterizedTest
+    @MethodSource("implementations")
+    void betaZeroOverwritesNanInC(Sgemm impl) {
+        float[] a = {1, 2, 3, 4}, b = {5, 6, 7, 8}, c = {Float.NaN, Float.NaN, Float.NaN, Float.NaN};
+        impl.matmul(a, b, c, 2, 2, 2);
+        assertEquals(List.of(19f, 22f, 43f, 50f), List.of(c[0], c[1], c[2], c[3]));
+    }
+
+    @ParameterizedTest
+    @MethodSource("implementations")
+    void onlyTheAddressedElementsOfCChange(Sgemm impl) {
+        // 3×2 sub-block at offset 4 of a row-major C with ldc 5: the padding columns and the tail stay untouched
+        int m = 3, n = 2, k = 4, ldc = 5, cOff = 4;
+        Random r = new Random(7);
+        float[] a = random(r, m * k), b = random(r, k * n), c = new float[cOff + m * ldc + 3];
+        java.util.Arrays.fill(c, 42f);
+        impl.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, m, n, k, 1f, a, 0, k, b, 0, n, 0f, c, cOff, ldc);
+        for (int i = 0; i < c.length; i++) {
+            int rel = i - cOff;
+            boolean inside = rel >= 0 && rel / ldc < m && rel % ldc < n;
+            if (!inside) assertEquals(42f, c[i], "element " + i + " outside C was written");
+            else assertFalse(c[i] == 42f, "element " + i + " inside C was not written");
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("implementations")
+    void zeroKScalesCByBeta(Sgemm impl) {
+        float[] c = {1, 2, 3, 4};
+        impl.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, 2, 2, 0, 1f, new float[0], 0, 1,
+                new float[0], 0, 2, 3f, c, 0, 2);
+        assertEquals(List.of(3f, 6f, 9f, 12f), List.of(c[0], c[1], c[2], c[3]));
+    }
+
+    @Test
+    void openBlasDescriptionNamesTheLibrary() {
+        Assumptions.assumeTrue(Blas.openBlas().isPresent());
+        Sgemm s = Blas.openBlas().get();
+        assertEquals("openblas", s.name());
+        assertTrue(s.description().contains("libopenblas.so.0") || s.description().contains("libblas.so.3"), s.description());
+    }
+}
