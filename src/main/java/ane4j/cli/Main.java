@@ -23,11 +23,7 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         try {
             return switch (args[0]) {
-                case "mil" -> {
-                    if (rest.length > 0 && rest[0].equals("run")) yield MilRunCommand.run(Arrays.copyOfRange(rest, 1, rest.length), out);
-                    err.println("ane4j mil: unknown subcommand (try: " + MilRunCommand.USAGE + ")");
-                    yield 2;
-                }
+                case "mil" -> MilCommand.run(rest, out, err);
                 case "train" -> TrainCommand.run(rest, out);
                 default -> {
                     err.println("ane4j: unknown command '" + args[0] + "' (try: ane4j help)");
@@ -53,5 +49,5 @@ public final class Main {
               help                      this text
               train [options]           train a model (default: tiny on the embedded corpus); ane4j train --help
               mil run FILE.mil ...      run a MIL program on .npy inputs (--input x=x.npy --output DIR)
-            """;
+            """ + MilCommand.USAGE + "\n";
 }
