@@ -46,8 +46,12 @@ public final class Main {
             usage: ane4j <command> [options]
 
             commands:
-              help                      this text
-              train [options]           train a model (default: tiny on the embedded corpus); ane4j train --help
-              mil run FILE.mil ...      run a MIL program on .npy inputs (--input x=x.npy --output DIR)
-            """ + MilCommand.USAGE + "\n";
+              train [options]              train a model (default: tiny on the embedded corpus); see ane4j train --help
+              mil check FILE.mil           parse a MIL program, check shapes and weight files, print a summary
+              mil fmt FILE.mil             print the canonical text (--dialect ios16|ios18)
+              mil run FILE.mil ...         run a MIL program on .npy inputs (--input x=x.npy --output DIR)
+              help                         this text
+
+            errors are one line; -Dane4j.debug=true (ANE4J_JAVA_OPTS) adds the stack trace
+            """;
 }

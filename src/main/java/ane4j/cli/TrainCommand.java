@@ -26,6 +26,12 @@ final class TrainCommand {
             + "[--loss-scaling static|dynamic|none] [--compile-budget N] [--run-dir DIR] [--resume]";
 
     static int run(String[] args, PrintStream out) {
+        if (java.util.Arrays.asList(args).contains("--help") || java.util.Arrays.asList(args).contains("-h")) {
+            out.println("usage: ane4j " + USAGE + "\n\noptions and defaults:");
+            TrainOptions.DEFAULTS.forEach((k, v) -> out.printf("  --%-16s %s%n", k, v.isEmpty() ? "(none)" : v));
+            out.println("  --compileBudget    (backend default: 100 on the ANE, unlimited on ref)");
+            return 0;
+        }
         Map<String, String> opts = parse(args);
         String budget = opts.remove("compileBudget");
         TrainOptions o;
