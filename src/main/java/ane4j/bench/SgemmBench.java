@@ -88,6 +88,70 @@ public final class SgemmBench {
         if (openBlas.isPresent()) smallHeapTable(openBlas.get());
     }
 
+    /**
+     * {@code ane4j bench sgemm}: GFLOPS of the selected sgemm ({@link Blas#get()}) on native segments against numpy at
+     * each size (issue 3's target: ≥ 90% of numpy at 1024 and 2048), the pure-Java fallback up to {@code --java-max},
+     * and the interpreter's overhead on A4 at Stories110M sizes against its bare sgemm (target ≤ 1.3×).
+     */
+    public static BenchResult run(BenchOptions o) {
+        o.check("sgemm", java.util.Set.of("sizes", "reps", "java-max", "python", "a4"));
+        boolean quick = o.quick();
+        int[] sizes = o.getInts("sizes", quick ? new int[] {256, 512} : new int[] {256, 512, 1024, 2048, 4096});
+        int maxReps = o.getInt("reps", quick ? 3 : 7), javaMax = o.getInt("java-max", quick ? 256 : 1024);
+        String python = o.get("python", "/usr/bin/python3");
+        Sgemm sel = Blas.get();
+        BenchResult r = new BenchResult("sgemm", "sgemm GFLOPS (" + sel.description() + ") against numpy",
+                List.of("n", "numpy GFLOPS", "ane4j GFLOPS", "ane4j/numpy", "java GFLOPS"));
+        r.meta("backend", "ref");
+        String numpyError = null;
+        for (int n : sizes) {
+            int reps = repsFor(n, maxReps);
+            double np = Double.NaN;
+            if (numpyError == null) {
+                try {
+                    np = gflops(n, numpy(python, n, reps));
+                } catch (IOException | RuntimeException e) {
+                    numpyError = e.getMessage();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    numpyError = "interrupted";
+                }
+            }
+            double ours = gflops(n, timeSegments(sel, n, reps));
+            double jv = n <= javaMax ? gflops(n, timeSegments(Blas.java(), n, Math.min(reps, 3))) : Double.NaN;
+            r.row(n, np, ours, ours / np, jv);
+        }
+        if (numpyError != null) r.note("numpy not measured: " + numpyError);
+        for (int i = 0; i < sizes.length; i++)
+            if (sizes[i] == 1024 || sizes[i] == 2048) r.put("ane4j/numpy at " + sizes[i] + " (target ≥ 0.9)", r.value(i, "ane4j/numpy"));
+        // A4 (dynamic matmul through the interpreter) against the bare sgemm of the same product
+        int[][] a4 = quick ? new int[][] {{128, 64, 128}} : new int[][] {{768, 256, 768}, {768, 256, 2048}, {2048, 256, 768}};
+        if (o.has("a4")) a4 = java.util.Arrays.stream(o.get("a4", "").split(",")).map(t -> java.util.Arrays.stream(t.strip().split("x")).mapToInt(Integer::parseInt).toArray()).toArray(int[][]::new);
+        ane4j.backend.ref.RefBackend ref = new ane4j.backend.ref.RefBackend(new ane4j.backend.ref.RefBackend.Options(false, false, null));
+        double worst = 0;
+        for (int[] d : a4) {
+            if (d.length != 3) throw new IllegalArgumentException("[bench] --a4 takes ICxSEQxOC triples, e.g. 768x256x768");
+            int ic = d[0], seq = d[1], oc = d[2];
+            double tk = Timing.median(Bench.timeProgram(ref, BenchPrograms.a4DynamicMatmul(ic, seq, oc), 3, 15, 5));
+            double tg;
+            try (Arena arena = Arena.ofShared()) {
+                MemorySegment a = random(arena, ic * oc, 1), b = random(arena, ic * seq, 2), c = arena.allocate((long) oc * seq * 4, 64);
+                // out (OC,SEQ) = Wᵀ (OC,IC) · act (IC,SEQ), W stored (IC,OC)
+                tg = Timing.median(Timing.measure(() -> sel.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, oc, seq, ic, 1f, a, 0, oc, b, 0, seq, 0f, c, 0, seq), 3, 15, 5, 5));
+            }
+            java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+            m.put("kernelMs", tk * 1e3);
+            m.put("sgemmMs", tg * 1e3);
+            m.put("ratio", tk / tg);
+            r.put("A4 " + ic + "x" + seq + "x" + oc, m);
+            worst = Math.max(worst, tk / tg);
+        }
+        r.put("A4 worst ratio (target ≤ 1.3)", worst);
+        r.note("A4 = slice, reshape, transpose, matmul of a [1,IC,1,SEQ+OC] fp16 input on the reference backend (fp16 I/O and storage) against one sgemm on fp32 segments");
+        r.chart(new BenchResult.ChartSpec(false, "n", List.of("numpy GFLOPS", "ane4j GFLOPS", "java GFLOPS"), "GFLOPS"));
+        return r;
+    }
+
     /** Repetitions: fewer for big sizes so that the run stays within a few minutes. */
     static int repsFor(int n, int maxReps) {
         return n >= 4096 ? Math.min(maxReps, 3) : n >= 2048 ? Math.min(maxReps, 5) : maxReps;
