@@ -5,10 +5,10 @@ import java.util.Locale;
 import java.util.Map;
 
 /** JSON for benchmark results: a writer (maps, collections, numbers with non-finite → null, strings, booleans) and a small reader. */
-final class BenchJson {
+public final class BenchJson {
     private BenchJson() {}
 
-    static String write(Object value) {
+    public static String write(Object value) {
         StringBuilder sb = new StringBuilder();
         write(sb, value, 0);
         return sb.append('\n').toString();
@@ -80,7 +80,7 @@ final class BenchJson {
     }
 
     /** Parses JSON text: objects → LinkedHashMap, arrays → ArrayList, numbers → Double, null → null. */
-    static Object parse(String text) {
+    public static Object parse(String text) {
         int[] pos = {0};
         Object v = value(text, pos);
         skip(text, pos);
