@@ -55,6 +55,9 @@ public final class TrainingStep implements AutoCloseable {
     private float[] logits, dlogits, transposeScratch;
     private final float[] dxf, dy, dtmp, dxq, da, kTiled, vTiled, dvFull, dkFull, dqRaw, dkRaw;
 
+    /** Vocabulary rows per classifier sgemm. */
+    private static final int CLS_BLOCK = 4096;
+
     /** The weight-bearing kernels, staged per layer. */
     private static final String[] WEIGHTED = {"sdpaFwd", "woFwd", "ffnFused", "ffnBwdW2t", "ffnBwdW13t", "wotBwd", "qBwd", "kvBwd"};
 
@@ -282,12 +285,25 @@ public final class TrainingStep implements AutoCloseable {
         CpuOps.rmsnormForward(last.xnorm, last.rrmsAtt, last.x, params, layout.rmsFinal().offset(), d, s, eps);
         if (logits == null) { logits = new float[v * s]; dlogits = new float[v * s]; }
         float[] logits = this.logits, dlogits = this.dlogits, dxf = this.dxf, dy = this.dy, dtmp = this.dtmp;
+        // the classifier runs in blocks of CLS_BLOCK vocabulary rows: each BLAS call on the float[] weights copies at
+        // most CLS_BLOCK·D of them to native memory (not all V·D), which bounds the step's peak memory
         // logits (V,S) = wcls (V,D) · xf (D,S)
-        Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, v, s, d, 1f, params, cls.offset(), d, last.xnorm, 0, s, 0f, logits, 0, s);
+        for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+            int vb = Math.min(CLS_BLOCK, v - v0);
+            Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, vb, s, d, 1f, params, cls.offset() + v0 * d, d, last.xnorm, 0, s, 0f, logits, v0 * s, s);
+        }
         float loss = CpuOps.crossEntropy(dlogits, logits, targets, v, s, lossScale);
-        // dxf (D,S) = wclsᵀ · dlogits; dwcls (V,D) += dlogits · xfᵀ
-        Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, v, 1f, params, cls.offset(), d, dlogits, 0, s, 0f, dxf, 0, s);
-        dw(() -> Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, v, d, s, 1f, dlogits, 0, s, last.xnorm, 0, s, 1f, grads, cls.offset(), d));
+        // dxf (D,S) = wclsᵀ · dlogits, summed over the blocks; dwcls (V,D) += dlogits · xfᵀ, block by block
+        for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+            int vb = Math.min(CLS_BLOCK, v - v0);
+            Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, vb, 1f, params, cls.offset() + v0 * d, d, dlogits, v0 * s, s, v0 == 0 ? 0f : 1f, dxf, 0, s);
+        }
+        dw(() -> {
+            for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+                int vb = Math.min(CLS_BLOCK, v - v0);
+                Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, vb, d, s, 1f, dlogits, v0 * s, s, last.xnorm, 0, s, 1f, grads, cls.offset() + v0 * d, d);
+            }
+        });
         CpuOps.rmsnormBackward(dy, grads, layout.rmsFinal().offset(), dxf, last.x, params, layout.rmsFinal().offset(), last.rrmsAtt, d, s);
         add(Phase.CLASSIFIER, tc);
 
