@@ -52,7 +52,8 @@ public final class TrainingStep implements AutoCloseable {
     private final Map<Phase, Long> phaseNanos = new EnumMap<>(Phase.class);
     private int compiles;
     // scratch reused by every step (no per-step garbage): classifier (V,S), residual-stream gradients (D,S), heads (Q,S)
-    private float[] logits, dlogits, transposeScratch;
+    private float[] logits, dlogits;
+    private final ThreadLocal<float[]> transposeScratch = ThreadLocal.withInitial(() -> new float[0]);
     private final float[] dxf, dy, dtmp, dxq, da, kTiled, vTiled, dvFull, dkFull, dqRaw, dkRaw;
 
     /** Vocabulary rows per classifier sgemm. */
@@ -146,7 +147,8 @@ public final class TrainingStep implements AutoCloseable {
             return;
         }
         long t0 = System.nanoTime();
-        for (int l = 0; l < nl; l++) {
+        // layers are independent (own input buffers, read-only params): staged in parallel
+        java.util.stream.IntStream.range(0, nl).parallel().forEach(l -> {
             ParameterLayout.Layer w = layout.layer(l);
             TensorBuffer sdpa = input(l, "sdpaFwd");
             stageTransposed(sdpa, col("sdpaFwd", "wqT"), params, w.wq());                // channel d, column o ← wq[o, d]
@@ -169,7 +171,7 @@ public final class TrainingStep implements AutoCloseable {
             stage(input(l, "qBwd"), col("qBwd", "wq"), params, w.wq());
             stage(input(l, "kvBwd"), col("kvBwd", "wk"), params, w.wk());
             stage(input(l, "kvBwd"), col("kvBwd", "wv"), params, w.wv());
-        }
+        });
         add(Phase.IO, t0);
     }
 
@@ -213,8 +215,8 @@ public final class TrainingStep implements AutoCloseable {
     /** Matrix (rows, cols) transposed: channel j, column at+i ← m[i, j]. */
     private void stageTransposed(TensorBuffer dst, int at, float[] params, ParameterView m) {
         int rows = m.rows(), cols = m.cols(), off = m.offset();
-        if (transposeScratch == null || transposeScratch.length < rows * cols) transposeScratch = new float[rows * cols];
-        float[] t = transposeScratch;
+        float[] t = transposeScratch.get();
+        if (t.length < rows * cols) transposeScratch.set(t = new float[rows * cols]);
         // blocked transpose: 32×32 tiles stay in cache on both sides
         for (int i0 = 0; i0 < rows; i0 += 32)
             for (int j0 = 0; j0 < cols; j0 += 32)
