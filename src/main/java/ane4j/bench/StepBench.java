@@ -82,10 +82,10 @@ public final class StepBench {
                 Map<TrainingStep.Phase, Long> ph = new EnumMap<>(step.phaseNanos());
                 // unscale, clip, AdamW, zero the gradients
                 float k = 1f / lossScale;
-                for (int j = 0; j < grads.length; j++) grads[j] *= k;
+                parallelChunks(grads.length, (from, to) -> { for (int j = from; j < to; j++) grads[j] *= k; });
                 AdamW.clipGlobalNorm(grads, 1f);
                 adamw.step(params.layout().views(), p, grads, m, v, i + 1, 1e-4f);
-                Arrays.fill(grads, 0f);
+                parallelChunks(grads.length, (from, to) -> Arrays.fill(grads, from, to, 0f));
                 long t2 = System.nanoTime();
                 step.stageWeights(p);
                 long t3 = System.nanoTime();
@@ -154,6 +154,12 @@ public final class StepBench {
         r.note("memory: peak RSS (VmHWM) of the whole JVM against 16 bytes per parameter (weights, gradients, AdamW m and v in fp32)");
         r.chart(new BenchResult.ChartSpec(true, "phase", List.of("ms"), "ms per step"));
         return r;
+    }
+
+    /** Runs body(from, to) over [0, n) in chunks of 2^18 on the common pool. */
+    static void parallelChunks(int n, java.util.function.BiConsumer<Integer, Integer> body) {
+        int chunk = 1 << 18;
+        java.util.stream.IntStream.range(0, (n + chunk - 1) / chunk).parallel().forEach(c -> body.accept(c * chunk, Math.min(n, c * chunk + chunk)));
     }
 
     /** Matmul FLOPs of one training step (forward, dx and dW for every projection and the classifier; attention fwd+bwd). */
