@@ -104,6 +104,7 @@ public final class StepBench {
             }
         }
         long rss = Machine.peakRssBytes(), heap = Machine.peakHeapBytes();
+        double loadAfter = java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
         double msPerStep = Timing.medianOf(total);
         double flops = flopsPerStep(cfg);
         long stateBytes = 4L * 4 * p.length;   // weights + gradients + 2 moments, fp32
@@ -135,6 +136,7 @@ public final class StepBench {
         r.put("weightsGradsMomentsMB", stateBytes / 1e6);
         r.put("memoryRatio", rss > 0 ? (double) rss / stateBytes : Double.NaN);
         r.put("memoryTarget", MEMORY_TARGET);
+        r.put("loadAverageAfter", Math.round(loadAfter * 100) / 100.0);
         r.put("firstLoss", firstLoss);
         r.put("lastLoss", lastLoss);
         if (o.flag("compare-torch")) {
@@ -143,6 +145,7 @@ public final class StepBench {
             r.put("torchMsPerStep", tms);
             r.put("torchThreads", torch.get("threads"));
             r.put("torchVersion", torch.get("torch"));
+            r.put("torchLoadAverage", torch.get("loadavg"));
             r.put("speedupVsTorch", tms / msPerStep);
             if (SPEEDUP_TARGET.containsKey(cfg.name())) r.put("speedupTarget", SPEEDUP_TARGET.get(cfg.name()));
             r.meta("torch", torch);
