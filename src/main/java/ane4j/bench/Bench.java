@@ -57,7 +57,13 @@ public final class Bench {
     /** {@code --backend ane|ref}, else {@link Backends#select()}. */
     static Backend backend(BenchOptions o) {
         if (!o.has("backend")) return Backends.select();
-        return Backends.choose(o.get("backend", ""), null, System.getProperty("os.name", ""), System.getProperty("os.arch", "")).backend();
+        String name = o.get("backend", "");
+        try {
+            return Backends.choose(name, null, System.getProperty("os.name", ""), System.getProperty("os.arch", "")).backend();
+        } catch (RuntimeException e) {
+            String why = String.valueOf(e.getMessage()).replace("[backend] -D" + Backends.PROPERTY + "=" + name + " but ", "").replace("[backend] unknown -D" + Backends.PROPERTY + "=" + name + "; ", "");
+            throw new IllegalArgumentException("[bench] --backend " + name + ": " + why);
+        }
     }
 
     /** The result's standard metadata for a backend. */

@@ -151,6 +151,13 @@ class BenchCommandTest {
         r = run("bench", "step", "--quick", "--no-save", "--steps", "1", "--warmup", "0", "--compare-torch", "--python", dir.resolve("no-python").toString());
         assertEquals(1, r.code());
         assertTrue(r.err().contains("[bench] cannot run") && r.err().contains("--python PATH"), r.err());
+        if (!System.getProperty("os.name").startsWith("Mac")) {
+            r = run("bench", "peak", "--quick", "--no-save", "--backend", "ane");
+            assertEquals(1, r.code());
+            assertTrue(r.err().startsWith("ane4j bench: [bench] --backend ane: the ANE backend is not available"), r.err());
+        }
+        r = run("bench", "peak", "--quick", "--no-save", "--backend", "gpu");
+        assertTrue(r.err().startsWith("ane4j bench: [bench] --backend gpu: use ane or ref"), r.err());
         assertEquals(2, run("bench").code());
     }
 }
