@@ -108,6 +108,11 @@ public final class Ane {
         return run.generate(prompt, maxTokens, temperature, topP, seed);
     }
 
+    /** Whether this build has the benchmarks ({@code %bench}). */
+    public static boolean benchmarksAvailable() {
+        return BenchMagics.available();
+    }
+
     /** The ane4j packages and classes a script imports (what the notebook kernel imports at start). */
     public static List<String> imports() {
         return List.of("ane4j.mil.*", "ane4j.backend.*", "ane4j.train.*", "ane4j.notebook.Ane", "ane4j.notebook.NotebookKernel", "ane4j.notebook.TrainingRun");
