@@ -127,7 +127,8 @@ final class NativeSgemm extends Sgemm {
     }
 
     private static MemorySegment slice(MemorySegment seg, long offset) {
-        return offset == 0 ? seg : seg.asSlice(offset * Float.BYTES);
+        // an operand of an empty product may have any offset: it is not read
+        return offset == 0 || offset * Float.BYTES >= seg.byteSize() ? seg : seg.asSlice(offset * Float.BYTES);
     }
 
     // ---------------------------------------------------------------------------------------------------------------
