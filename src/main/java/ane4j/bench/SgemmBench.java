@@ -79,7 +79,7 @@ public final class SgemmBench {
                 "ffm[]", "[]/np", "java", "java/np", scalar ? "     scalar" : "", "maxdiff");
         try (Numpy numpy = new Numpy(python)) {
             for (int n : sizes) {
-                int reps = n >= 4096 ? Math.min(maxReps, 3) : n >= 2048 ? Math.min(maxReps, 5) : maxReps;
+                int reps = n >= 4096 ? Math.min(maxReps, 3) : maxReps;
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment a = random(arena, n * n, 1), b = random(arena, n * n, 2);
                     MemorySegment c = arena.allocate(4L * n * n, 64), cj = arena.allocate(4L * n * n, 64);

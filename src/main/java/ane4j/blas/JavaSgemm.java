@@ -10,6 +10,7 @@ import java.util.stream.IntStream;
  * MC rows run in parallel on the common pool. Column-major calls are turned into row-major ones by computing
  * Cᵀ = op(B)ᵀ·op(A)ᵀ.
  */
+@SuppressWarnings("restricted") // reinterpret: aliasing a confined segment for the worker threads
 final class JavaSgemm extends Sgemm {
 
     /** Computes one MR×NR tile: {@code C[rows×cols] += Σ_p ap[p*MR + i] * bp[p*NR + j]}. */

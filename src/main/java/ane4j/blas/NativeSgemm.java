@@ -21,6 +21,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * used for short calls), and larger ones copy the heap operands into a per-thread native scratch block, whose O(n²)
  * cost is small next to the O(n³) product.
  */
+@SuppressWarnings("restricted") // FFM downcalls are this class's job
 final class NativeSgemm extends Sgemm {
 
     /** {@code void cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)}. */
