@@ -20,6 +20,7 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         try {
             return switch (args[0]) {
+                case "doctor" -> DoctorCommand.run(rest, out, err);
                 default -> {
                     err.println("ane4j: unknown command '" + args[0] + "' (try: ane4j help)");
                     yield 2;
@@ -36,5 +37,6 @@ public final class Main {
 
             commands:
               help                      this text
+              doctor                    check the ANE and the backends: probes, timings, a JSON report (--json FILE)
             """;
 }

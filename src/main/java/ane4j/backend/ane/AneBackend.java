@@ -87,6 +87,12 @@ public final class AneBackend extends CountingBackend {
         return d;
     }
 
+    /** The chip as the framework reports it, e.g. {@code M4 (h16g)}. */
+    public String chip() {
+        requireAvailable();
+        return Native.chip();
+    }
+
     /** The MIL text {@link #compile(Program, String)} sends for this function. */
     public String milText(Program program, String functionName) {
         Function f = program.function(functionName);
@@ -129,6 +135,11 @@ public final class AneBackend extends CountingBackend {
     private static final class Native {
         static MilDialect detectDialect() {
             return ane4j.backend.ane.ffm.DeviceInfo.read().milDialect();
+        }
+
+        static String chip() {
+            var d = ane4j.backend.ane.ffm.DeviceInfo.read();
+            return d.chipFamily() + " (" + d.aneSubType() + ")";
         }
     }
 }
