@@ -65,6 +65,7 @@ public final class Trainer implements AutoCloseable {
     private final List<StepMetrics> history = new ArrayList<>();
     private long nextStep;
     private int adamStep;
+    private boolean staleWeights;
 
     public Trainer(TrainOptions options, Backend backend, Listener listener) {
         this.o = options;
@@ -99,7 +100,7 @@ public final class Trainer implements AutoCloseable {
         this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale);
         this.runId = Integer.toHexString((o.describe() + config.toFileText()).hashCode());
         if (o.resume()) resume(log);
-        this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16);
+        this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"));
         step.stageWeights(params.data());
         writeRunRecord(backend);
     }
@@ -178,7 +179,7 @@ public final class Trainer implements AutoCloseable {
                 if (scaler.afterBackward(finite)) {
                     norm = AdamW.clipGlobalNorm(grads, o.clip());
                     adamw.step(params.layout().views(), params.data(), grads, m, v, ++adamStep, lr);
-                    step.stageWeights(params.data());
+                    staleWeights = true;
                 } else {
                     skipped = true;
                     l.onMessage("[train] step " + nextStep + ": gradient overflow at loss scale " + usedScale + (scaler.mode() == LossScaler.Mode.DYNAMIC ? ", scale now " + scaler.scale() + "; update skipped" : "; update skipped"));
@@ -195,6 +196,12 @@ public final class Trainer implements AutoCloseable {
             l.onStep(sm);
             boolean atCheckpoint = update && o.checkpointEvery() > 0 && nextStep % o.checkpointEvery() == 0;
             if (atCheckpoint || (nextStep == o.steps())) saveCheckpoint(loss);
+            // new weights into the kernels last: with static weights this recompiles, and a compile-budget exception
+            // thrown here leaves a consistent state (update applied, step counted) for saveCheckpoint
+            if (staleWeights) {
+                step.stageWeights(params.data());
+                staleWeights = false;
+            }
         }
         return history;
     }

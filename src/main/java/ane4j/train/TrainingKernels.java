@@ -35,12 +35,21 @@ public final class TrainingKernels {
     private final int s, d, h, q, kv, nh, nkv, hd;
     private final float alpha;
     private final DType io;
+    private final java.util.function.Function<String, float[]> staticWeights;
 
     /** fp16 kernels, as the ANE runs them. */
     public TrainingKernels(ModelConfig config) { this(config, DType.FP16); }
 
     /** Kernels whose tensors and constants are {@code io} (fp16 for the ANE; fp32 for exact comparisons on the reference backend). */
-    public TrainingKernels(ModelConfig config, DType io) {
+    public TrainingKernels(ModelConfig config, DType io) { this(config, io, null); }
+
+    /**
+     * Static-weights kernels (ane-facts.md §5.1): each weight segment named in the input layout is baked in as a BLOBFILE
+     * constant taken from {@code staticWeights} (segment name → the block as it would be staged, row-major (IC, OC); also
+     * "qNorm"/"kNorm"), so a weight update means a recompile. The input layout is unchanged; its weight columns are unused.
+     */
+    public TrainingKernels(ModelConfig config, DType io, java.util.function.Function<String, float[]> staticWeights) {
+        this.staticWeights = staticWeights;
         if (!io.isFloat()) throw new IllegalArgumentException("[kernels] io type must be fp16 or fp32, got " + io);
         this.io = io;
         this.c = config;
@@ -53,6 +62,23 @@ public final class TrainingKernels {
         this.nkv = config.nKvHeads();
         this.hd = config.headDim();
         this.alpha = config.residualScale();
+    }
+
+    /** One kernel by name ({@code sdpaFwd}, {@code woFwd}, …). */
+    public Kernel byName(String name) {
+        return switch (name) {
+            case "sdpaFwd" -> sdpaFwd();
+            case "woFwd" -> woFwd();
+            case "ffnFused" -> ffnFused();
+            case "ffnBwdW2t" -> ffnBwdW2t();
+            case "ffnBwdW13t" -> ffnBwdW13t();
+            case "wotBwd" -> wotBwd();
+            case "sdpaBwd1" -> sdpaBwd1();
+            case "sdpaBwd2" -> sdpaBwd2();
+            case "qBwd" -> qBwd();
+            case "kvBwd" -> kvBwd();
+            default -> throw new IllegalArgumentException("[kernels] no training kernel '" + name + "'");
+        };
     }
 
     public List<Kernel> all() {
@@ -72,15 +98,19 @@ public final class TrainingKernels {
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, d, 1, input.width()));
             Value xnT = activationT(f, x, d, 0);                                       // (1,1,S,D)
-            Value qAll = project(f, xnT, x, d, input.start("wqT"), q);                 // (1,1,S,Q)
-            Value kAll = project(f, xnT, x, d, input.start("wkT"), kv);                // (1,1,S,KV)
-            Value vAll = project(f, xnT, x, d, input.start("wvT"), kv);                // (1,1,S,KV)
+            Value qAll = project(f, xnT, x, input, "wqT", d, q);                       // (1,1,S,Q)
+            Value kAll = project(f, xnT, x, input, "wkT", d, kv);                      // (1,1,S,KV)
+            Value vAll = project(f, xnT, x, input, "wvT", d, kv);                      // (1,1,S,KV)
             Value qh = toHeads(f, qAll, nh), kh = toHeads(f, kAll, nkv), vh = toHeads(f, vAll, nkv);  // (1,NH,S,HD)
             Value qn = qh, kn = kh;
             if (c.qkNorm()) {
                 int col = input.start("qkNorm");
-                qn = headNorm(f, qh, f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col}, new int[] {1, 1, 1, hd}), 1, 1, 1, hd));
-                kn = headNorm(f, kh, f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col + hd}, new int[] {1, 1, 1, hd}), 1, 1, 1, hd));
+                Value qw = staticWeights != null ? f.weight("qNorm", t(1, 1, 1, hd), staticWeights.apply("qNorm"))
+                        : f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col}, new int[] {1, 1, 1, hd}), 1, 1, 1, hd);
+                Value kw = staticWeights != null ? f.weight("kNorm", t(1, 1, 1, hd), staticWeights.apply("kNorm"))
+                        : f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col + hd}, new int[] {1, 1, 1, hd}), 1, 1, 1, hd);
+                qn = headNorm(f, qh, qw);
+                kn = headNorm(f, kh, kw);
             }
             Value cos = f.weight("rope_cos", t(1, 1, s, hd), RopeTables.cos(c));
             Value sin = f.weight("rope_sin", t(1, 1, s, hd), RopeTables.sin(c));
@@ -104,10 +134,10 @@ public final class TrainingKernels {
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, d, 1, input.width()));
             Value xnT = activationT(f, x, d, 0);                                        // (1,1,S,D)
-            Value h1 = project(f, xnT, x, d, input.start("w1T"), h);                   // (1,1,S,H)
-            Value h3 = project(f, xnT, x, d, input.start("w3T"), h);                   // (1,1,S,H)
+            Value h1 = project(f, xnT, x, input, "w1T", d, h);                         // (1,1,S,H)
+            Value h3 = project(f, xnT, x, input, "w3T", d, h);                         // (1,1,S,H)
             Value gate = f.mul(f.mul(h1, f.sigmoid(h1)), h3);                          // silu(h1) ⊙ h3
-            Value w2 = f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, input.start("w2")}, new int[] {1, d, 1, h}), 1, 1, d, h);
+            Value w2 = weightBlock(f, x, input, "w2", d, h);                           // (1,1,D,H) as stored
             Value ffn = f.matmul(gate, w2, false, true);                               // (1,1,S,D) = gate·W2ᵀ
             Value x2 = f.sliceBySize(x, new int[] {0, 0, 0, s}, new int[] {1, d, 1, s});
             Value xNext = f.add(x2, f.mul(fromRows(f, ffn, d), alpha));                // (1,D,1,S)
@@ -179,7 +209,7 @@ public final class TrainingKernels {
         PackedLayout output = new PackedLayout.Builder().add(result, oc).channels(s);
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, ic, 1, input.width()));
-            Value y = project(f, activationT(f, x, ic, 0), x, ic, s, oc);              // (1,1,S,OC)
+            Value y = project(f, activationT(f, x, ic, 0), x, input, weight, ic, oc);  // (1,1,S,OC)
             f.output(f.named(OUTPUT, fromRows(f, y, oc)));
         }).build();
         return new Kernel(name, p, input, output);
@@ -191,8 +221,8 @@ public final class TrainingKernels {
         PackedLayout output = new PackedLayout.Builder().add("dx", oc).channels(s);
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, ic, 1, input.width()));
-            Value y1 = project(f, activationT(f, x, ic, 0), x, ic, input.start(w1), oc);
-            Value y2 = project(f, activationT(f, x, ic, s), x, ic, input.start(w2), oc);
+            Value y1 = project(f, activationT(f, x, ic, 0), x, input, w1, ic, oc);
+            Value y2 = project(f, activationT(f, x, ic, s), x, input, w2, ic, oc);
             f.output(f.named(OUTPUT, fromRows(f, f.add(y1, y2), oc)));
         }).build();
         return new Kernel(name, p, input, output);
@@ -204,10 +234,15 @@ public final class TrainingKernels {
         return f.transpose(f.reshape(a, 1, 1, channels, s), 0, 1, 3, 2);
     }
 
-    /** actT (1,1,S,IC) times the [IC, OC] block at columns [col, col+OC) of x → (1,1,S,OC). */
-    private Value project(FunctionBuilder f, Value actT, Value x, int ic, int col, int oc) {
-        Value w = f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col}, new int[] {1, ic, 1, oc}), 1, 1, ic, oc);
-        return f.matmul(actT, w);
+    /** actT (1,1,S,IC) times the [IC, OC] weight block of segment {@code seg} → (1,1,S,OC). */
+    private Value project(FunctionBuilder f, Value actT, Value x, PackedLayout in, String seg, int ic, int oc) {
+        return f.matmul(actT, weightBlock(f, x, in, seg, ic, oc));
+    }
+
+    /** The [IC, OC] block of segment {@code seg} as (1,1,IC,OC): sliced from the input, or a BLOBFILE constant when static. */
+    private Value weightBlock(FunctionBuilder f, Value x, PackedLayout in, String seg, int ic, int oc) {
+        if (staticWeights != null) return f.weight(seg, t(1, 1, ic, oc), staticWeights.apply(seg));
+        return f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, in.start(seg)}, new int[] {1, ic, 1, oc}), 1, 1, ic, oc);
     }
 
     /** (1,1,S,C) → (1,C,1,S). */

@@ -36,6 +36,10 @@ public final class TrainingStep implements AutoCloseable {
     private final Map<String, TrainingKernels.Kernel> specs = new java.util.HashMap<>();
     private final Map<String, TensorBuffer> outputs = new java.util.HashMap<>();
     private final TensorBuffer[][] perLayerInput;     // [layer][weight-bearing kernel]
+    private final Backend backend;
+    private final DType io;
+    private final boolean staticWeights;
+    private Kernel[][] staticKernels;                  // [layer][weight-bearing kernel], static mode only
     private final TensorBuffer bwd1In, bwd2In;
     private final float[] cos, sin;
     private final Activations[] acts;
@@ -57,8 +61,17 @@ public final class TrainingStep implements AutoCloseable {
         float[] dffn, dgate, dh1, dh3, dx2, dO, dq, dk, dv;
     }
 
-    public TrainingStep(ModelConfig config, Backend backend, DType io) {
+    public TrainingStep(ModelConfig config, Backend backend, DType io) { this(config, backend, io, false); }
+
+    /**
+     * @param staticWeights bake weights into the weight-bearing kernels as BLOBFILE constants and recompile them (8 per
+     *                      layer) at every {@link #stageWeights}: the maderix "static" pipeline, which spends compiles
+     */
+    public TrainingStep(ModelConfig config, Backend backend, DType io, boolean staticWeights) {
         this.c = config;
+        this.backend = backend;
+        this.io = io;
+        this.staticWeights = staticWeights;
         this.layout = new ParameterLayout(config);
         this.s = config.seqLen();
         this.d = config.dim();
@@ -69,13 +82,16 @@ public final class TrainingStep implements AutoCloseable {
         this.nl = config.nLayers();
         for (TrainingKernels.Kernel k : new TrainingKernels(config, io).all()) {
             specs.put(k.name(), k);
-            kernels.put(k.name(), backend.compile(k.program()));
-            compiles++;
-            outputs.put(k.name(), kernels.get(k.name()).allocateOutput(TrainingKernels.OUTPUT));
+            // static mode compiles its own weight-bearing kernels at every stageWeights
+            if (!staticWeights || java.util.Arrays.asList(WEIGHTED).indexOf(k.name()) < 0) {
+                kernels.put(k.name(), backend.compile(k.program()));
+                compiles++;
+            }
+            outputs.put(k.name(), TensorBuffer.allocate(k.program().main().outputs().get(0).type()));
         }
         perLayerInput = new TensorBuffer[nl][WEIGHTED.length];
         for (int l = 0; l < nl; l++)
-            for (int i = 0; i < WEIGHTED.length; i++) perLayerInput[l][i] = kernels.get(WEIGHTED[i]).allocateInput(TrainingKernels.INPUT);
+            for (int i = 0; i < WEIGHTED.length; i++) perLayerInput[l][i] = TensorBuffer.allocate(specs.get(WEIGHTED[i]).program().main().inputs().get(0).type());
         bwd1In = kernels.get("sdpaBwd1").allocateInput(TrainingKernels.INPUT);
         bwd2In = kernels.get("sdpaBwd2").allocateInput(TrainingKernels.INPUT);
         cos = RopeTables.cos(config);
@@ -99,7 +115,7 @@ public final class TrainingStep implements AutoCloseable {
         return a;
     }
 
-    /** Kernels compiled by this step (once, at construction). */
+    /** Kernels compiled by this step (10 at construction; static mode adds 8 per layer per weight update). */
     public int compiles() { return compiles; }
 
     public Map<Phase, Long> phaseNanos() { return phaseNanos; }
@@ -115,6 +131,10 @@ public final class TrainingStep implements AutoCloseable {
     // weights → per-layer kernel inputs (after every optimizer update)
 
     public void stageWeights(float[] params) {
+        if (staticWeights) {
+            compileStatic(params);
+            return;
+        }
         long t0 = System.nanoTime();
         for (int l = 0; l < nl; l++) {
             ParameterLayout.Layer w = layout.layer(l);
@@ -141,6 +161,38 @@ public final class TrainingStep implements AutoCloseable {
             stage(input(l, "kvBwd"), col("kvBwd", "wv"), params, w.wv());
         }
         add(Phase.IO, t0);
+    }
+
+    /** Static mode: recompiles every weight-bearing kernel of every layer with the current weights baked in. */
+    private void compileStatic(float[] params) {
+        long t0 = System.nanoTime();
+        if (staticKernels == null) staticKernels = new Kernel[nl][WEIGHTED.length];
+        for (int l = 0; l < nl; l++) {
+            ParameterLayout.Layer w = layout.layer(l);
+            TrainingKernels baked = new TrainingKernels(c, io, seg -> staticBlock(w, seg, params));
+            for (int i = 0; i < WEIGHTED.length; i++) {
+                Kernel k = backend.compile(baked.byName(WEIGHTED[i]).program());
+                compiles++;
+                if (staticKernels[l][i] != null) staticKernels[l][i].close();
+                staticKernels[l][i] = k;
+            }
+        }
+        add(Phase.IO, t0);
+    }
+
+    /** The block a weight segment holds, as it would be staged: "wqT" = wqᵀ (D, Q); "w2" = w2 as stored; "qNorm" = qNorm. */
+    private float[] staticBlock(ParameterLayout.Layer w, String seg, float[] params) {
+        boolean transposed = seg.endsWith("T");
+        ParameterView m = switch (transposed ? seg.substring(0, seg.length() - 1) : seg) {
+            case "wq" -> w.wq(); case "wk" -> w.wk(); case "wv" -> w.wv(); case "wo" -> w.wo();
+            case "w1" -> w.w1(); case "w2" -> w.w2(); case "w3" -> w.w3();
+            case "qNorm" -> w.qNorm(); case "kNorm" -> w.kNorm();
+            default -> throw new IllegalArgumentException("[train] no weight for segment " + seg);
+        };
+        float[] out = new float[m.size()];
+        if (!transposed) System.arraycopy(params, m.offset(), out, 0, m.size());
+        else for (int i = 0; i < m.rows(); i++) for (int j = 0; j < m.cols(); j++) out[j * m.rows() + i] = params[m.offset() + i * m.cols() + j];
+        return out;
     }
 
     /** Matrix (rows, cols) as stored: channel r, columns [at, at+cols). */
@@ -181,7 +233,7 @@ public final class TrainingStep implements AutoCloseable {
             CpuOps.rmsnormForward(a.xnorm, a.rrmsAtt, a.x, params, w.rmsAtt().offset(), d, s, eps);
             add(Phase.CPU, t0);
             // attention: sdpaFwd then woFwd
-            TensorBuffer out = run("sdpaFwd", input(l, "sdpaFwd"), 0, a.xnorm, Phase.FORWARD_BACKEND);
+            TensorBuffer out = run("sdpaFwd", l, input(l, "sdpaFwd"), 0, a.xnorm, Phase.FORWARD_BACKEND);
             long t1 = System.nanoTime();
             var lay = specs.get("sdpaFwd").output();
             read(out, lay.start("attn"), a.attn);
@@ -190,7 +242,7 @@ public final class TrainingStep implements AutoCloseable {
             read(out, lay.start("v"), a.vh);
             if (c.qkNorm()) { read(out, lay.start("qRaw"), a.qRaw); read(out, lay.start("kRaw"), a.kRaw); }
             add(Phase.IO, t1);
-            TensorBuffer o = run("woFwd", input(l, "woFwd"), 0, a.attn, Phase.FORWARD_BACKEND);
+            TensorBuffer o = run("woFwd", l, input(l, "woFwd"), 0, a.attn, Phase.FORWARD_BACKEND);
             long t2 = System.nanoTime();
             read(o, 0, a.x2);
             // residual: x2 = x + α·o
@@ -202,7 +254,7 @@ public final class TrainingStep implements AutoCloseable {
             long t3 = System.nanoTime();
             ffnIn.writeColumns(0, d, col("ffnFused", "x2"), s, a.x2, 0, s);
             add(Phase.IO, t3);
-            TensorBuffer f = run("ffnFused", ffnIn, 0, a.x2norm, Phase.FORWARD_BACKEND);
+            TensorBuffer f = run("ffnFused", l, ffnIn, 0, a.x2norm, Phase.FORWARD_BACKEND);
             long t4 = System.nanoTime();
             var fl = specs.get("ffnFused").output();
             read(f, fl.start("xNext"), acts[l + 1].x);
@@ -234,14 +286,14 @@ public final class TrainingStep implements AutoCloseable {
             ParameterLayout.Layer w = layout.layer(l);
             // FFN: dffn = α·dy → dgate = W2ᵀ·dffn
             for (int i = 0; i < d * s; i++) a.dffn[i] = alpha * dy[i];
-            read(run("ffnBwdW2t", input(l, "ffnBwdW2t"), 0, a.dffn, Phase.BACKWARD_BACKEND), 0, a.dgate);
+            read(run("ffnBwdW2t", l, input(l, "ffnBwdW2t"), 0, a.dffn, Phase.BACKWARD_BACKEND), 0, a.dgate);
             dw(() -> dW(grads, w.w2(), a.dffn, a.gate));                                   // dW2 (D,H) += dffn·gateᵀ
             long t0 = System.nanoTime();
             CpuOps.swigluBackward(a.dh1, a.dh3, a.dgate, a.h1, a.h3, h * s);
             add(Phase.CPU, t0);
             TensorBuffer w13 = input(l, "ffnBwdW13t");
             w13.writeColumns(0, h, col("ffnBwdW13t", "dh3"), s, a.dh3, 0, s);
-            read(run("ffnBwdW13t", w13, 0, a.dh1, Phase.BACKWARD_BACKEND), 0, dtmp);
+            read(run("ffnBwdW13t", l, w13, 0, a.dh1, Phase.BACKWARD_BACKEND), 0, dtmp);
             dw(() -> { dW(grads, w.w1(), a.dh1, a.x2norm); dW(grads, w.w3(), a.dh3, a.x2norm); });
             // dx2 = rmsnorm_bwd(dffn path) + dy (residual)
             long t1 = System.nanoTime();
@@ -250,7 +302,7 @@ public final class TrainingStep implements AutoCloseable {
             add(Phase.CPU, t1);
             // attention output projection: da = Woᵀ·(α·dx2)
             float[] da = new float[q * s];
-            read(run("wotBwd", input(l, "wotBwd"), 0, a.dO, Phase.BACKWARD_BACKEND), 0, da);
+            read(run("wotBwd", l, input(l, "wotBwd"), 0, a.dO, Phase.BACKWARD_BACKEND), 0, da);
             dw(() -> dW(grads, w.wo(), a.dO, a.attn));                                      // dWo (D,Q) += α·dx2·attnᵀ
             // attention core: recompute probs, dV, dP (sdpaBwd1), then dQ, dK (sdpaBwd2), on heads tiled to NH
             long t2 = System.nanoTime();
@@ -263,7 +315,7 @@ public final class TrainingStep implements AutoCloseable {
             bwd1In.copyFrom(vTiled, 0, (long) b1.start("v") * s, q * s);
             bwd1In.copyFrom(da, 0, (long) b1.start("da") * s, q * s);
             add(Phase.IO, t2);
-            TensorBuffer o1 = eval("sdpaBwd1", bwd1In, Phase.BACKWARD_BACKEND);
+            TensorBuffer o1 = eval("sdpaBwd1", -1, bwd1In, Phase.BACKWARD_BACKEND);
             long t3 = System.nanoTime();
             var l1 = specs.get("sdpaBwd1").output();
             var b2 = specs.get("sdpaBwd2").input();
@@ -272,7 +324,7 @@ public final class TrainingStep implements AutoCloseable {
             bwd2In.copyChannels(o1, l1.start("probs"), b2.start("probs"), 2 * c.nHeads() * s);   // probs and dp, adjacent in both
             bwd2In.copyChannels(bwd1In, b1.start("q"), b2.start("q"), 2 * q);                     // q and k tiled, adjacent in both
             add(Phase.IO, t3);
-            TensorBuffer o2 = eval("sdpaBwd2", bwd2In, Phase.BACKWARD_BACKEND);
+            TensorBuffer o2 = eval("sdpaBwd2", -1, bwd2In, Phase.BACKWARD_BACKEND);
             long t4 = System.nanoTime();
             var l2 = specs.get("sdpaBwd2").output();
             float[] dkFull = new float[q * s];
@@ -294,10 +346,10 @@ public final class TrainingStep implements AutoCloseable {
             dw(() -> { dW(grads, w.wq(), a.dq, a.xnorm); dW(grads, w.wk(), a.dk, a.xnorm); dW(grads, w.wv(), a.dv, a.xnorm); });
             // dx through the projections: Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv
             float[] dxq = new float[d * s];
-            read(run("qBwd", input(l, "qBwd"), 0, a.dq, Phase.BACKWARD_BACKEND), 0, dxq);
+            read(run("qBwd", l, input(l, "qBwd"), 0, a.dq, Phase.BACKWARD_BACKEND), 0, dxq);
             TensorBuffer kvIn = input(l, "kvBwd");
             kvIn.writeColumns(0, kv, col("kvBwd", "dv"), s, a.dv, 0, s);
-            read(run("kvBwd", kvIn, 0, a.dk, Phase.BACKWARD_BACKEND), 0, dtmp);
+            read(run("kvBwd", l, kvIn, 0, a.dk, Phase.BACKWARD_BACKEND), 0, dtmp);
             long t5 = System.nanoTime();
             for (int i = 0; i < d * s; i++) dtmp[i] += dxq[i];
             // dy_prev = rmsnorm_bwd(dx_attn) + dx2 (residual)
@@ -340,17 +392,20 @@ public final class TrainingStep implements AutoCloseable {
     }
 
     /** Writes act (C,S) into the first S columns of in, then evaluates the kernel. */
-    private TensorBuffer run(String kernel, TensorBuffer in, int column, float[] act, Phase phase) {
+    private TensorBuffer run(String kernel, int layer, TensorBuffer in, int column, float[] act, Phase phase) {
         long t0 = System.nanoTime();
         in.writeColumns(0, in.channelCount(), column, s, act, 0, s);
         add(Phase.IO, t0);
-        return eval(kernel, in, phase);
+        return eval(kernel, layer, in, phase);
     }
 
-    private TensorBuffer eval(String kernel, TensorBuffer in, Phase phase) {
+    /** Evaluates a kernel (layer −1 for the weight-free ones; in static mode each layer has its own compiled kernels). */
+    private TensorBuffer eval(String kernel, int layer, TensorBuffer in, Phase phase) {
         long t0 = System.nanoTime();
         TensorBuffer out = outputs.get(kernel);
-        kernels.get(kernel).evaluate(Map.of(TrainingKernels.INPUT, in), Map.of(TrainingKernels.OUTPUT, out));
+        Kernel k = kernels.get(kernel);
+        if (staticWeights && layer >= 0) for (int i = 0; i < WEIGHTED.length; i++) if (WEIGHTED[i].equals(kernel)) k = staticKernels[layer][i];
+        k.evaluate(Map.of(TrainingKernels.INPUT, in), Map.of(TrainingKernels.OUTPUT, out));
         add(phase, t0);
         return out;
     }
@@ -365,5 +420,6 @@ public final class TrainingStep implements AutoCloseable {
     @Override public void close() {
         dwThread.shutdownNow();
         for (Kernel k : kernels.values()) k.close();
+        if (staticKernels != null) for (Kernel[] row : staticKernels) for (Kernel k : row) if (k != null) k.close();
     }
 }

@@ -33,7 +33,9 @@ public final class RefKernel implements Kernel {
     private final List<Step> steps;
     private final List<String> warnings;
     private final Arena arena;
+    private final MemorySegment[] confinedCopy;
     private boolean closed;
+    private static final Thread OTHER_THREAD = new Thread(() -> {});
 
     RefKernel(String function, List<TensorSpec> inputs, List<TensorSpec> outputs, List<Storage> inputStorages,
               List<T> outputViews, List<Step> steps, List<String> warnings, Arena arena) {
@@ -46,6 +48,7 @@ public final class RefKernel implements Kernel {
         this.warnings = List.copyOf(warnings);
         this.arena = arena;
         this.staging = new MemorySegment[inputs.size()];
+        this.confinedCopy = new MemorySegment[inputs.size()];
         for (int i = 0; i < staging.length; i++)
             if (inputs.get(i).type().dtype() != DType.FP32) staging[i] = arena.allocate(Math.max(1, inputStorages.get(i).floats) * 4, 64);
     }
@@ -67,7 +70,13 @@ public final class RefKernel implements Kernel {
             TensorSpec s = inputs.get(i);
             TensorBuffer b = check(in, s, "input");
             Storage st = inputStorages.get(i);
-            if (staging[i] == null) st.seg = b.segment();
+            if (staging[i] == null && b.segment().isAccessibleBy(OTHER_THREAD)) st.seg = b.segment();
+            else if (staging[i] == null) {
+                // a thread-confined fp32 input: copy it, the GEMM uses two threads
+                if (confinedCopy[i] == null) confinedCopy[i] = arena.allocate(Math.max(1, st.floats) * 4, 64);
+                MemorySegment.copy(b.segment(), 0, confinedCopy[i], 0, st.floats * 4);
+                st.seg = confinedCopy[i];
+            }
             else {
                 st.seg = staging[i];
                 toFloats(b, staging[i]);

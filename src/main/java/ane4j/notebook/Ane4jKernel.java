@@ -1,0 +1,417 @@
+package ane4j.notebook;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.dflib.jjava.jupyter.channels.JupyterConnection;
+import org.dflib.jjava.jupyter.channels.ShellReplyEnvironment;
+import org.dflib.jjava.jupyter.kernel.BaseKernel;
+import org.dflib.jjava.jupyter.kernel.HelpLink;
+import org.dflib.jjava.jupyter.kernel.JupyterIO;
+import org.dflib.jjava.jupyter.kernel.KernelConnectionProperties;
+import org.dflib.jjava.jupyter.kernel.LanguageInfo;
+import org.dflib.jjava.jupyter.kernel.ReplacementOptions;
+import org.dflib.jjava.jupyter.kernel.comm.CommManager;
+import org.dflib.jjava.jupyter.kernel.display.DisplayData;
+import org.dflib.jjava.jupyter.kernel.display.Renderer;
+import org.dflib.jjava.jupyter.kernel.magic.MagicParser;
+import org.dflib.jjava.jupyter.kernel.magic.MagicTranspiler;
+import org.dflib.jjava.jupyter.kernel.magic.MagicsRegistry;
+import org.dflib.jjava.jupyter.kernel.magic.ParsedCellMagic;
+import org.dflib.jjava.jupyter.kernel.magic.ParsedLineMagic;
+import org.dflib.jjava.jupyter.kernel.magic.UndefinedMagicException;
+import org.dflib.jjava.jupyter.kernel.util.StringStyler;
+import org.dflib.jjava.jupyter.kernel.util.TextColor;
+import org.dflib.jjava.jupyter.messages.Header;
+import org.dflib.jjava.jupyter.messages.Message;
+import org.dflib.jjava.jupyter.messages.publish.PublishError;
+import org.dflib.jjava.jupyter.messages.publish.PublishExecuteInput;
+import org.dflib.jjava.jupyter.messages.publish.PublishExecuteResult;
+import org.dflib.jjava.jupyter.messages.reply.ErrorReply;
+import org.dflib.jjava.jupyter.messages.reply.ExecuteReply;
+import org.dflib.jjava.jupyter.messages.reply.HistoryReply;
+import org.dflib.jjava.jupyter.messages.reply.InterruptReply;
+import org.dflib.jjava.jupyter.messages.reply.KernelInfoReply;
+import org.dflib.jjava.jupyter.messages.request.ExecuteRequest;
+import org.dflib.jjava.jupyter.messages.request.HistoryRequest;
+import org.dflib.jjava.jupyter.messages.request.InterruptRequest;
+import org.dflib.jjava.jupyter.messages.request.KernelInfoRequest;
+
+/**
+ * The ane4j Jupyter kernel: JShell cells on jjava-jupyter's protocol layer. This class is the only adapter to the
+ * jjava base classes (together with {@link KernelIO}); everything ane4j-specific comes in through {@link Ane4jExtension}.
+ * Started by Jupyter with the connection file: {@code java -cp ane4j.jar:lib/* ane4j.notebook.Ane4jKernel FILE}.
+ */
+public final class Ane4jKernel extends BaseKernel {
+    /** Magic syntax as in IJava: a line magic at the start of a line or after '=', a cell magic on the first line. */
+    static final String LINE_MAGIC_START = "(?<=(?:^|=))\\s*%", CELL_MAGIC_START = "%%";
+    private static final Pattern LINE_MAGIC = Pattern.compile("^\\s*%(?!%)(\\w\\S*)(.*)$");
+
+    private final JShellEvaluator evaluator;
+    private final KernelIO kio;
+    private final Map<String, String> help = new ConcurrentHashMap<>();
+    private final List<String> afterCell = new ArrayList<>();
+    private volatile int cell;
+    private boolean inDirectMagic;
+
+    private Ane4jKernel(JShellEvaluator evaluator, KernelIO io, boolean extensions) {
+        super("ane4j", AneMagics.version(), languageInfo(), List.of(new HelpLink("ane4j", "https://github.com/ane4j/ane4j")),
+                null, io, new CommManager(), new Renderer(),
+                new MagicParser(LINE_MAGIC_START, CELL_MAGIC_START, new Transpiler()), new MagicsRegistry(),
+                extensions, new StringStyler.Builder().addPrimaryStyle(TextColor.BOLD_RESET_FG)
+                        .addSecondaryStyle(TextColor.BOLD_RED_FG).addHighlightStyle(TextColor.BOLD_RESET_FG).build());
+        this.evaluator = evaluator;
+        this.kio = io;
+    }
+
+    /** A kernel with the core magics; {@link #onStartup()} then installs extensions (ane4j's among them). */
+    public static Ane4jKernel create(boolean extensions) {
+        List<String> opts = new ArrayList<>();
+        String extra = System.getenv("ANE4J_COMPILER_OPTS");
+        if (extra != null && !extra.isBlank()) opts.addAll(MagicRegistry.splitArgs(extra));
+        Ane4jKernel k = new Ane4jKernel(new JShellEvaluator(opts), new KernelIO(), extensions);
+        Path mavenDir = Path.of(System.getProperty("java.io.tmpdir"), "ane4j-maven-" + ProcessHandle.current().pid());
+        MagicRegistry core = new MagicRegistry().add(new CoreMagics(k, new MavenResolver(mavenDir)));
+        core.installInto(k, false);
+        k.describe(core);
+        return k;
+    }
+
+    private static LanguageInfo languageInfo() {
+        return new LanguageInfo.Builder("Java").version(Runtime.version().toString()).mimetype("text/x-java-source")
+                .fileExtension(".jshell").pygments("java").codemirror("java").build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 1) {
+            System.err.println("usage: java -cp 'ane4j.jar:lib/*' ane4j.notebook.Ane4jKernel CONNECTION_FILE  (Jupyter runs this from kernel.json)");
+            System.exit(2);
+        }
+        if (System.getProperty("java.awt.headless") == null) System.setProperty("java.awt.headless", "true");
+        KernelConnectionProperties props = KernelConnectionProperties.parse(Files.readString(Path.of(args[0])));
+        JupyterConnection connection = new JupyterConnection(props);
+        Ane4jKernel kernel = create(!"0".equals(System.getenv("ANE4J_LOAD_EXTENSIONS")));
+        kernel.onStartup();
+        String cp = System.getenv("ANE4J_CLASSPATH");
+        if (cp != null && !cp.isBlank()) {
+            for (String entry : cp.split(java.io.File.pathSeparator)) {
+                for (Path p : CoreMagics.glob(entry)) kernel.addToClasspath(p);
+            }
+        }
+        kernel.becomeHandlerForConnection(connection);
+        connection.connect();
+        kernel.warmUp();
+        connection.waitUntilClose();
+        System.exit(0);
+    }
+
+    /** Compiles the startup imports in the background so the first cell does not pay for JShell's first compile. */
+    void warmUp() {
+        Thread t = new Thread(evaluator::warmUp, "ane4j-warmup");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    // ---- evaluation
+
+    @Override
+    public Object evalRaw(String code) {
+        Object result;
+        if (code.startsWith(CELL_MAGIC_START)) {
+            int nl = code.indexOf('\n');
+            List<String> head = MagicRegistry.splitArgs(code.substring(2, nl < 0 ? code.length() : nl));
+            if (head.isEmpty()) throw new MagicException("a cell magic needs a name after %%; %lsmagic lists them");
+            String body = nl < 0 ? "" : code.substring(nl + 1);
+            result = direct(() -> magicsRegistry.evalCellMagic(this, head.getFirst(), head.subList(1, head.size()), body), head.getFirst(), false);
+        } else if (onlyLineMagics(code)) {
+            result = null;
+            for (String line : code.split("\n")) {
+                Matcher m = LINE_MAGIC.matcher(line);
+                if (!m.matches()) continue;
+                List<String> args = MagicRegistry.splitArgs(m.group(2));
+                result = direct(() -> magicsRegistry.evalLineMagic(this, m.group(1), args), m.group(1), true);
+            }
+        } else {
+            result = evaluator.eval(magicParser.resolveMagics(code), cell);
+        }
+        runAfterCell();
+        return result;
+    }
+
+    private interface MagicBody {
+        Object run() throws Exception;
+    }
+
+    private Object direct(MagicBody body, String name, boolean line) {
+        boolean outer = inDirectMagic;
+        inDirectMagic = true;
+        try {
+            return body.run();
+        } catch (UndefinedMagicException e) {
+            throw new MagicException("unknown magic " + (line ? "%" : "%%") + name + "; %lsmagic lists the magics");
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new MagicException("[%" + name + "] " + e.getMessage(), e);
+        } finally {
+            inDirectMagic = outer;
+        }
+    }
+
+    static boolean onlyLineMagics(String code) {
+        boolean any = false;
+        for (String line : code.split("\n")) {
+            if (line.isBlank()) continue;
+            if (!LINE_MAGIC.matcher(line).matches()) return false;
+            any = true;
+        }
+        return any;
+    }
+
+    /**
+     * Java code a magic wants evaluated (bindings, %load). Runs now when the magic was called directly; when the magic
+     * was called from inside a running snippet it runs right after the cell, because JShell cannot nest evaluations.
+     */
+    Object evalAfterMagic(String code) {
+        if (inDirectMagic) return evaluator.eval(magicParser.resolveMagics(code), cell);
+        synchronized (afterCell) {
+            afterCell.add(code);
+        }
+        return null;
+    }
+
+    private void runAfterCell() {
+        List<String> todo;
+        synchronized (afterCell) {
+            todo = List.copyOf(afterCell);
+            afterCell.clear();
+        }
+        for (String code : todo) evaluator.eval(code, cell);
+    }
+
+    @Override
+    public DisplayData eval(String code) {
+        Object r = evalRaw(code);
+        if (r == null || r instanceof DisplayHandle) return null;
+        return r instanceof DisplayData d ? d : getRenderer().render(r);
+    }
+
+    /** Like the base handler, but errors carry the real exception name and our short traceback. */
+    @Override
+    protected synchronized void handleExecuteRequest(ShellReplyEnvironment env, Message<ExecuteRequest> message) {
+        commManager.setMessageContext(message);
+        ExecuteRequest request = message.getContent();
+        int count = executionCount.getAndIncrement();
+        cell = count;
+        env.setBusyDeferIdle();
+        env.publish(new PublishExecuteInput(request.getCode(), count));
+        replaceOutputStreams(env);
+        kio.attach(env);
+        env.defer(() -> kio.detach(env));
+        kio.stdinEnabled(request.isStdinEnabled());
+        try {
+            DisplayData out = eval(request.getCode());
+            if (out != null) env.publish(new PublishExecuteResult(count, out));
+            env.defer().reply(new ExecuteReply(count, Collections.emptyMap()));
+        } catch (Exception e) {
+            CellError err = toCellError(e);
+            env.publish(new PublishError(err.ename(), err.evalue(), err.traceback()));
+            ErrorReply reply = new ErrorReply(err.ename(), err.evalue(), err.traceback());
+            reply.setExecutionCount(count);
+            env.defer().replyError(ExecuteReply.MESSAGE_TYPE.error(), reply);
+        }
+    }
+
+    static CellError toCellError(Throwable e) {
+        if (e instanceof CellError c) return c;
+        if (e instanceof MagicException m) {
+            return new CellError("MagicError", m.getMessage(), List.of(ErrorFormatter.RED + m.getMessage() + ErrorFormatter.RESET));
+        }
+        if (e instanceof UndefinedMagicException u) {
+            String msg = "unknown magic " + (u.isLineMagic() ? "%" : "%%") + u.getMagicName() + "; %lsmagic lists the magics";
+            return new CellError("MagicError", msg, List.of(ErrorFormatter.RED + msg + ErrorFormatter.RESET));
+        }
+        return ErrorFormatter.otherError(e);
+    }
+
+    @Override
+    public List<String> formatError(Throwable e) {
+        return toCellError(e).traceback();
+    }
+
+    // ---- completion, inspection, is_complete
+
+    @Override
+    public ReplacementOptions complete(String code, int at) {
+        int lineStart = code.lastIndexOf('\n', Math.max(0, at - 1)) + 1;
+        Matcher m = Pattern.compile("^\\s*(%%?)(\\w*)$").matcher(code.substring(lineStart, at));
+        if (m.matches()) {
+            boolean cellMagic = m.group(1).length() == 2;
+            var names = cellMagic ? magicsRegistry.getCellMagicNames() : magicsRegistry.getLineMagicNames();
+            List<String> hits = names.stream().filter(n -> n.startsWith(m.group(2))).sorted().toList();
+            return new ReplacementOptions(hits, at - m.group(2).length(), at);
+        }
+        JShellEvaluator.Completion c = evaluator.complete(code, at);
+        return new ReplacementOptions(c.matches(), c.start(), c.end());
+    }
+
+    @Override
+    public DisplayData inspect(String code, int at, boolean extraDetail) {
+        String doc = evaluator.documentation(code, at);
+        return doc == null ? null : new DisplayData(doc);
+    }
+
+    @Override
+    public String isComplete(String code) {
+        if (code.startsWith(CELL_MAGIC_START)) return code.strip().contains("\n") ? IS_COMPLETE_YES : "";
+        if (onlyLineMagics(code)) return IS_COMPLETE_YES;
+        return evaluator.isComplete(code);
+    }
+
+    @Override
+    public void interrupt() {
+        evaluator.interrupt();
+    }
+
+    // ---- protocol fixes: replies that jjava-jupyter 1.0-a6 sends without "status"
+
+    static final class KernelInfoOk extends KernelInfoReply {
+        @SuppressWarnings("unused") private final String status = "ok";
+
+        KernelInfoOk(String implementation, String version, LanguageInfo info, String banner, List<HelpLink> links) {
+            super(Header.PROTOCOL_VERISON, implementation, version, info, banner, links);
+        }
+    }
+
+    static final class HistoryOk extends HistoryReply {
+        @SuppressWarnings("unused") private final String status = "ok";
+
+        HistoryOk() {
+            super(List.of());
+        }
+    }
+
+    static final class InterruptOk extends InterruptReply {
+        @SuppressWarnings("unused") private final String status = "ok";
+    }
+
+    @Override
+    protected void handleKernelInfoRequest(ShellReplyEnvironment env, Message<KernelInfoRequest> message) {
+        env.setBusyDeferIdle();
+        env.reply(new KernelInfoOk(name, version, getLanguageInfo(), getBanner(), getHelpLinks()));
+    }
+
+    @Override
+    protected void handleHistoryRequest(ShellReplyEnvironment env, Message<HistoryRequest> message) {
+        env.setBusyDeferIdle();
+        env.reply(new HistoryOk());
+    }
+
+    @Override
+    protected void handleInterruptRequest(ShellReplyEnvironment env, Message<InterruptRequest> message) {
+        env.setBusyDeferIdle();
+        env.defer().reply(new InterruptOk());
+        interrupt();
+    }
+
+    @Override
+    public String getBanner() {
+        return "Java " + Runtime.version() + " :: ane4j " + version + " — %lsmagic lists the magics, %ane shows the backend";
+    }
+
+    @Override
+    public void onShutdown(boolean restarting) {
+        super.onShutdown(restarting);
+        evaluator.close();
+    }
+
+    // ---- hooks for magics and the extension
+
+    /** Adds a jar or directory to the cells' class path and installs any extension it declares. */
+    public String addToClasspath(Path path) {
+        String p = path.toAbsolutePath().normalize().toString();
+        evaluator.addToClasspath(p);
+        if (extensionsEnabled) installExtensions(p);
+        return p;
+    }
+
+    /** Java code evaluated before the first cell (e.g. imports). */
+    public void addStartup(String code) {
+        evaluator.addStartup(code);
+    }
+
+    void describe(MagicRegistry registry) {
+        for (MagicRegistry.Entry e : registry.entries()) help.put((e.cell() ? "%%" : "%") + e.name(), e.help());
+    }
+
+    String helpFor(String name, boolean cellMagic) {
+        String key = (cellMagic ? "%%" : "%") + name;
+        return help.getOrDefault(key, key);
+    }
+
+    JShellEvaluator evaluator() {
+        return evaluator;
+    }
+
+    Map<String, Object> extensionsInstalled() {
+        return Collections.unmodifiableMap(extensions);
+    }
+
+    /** Runs a cell in-process without a Jupyter connection (tests, scripts): the value, or a CellError. */
+    Object run(String code) {
+        cell = executionCount.getAndIncrement();
+        return evalRaw(code);
+    }
+
+    /** Emits calls to {@link Notebook#lineMagic}/{@link Notebook#cellMagic}, whose value shows as the cell's result. */
+    static final class Transpiler extends MagicTranspiler {
+        private static final Pattern QUOTE = Pattern.compile("(?<!\\\\)\"");
+
+        @Override
+        public String transpileCell(ParsedCellMagic magic) {
+            return "ane4j.notebook.Notebook.cellMagic(" + lit(magic.magicCall.name) + ", java.util.List.of("
+                    + String.join(",", magic.magicCall.args.stream().map(Transpiler::lit).toList()) + "), "
+                    + lit(magic.magicCall.body) + ");";
+        }
+
+        @Override
+        public String transpileLine(ParsedLineMagic magic) {
+            if (QUOTE.matcher(magic.linePrefix).results().count() % 2 == 1) return magic.raw;
+            return "ane4j.notebook.Notebook.lineMagic(" + lit(magic.magicCall.name) + ", java.util.List.of("
+                    + String.join(",", magic.magicCall.args.stream().map(Transpiler::lit).toList()) + "));";
+        }
+
+        /** A Java expression for {@code s}: Base64 avoids every escaping problem. */
+        static String lit(String s) {
+            return "new String(java.util.Base64.getDecoder().decode(\""
+                    + java.util.Base64.getEncoder().encodeToString(s.getBytes(StandardCharsets.UTF_8))
+                    + "\"), java.nio.charset.StandardCharsets.UTF_8)";
+        }
+    }
+
+    /** jjava's JupyterIO with the attach/detach calls this kernel's execute handler needs. */
+    static final class KernelIO extends JupyterIO {
+        KernelIO() {
+            super(StandardCharsets.UTF_8);
+        }
+
+        void attach(ShellReplyEnvironment env) {
+            setEnv(env);
+        }
+
+        void detach(ShellReplyEnvironment env) {
+            retractEnv(env);
+        }
+
+        void stdinEnabled(boolean enabled) {
+            setJupyterInEnabled(enabled);
+        }
+    }
+}
