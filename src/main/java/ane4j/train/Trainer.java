@@ -100,7 +100,7 @@ public final class Trainer implements AutoCloseable {
         this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale);
         this.runId = Integer.toHexString((o.describe() + config.toFileText()).hashCode());
         if (o.resume()) resume(log);
-        this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"));
+        this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"));
         step.stageWeights(params.data());
         writeRunRecord(backend);
     }
