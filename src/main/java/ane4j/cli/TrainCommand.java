@@ -52,14 +52,17 @@ final class TrainCommand {
             progress.finish();
             if (h.isEmpty()) return 0;
             double secs = (System.nanoTime() - t0) / 1e9;
-            float first = mean(h, 0, Math.min(10, h.size())), last = mean(h, Math.max(0, h.size() - 10), h.size());
-            out.printf(Locale.ROOT, "loss %.3f → %.3f (mean of first/last 10 steps) in %.1f s; metrics: %s%n", first, last, secs, o.runDir().resolve("metrics.jsonl"));
+            int window = Math.max(1, Math.min(10, h.size() / 2));
+            float first = mean(h, 0, window), last = mean(h, h.size() - window, h.size());
+            out.printf(Locale.ROOT, "loss %.3f → %.3f (mean of first/last %d steps) in %.1f s; metrics: %s%n", first, last, window, secs, o.runDir().resolve("metrics.jsonl"));
             Path png = o.runDir().resolve("loss.png");
             plot(h, png);
             out.println("loss plot: " + png);
-            if (trainer.tokenizer() != null) {
+            if (trainer.tokenizer() != null && trainer.tokenizer().vocabSize() <= trainer.config().vocabSize()) {
                 String sample = new Generator(trainer.parameters(), trainer.tokenizer()).generate("Once upon a time", Math.min(80, trainer.config().seqLen()), 0.8f, 0.9f, o.seed());
                 out.println("sample: " + sample.replace('\n', ' '));
+            } else {
+                out.println("sample: skipped (no tokenizer.bin matching the model next to the data)");
             }
         }
         return 0;
