@@ -16,6 +16,7 @@ import ane4j.train.Trainer;
 import ane4j.train.Trainer.StepMetrics;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.lang.reflect.RecordComponent;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -92,9 +93,20 @@ public final class LocalSession implements Session {
         return s.backend();
     }
 
+    /** The same options with {@code resume = true} (every other component copied, whatever the record holds). */
     static TrainOptions resuming(TrainOptions o) {
-        return new TrainOptions(o.model(), o.init(), o.data(), o.steps(), o.lr(), o.warmup(), o.accum(), o.clip(), o.weightDecay(),
-                o.seed(), o.backend(), o.lossScaling(), o.lossScale(), o.storage(), o.weights(), o.runDir(), o.checkpointEvery(), o.keep(), true);
+        try {
+            RecordComponent[] rc = TrainOptions.class.getRecordComponents();
+            Object[] args = new Object[rc.length];
+            Class<?>[] types = new Class<?>[rc.length];
+            for (int i = 0; i < rc.length; i++) {
+                types[i] = rc[i].getType();
+                args[i] = rc[i].getName().equals("resume") ? Boolean.TRUE : rc[i].getAccessor().invoke(o);
+            }
+            return TrainOptions.class.getDeclaredConstructor(types).newInstance(args);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("[train] cannot copy the options: " + e, e);
+        }
     }
 
     /** A run in this JVM; replaces the backend when it reaches its compile budget. */
