@@ -117,6 +117,7 @@ public final class LocalSession implements Session {
         private Trainer trainer;
         private Backend backend;
         private int restarts;
+        private volatile boolean stop;
 
         LocalTraining(TrainOptions options, Long budget, Trainer.Listener listener) {
             this.options = options;
@@ -146,8 +147,8 @@ public final class LocalSession implements Session {
         @Override
         public List<StepMetrics> run(long steps) {
             List<StepMetrics> out = new ArrayList<>();
-            long target = Math.min(totalSteps(), trainer.nextStep() + Math.max(1, steps));
-            while (trainer.nextStep() < target) {
+            long target = Math.min(totalSteps(), trainer.nextStep() + Math.max(1, Math.min(steps, totalSteps())));
+            while (trainer.nextStep() < target && !stop) {
                 long before = trainer.history().size();
                 try {
                     trainer.run(new Trainer.Listener() {
@@ -159,11 +160,12 @@ public final class LocalSession implements Session {
                         @Override public void onMessage(String line) {
                             listener.onMessage(line);
                         }
-                    }, target - trainer.nextStep());
+                    }, 1);
                 } catch (CompileBudgetExceededException e) {
                     restart(e, before);
                 }
             }
+            stop = false;   // a stop ends this call only; the next run() continues
             return out;
         }
 
@@ -183,6 +185,8 @@ public final class LocalSession implements Session {
             listener.onMessage(String.format(Locale.ROOT, "backend restarted: compile budget %d reached — restored step %d, kernels recompiled in %.1f s (in-process session, restart %d)",
                     e.budget(), step, (System.nanoTime() - t0) / 1e9, restarts));
         }
+
+        @Override public void requestStop() { stop = true; }
 
         @Override public long stepsDone() { return trainer.nextStep(); }
 

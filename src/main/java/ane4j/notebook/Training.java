@@ -10,8 +10,14 @@ import java.util.List;
 /** A training run inside a {@link Session}: run it a few steps at a time, read its model. */
 public interface Training extends AutoCloseable {
 
-    /** Runs up to {@code steps} more micro-steps (fewer at the end of the run); returns the metrics of those steps. */
+    /**
+     * Runs up to {@code steps} more micro-steps (fewer at the end of the run, or when {@link #requestStop} is called);
+     * returns the metrics of those steps.
+     */
     List<StepMetrics> run(long steps);
+
+    /** Makes a running {@link #run} return after the current micro-step (from another thread). */
+    void requestStop();
 
     /** Micro-steps done so far. */
     long stepsDone();

@@ -145,7 +145,7 @@ public final class TrainingRun {
                     }
                 });
             }
-            while (!training.finished() && !stopRequested) training.run(1);
+            if (!stopRequested) training.run(Long.MAX_VALUE);
             if (training.finished()) {
                 state = State.FINISHED;
                 training.close();
@@ -162,6 +162,8 @@ public final class TrainingRun {
     /** Asks the run to stop after the current micro-step ({@link #resume()} continues it). */
     public TrainingRun stop() {
         stopRequested = true;
+        Training t = training;
+        if (t != null) t.requestStop();
         return this;
     }
 
