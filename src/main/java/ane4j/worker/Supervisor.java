@@ -133,6 +133,7 @@ public final class Supervisor implements AutoCloseable {
         c.addAll(List.of("--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector",
                 "-XX:+ExitOnOutOfMemoryError", "-XX:+DisplayVMOutputToStderr"));
         if (Supervisor.class.desiredAssertionStatus()) c.add("-ea");
+        c.add("-Djava.util.logging.SimpleFormatter.format=%4$s: %5$s%6$s%n");   // one line per log record
         c.addAll(options.jvmOptions());
         Map<String, String> props = new TreeMap<>();
         for (String k : System.getProperties().stringPropertyNames()) if (k.startsWith("ane4j.")) props.put(k, System.getProperty(k));
@@ -289,8 +290,6 @@ public final class Supervisor implements AutoCloseable {
             } catch (RuntimeException e) {
                 s.finish(TrainingSession.State.FAILED, e.getMessage());
                 throw e;
-            } finally {
-                if (!s.isActive() && training == s) training = null;
             }
         }
         TrainingSession.Status st = s.status();
@@ -377,11 +376,12 @@ public final class Supervisor implements AutoCloseable {
                     if (streak > 0) sleep(100L << Math.min(streak - 1, 5));
                 }
                 long t0 = System.nanoTime();
-                w = WorkerProcess.start(command(), events, options.log(), options.startTimeout());
+                w = WorkerProcess.start(command(), events, options.log(), options.startTimeout(), cause != null);
                 worker = w;
                 try {
                     int n = restoreKernels(w);
                     long step = attachTraining(w);
+                    w.quiet = false;
                     if (cause != null)
                         options.log().accept(String.format(java.util.Locale.ROOT, "worker restarted: %s — %s%d kernel%s recompiled in %.1f s", cause,
                                 step >= 0 ? "restored step " + step + ", " : "", n, n == 1 ? "" : "s", (System.nanoTime() - t0) / 1e9));
@@ -425,10 +425,7 @@ public final class Supervisor implements AutoCloseable {
                 ? "; the budget cannot hold the live kernels plus one training update: raise -D" + CountingBackend.BUDGET_PROPERTY + " (Supervisor.Options.compileBudget)"
                 : "";
         String msg = "[worker] gave up after " + deaths + " restarts without progress" + where + " (the worker " + cause + " each time)" + hint;
-        if (s != null && s.isActive()) {
-            s.finish(TrainingSession.State.FAILED, msg);
-            training = null;
-        }
+        if (s != null && s.isActive()) s.finish(TrainingSession.State.FAILED, msg);
         throw new WorkerException(msg);
     }
 

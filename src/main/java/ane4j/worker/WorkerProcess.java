@@ -36,6 +36,7 @@ final class WorkerProcess {
     }
 
     private static final int TAIL = 12;
+    private static final String INCUBATOR_WARNING = "WARNING: Using incubator modules";
 
     final Process process;
     final long pid;
@@ -48,12 +49,14 @@ final class WorkerProcess {
     private final CompletableFuture<String> death = new CompletableFuture<>();
     private final Deque<String> stderrTail = new ArrayDeque<>();
     private volatile String exitReason;
+    volatile boolean quiet;           // a restarted worker's start-up chatter is kept for errors, not shown
     volatile boolean madeProgress;
     String backend;
     long compileBudget;
 
-    private WorkerProcess(Process process, Events events, Consumer<String> log) {
+    private WorkerProcess(Process process, Events events, Consumer<String> log, boolean quiet) {
         this.process = process;
+        this.quiet = quiet;
         this.pid = process.pid();
         this.events = events;
         this.out = new DataOutputStream(new BufferedOutputStream(process.getOutputStream(), 1 << 16));
@@ -63,14 +66,14 @@ final class WorkerProcess {
     }
 
     /** Starts the worker and waits for its READY frame. @throws WorkerException naming why it did not start */
-    static WorkerProcess start(List<String> command, Events events, Consumer<String> log, Duration timeout) {
+    static WorkerProcess start(List<String> command, Events events, Consumer<String> log, Duration timeout, boolean quiet) {
         Process p;
         try {
             p = new ProcessBuilder(command).start();
         } catch (IOException e) {
             throw new WorkerException("[worker] cannot run " + command.getFirst() + ": " + e.getMessage());
         }
-        WorkerProcess w = new WorkerProcess(p, events, log);
+        WorkerProcess w = new WorkerProcess(p, events, log, quiet);
         try {
             CompletableFuture.anyOf(w.ready, w.death).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
@@ -196,7 +199,7 @@ final class WorkerProcess {
                     stderrTail.addLast(line);
                     if (stderrTail.size() > TAIL) stderrTail.removeFirst();
                 }
-                log.accept(line);
+                if (!quiet && !line.startsWith(INCUBATOR_WARNING)) log.accept(line);
             }
         } catch (IOException ignored) {
             // the worker is gone
