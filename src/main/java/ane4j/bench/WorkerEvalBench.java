@@ -47,33 +47,47 @@ public final class WorkerEvalBench {
         programs.put("scale fp16[1,768,1,6656]", scale(Mil.fp16(1, 768, 1, 6656)));
         if (ffn) programs.put("stories110m ffnFused", new TrainingKernels(ModelConfig.parse("stories110m")).ffnFused().program());
         RefBackend local = new RefBackend(new RefBackend.Options(false, false, null));
-        System.out.printf(Locale.ROOT, "%-28s %10s %12s %12s %12s%n", "kernel", "input MB", "local ms", "worker ms", "overhead ms");
+        System.out.printf(Locale.ROOT, "%-28s %9s %10s %12s %10s %12s %12s%n", "kernel", "input MB", "local ms", "local-shm ms", "worker ms", "in-worker ms", "round trip");
         try (Supervisor s = new Supervisor(Supervisor.Options.defaults().withBackend("ref").withRefStorage("fp16").withLog(l -> {}))) {
             for (var e : programs.entrySet()) {
                 try (Kernel lk = local.compile(e.getValue()); RemoteKernel rk = s.compile(e.getValue())) {
                     TensorSpec in = lk.inputs().getFirst(), out = lk.outputs().getFirst();
                     TensorBuffer lin = TensorBuffer.allocate(in.type()), lout = TensorBuffer.allocate(out.type());
                     TensorBuffer rin = rk.allocateInput(in.name()), rout = rk.allocateOutput(out.name());
+                    TensorBuffer sin = s.allocate(in.type()), sout = s.allocate(out.type());
                     fill(lin, 1);
                     rin.copyFrom(lin);
+                    sin.copyFrom(lin);
                     Map<String, TensorBuffer> li = Map.of(in.name(), lin), lo = Map.of(out.name(), lout), ri = Map.of(in.name(), rin), ro = Map.of(out.name(), rout);
+                    Map<String, TensorBuffer> si = Map.of(in.name(), sin), so = Map.of(out.name(), sout);
                     lk.evaluate(li, lo);
                     rk.evaluate(ri, ro);
                     if (!Arrays.equals(lout.toFloatArray(), rout.toFloatArray())) throw new AssertionError("[bench] " + e.getKey() + ": worker result differs from local");
                     int n = e.getKey().startsWith("stories") ? Math.max(5, reps / 4) : reps;
-                    for (int i = 0; i < 3; i++) { lk.evaluate(li, lo); rk.evaluate(ri, ro); }
-                    double[] lt = new double[n], rt = new double[n];
+                    for (int i = 0; i < Math.max(3, n / 4); i++) { lk.evaluate(li, lo); lk.evaluate(si, so); rk.evaluate(ri, ro); }
+                    // one block per variant: interleaving them lets the parent's own compute delay the reply's wake-up
+                    double[] lt = new double[n], st = new double[n], rt = new double[n], wt = new double[n], trip = new double[n];
                     for (int i = 0; i < n; i++) {
                         long t0 = System.nanoTime();
                         lk.evaluate(li, lo);
-                        long t1 = System.nanoTime();
-                        rk.evaluate(ri, ro);
-                        long t2 = System.nanoTime();
-                        lt[i] = (t1 - t0) / 1e6;
-                        rt[i] = (t2 - t1) / 1e6;
+                        lt[i] = (System.nanoTime() - t0) / 1e6;
                     }
-                    double lm = median(lt), rm = median(rt);
-                    System.out.printf(Locale.ROOT, "%-28s %10.1f %12.3f %12.3f %12.3f%n", e.getKey(), in.type().byteSize() / 1e6, lm, rm, rm - lm);
+                    for (int i = 0; i < n; i++) {
+                        long t0 = System.nanoTime();
+                        lk.evaluate(si, so);
+                        st[i] = (System.nanoTime() - t0) / 1e6;
+                    }
+                    for (int i = 0; i < n; i++) {
+                        long t0 = System.nanoTime();
+                        rk.evaluate(ri, ro);
+                        rt[i] = (System.nanoTime() - t0) / 1e6;
+                        wt[i] = rk.lastWorkerNanos() / 1e6;
+                        trip[i] = rt[i] - wt[i];
+                    }
+                    System.out.printf(Locale.ROOT, "%-28s %9.1f %10.3f %12.3f %10.3f %12.3f %12.3f%n", e.getKey(), in.type().byteSize() / 1e6,
+                            median(lt), median(st), median(rt), median(wt), median(trip));
+                    s.free(sin);
+                    s.free(sout);
                 }
             }
         }

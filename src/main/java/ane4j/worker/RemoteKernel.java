@@ -27,6 +27,7 @@ public final class RemoteKernel implements Kernel {
     private final Map<String, TensorBuffer> scratch = new HashMap<>();
     private volatile List<TensorSpec> inputs = List.of(), outputs = List.of();
     private volatile boolean closed;
+    private volatile long workerNanos = -1;
 
     RemoteKernel(Supervisor supervisor, int id, String milText, String functionName, Path modelDir) {
         this.supervisor = supervisor;
@@ -84,7 +85,10 @@ public final class RemoteKernel implements Kernel {
         }
     }
 
-    boolean isClosed() { return closed; }
+    void workerNanos(long ns) { workerNanos = ns; }
+
+    /** How long the last {@link #evaluate} ran inside the worker (the rest of its time is the round trip), or -1. */
+    public long lastWorkerNanos() { return workerNanos; }
 
     @Override
     public void close() {

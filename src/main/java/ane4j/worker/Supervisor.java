@@ -220,7 +220,7 @@ public final class Supervisor implements AutoCloseable {
         List<Runnable> copyBack = new ArrayList<>();
         refs(body, k, k.inputs(), in, true, copyBack);
         refs(body, k, k.outputs(), out, false, copyBack);
-        call(Protocol.EVALUATE, body.bytes(), "evaluating kernel " + k.id());
+        k.workerNanos(call(Protocol.EVALUATE, body.bytes(), "evaluating kernel " + k.id()).reader().i64());
         for (Runnable r : copyBack) r.run();
     }
 

@@ -114,8 +114,9 @@ public final class WorkerMain {
             case Protocol.EVALUATE -> {
                 Kernel k = kernel(r.i32());
                 Map<String, TensorBuffer> ins = buffers(r), outs = buffers(r);
+                long t0 = System.nanoTime();
                 k.evaluate(ins, outs);
-                reply(f, new Protocol.Writer());
+                reply(f, new Protocol.Writer().i64(System.nanoTime() - t0));
             }
             case Protocol.RELEASE_KERNEL -> {
                 Kernel k = kernels.remove(r.i32());

@@ -33,7 +33,7 @@
  *                  OK: specs inputs, specs outputs, i64 compiles so far
  *      2 EVALUATE  i32 kernel id, then inputs and outputs, each i32 n + n × tensor:
  *                  str name, i64 region id, str file path, i64 region size, i64 byte offset, type
- *                  OK: empty. The worker maps a region's file once (by id) and keeps it mapped.
+ *                  OK: i64 nanoseconds the evaluation took in the worker. The worker maps a region's file once (by id) and keeps it mapped.
  *      3 RELEASE_KERNEL i32 kernel id          4 RELEASE_REGION i64 region id     (the parent does not wait)
  *      5 TRAIN     map of TrainOptions keys (TrainOptions.of reads it back)   OK: i64 step the run starts at
  *                  then events with the TRAIN id: 35 STEP (i64 step, i64 steps, f32 loss, lr, lossScale, gradNorm,

@@ -49,7 +49,7 @@ class SupervisedTrainingTest {
 
     static void assertSameRun(Reference ref, Path runDir, List<Trainer.StepMetrics> history) {
         Checkpoint.Contents c = Checkpoint.loadNewest(runDir.resolve("checkpoints"), w -> { throw new AssertionError(w); });
-        assertEquals(STEPS, c.state().step());
+        assertEquals(ref.losses().length, c.state().step());
         assertArrayEquals(ref.params(), c.params(), "weights");
         assertArrayEquals(ref.m(), c.m(), "AdamW first moments");
         assertArrayEquals(ref.v(), c.v(), "AdamW second moments");
@@ -121,6 +121,33 @@ class SupervisedTrainingTest {
             assertSameRun(ref, runDir, h);
             assertEquals(kills, s.status().restarts());
             assertEquals(kills, log.matching("worker restarted: killed by SIGKILL (exit 137) — restored step ").size(), log.lines.toString());
+        }
+    }
+
+    @Test
+    void stopThenResumeEndsBitIdentical() throws Exception {
+        Map<String, String> refOpts = WorkerTestSupport.trainOptions(dir, dir.resolve("ref"), 16, "dynamic", 0);
+        Reference ref = inProcess(refOpts);
+        Path runDir = dir.resolve("supervised");
+        Map<String, String> opts = new java.util.HashMap<>(refOpts);
+        opts.put("runDir", runDir.toString());
+        try (Supervisor s = new Supervisor(WorkerTestSupport.options(new WorkerTestSupport.Log()))) {
+            TrainingSession first = s.startTraining(TrainOptions.of(opts), null);
+            while (first.status().nextStep() < 5 && !first.isDone()) Thread.sleep(2);
+            first.stop();
+            List<Trainer.StepMetrics> h = new ArrayList<>(first.await(java.time.Duration.ofMinutes(1)));
+            assertEquals(TrainingSession.State.STOPPED, first.status().state());
+            long stoppedAt = h.size();
+            assertTrue(stoppedAt >= 5 && stoppedAt < 16, "stopped at " + stoppedAt);
+            assertEquals(stoppedAt, Checkpoint.load(Checkpoint.list(runDir.resolve("checkpoints")).getFirst()).state().step());
+            // a fresh run into the same directory is refused; a resume continues where it stopped
+            var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> s.startTraining(TrainOptions.of(opts), null));
+            assertTrue(e.getMessage().contains("already has checkpoints"), e.getMessage());
+            opts.put("resume", "true");
+            List<Trainer.StepMetrics> rest = s.train(TrainOptions.of(opts), null);
+            assertEquals(stoppedAt, rest.getFirst().step());
+            h.addAll(rest);
+            assertSameRun(ref, runDir, h);
         }
     }
 
