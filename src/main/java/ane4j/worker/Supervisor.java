@@ -112,9 +112,14 @@ public final class Supervisor implements AutoCloseable {
 
     public Supervisor() { this(Options.defaults()); }
 
+    private final Thread cleanup;
+
     public Supervisor(Options options) {
         this.options = options;
         this.shared = new SharedMemory(options.sharedDir());
+        // shared files live in memory (/dev/shm): delete them even when the user's JVM exits without close()
+        this.cleanup = new Thread(shared::close, "ane4j-supervisor-cleanup");
+        Runtime.getRuntime().addShutdownHook(cleanup);
     }
 
     public Options options() { return options; }
@@ -517,5 +522,10 @@ public final class Supervisor implements AutoCloseable {
         TrainingSession s = training;
         if (s != null) s.finish(TrainingSession.State.STOPPED, "");
         shared.close();
+        try {
+            Runtime.getRuntime().removeShutdownHook(cleanup);
+        } catch (IllegalStateException e) {
+            // already shutting down: the hook runs anyway
+        }
     }
 }

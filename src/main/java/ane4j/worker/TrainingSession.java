@@ -31,6 +31,7 @@ public final class TrainingSession {
     private volatile State state = State.RUNNING;
     private volatile int requestId = -1;
     private volatile WorkerProcess worker;
+    private volatile int attachments;
     private volatile String error;
     private volatile boolean stopRequested;
     private long maxStep = -1;
@@ -55,6 +56,16 @@ public final class TrainingSession {
     void attach(WorkerProcess w, int id) {
         this.worker = w;
         this.requestId = id;
+        attachments++;
+    }
+
+    /**
+     * The worker always starts training with {@code resume = true}; its "resumed from"/"no checkpoint" line is news only
+     * when the user asked for a resume, and only the first time (a restart says it in its own line).
+     */
+    private boolean hides(String line) {
+        boolean resumeLine = line.startsWith("[train] resumed from step") || line.startsWith("[train] no checkpoint in");
+        return resumeLine && (attachments > 1 || !options.resume());
     }
 
     WorkerProcess worker() { return worker; }
@@ -82,7 +93,9 @@ public final class TrainingSession {
         return false;
     }
 
-    void onMessage(String line) { listener.onMessage(line); }
+    void onMessage(String line) {
+        if (!hides(line)) listener.onMessage(line);
+    }
 
     synchronized void finish(State s, String message) {
         if (state != State.RUNNING) return;

@@ -65,7 +65,7 @@ class SupervisedTrainingTest {
         Path runDir = dir.resolve("supervised");
         Map<String, String> opts = new java.util.HashMap<>(refOpts);
         opts.put("runDir", runDir.toString());
-        List<String> messages = new ArrayList<>();
+        List<String> messages = java.util.Collections.synchronizedList(new ArrayList<>());
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(log).withCompileBudget(82))) {
             List<Trainer.StepMetrics> h = s.train(TrainOptions.of(opts), new Trainer.Listener() {
                 @Override public void onStep(Trainer.StepMetrics m) {}
@@ -78,7 +78,8 @@ class SupervisedTrainingTest {
             for (int i = 0; i < restarts.size(); i++)
                 assertTrue(restarts.get(i).startsWith("worker restarted: compile budget 82 reached — restored step " + 10 * (i + 1) + ", 0 kernels recompiled in "), restarts.get(i));
             assertEquals(6, s.status().restarts());
-            assertTrue(messages.stream().noneMatch(m -> m.contains("not deterministic")), messages.toString());
+            // the restart lines say it all: no per-restart "resumed from" lines, no non-determinism warnings
+            assertEquals(List.of(), messages);
         }
     }
 
@@ -101,7 +102,7 @@ class SupervisedTrainingTest {
                 // only kill a worker that got past the last kill point, so every restart makes progress
                 while (!session.isDone() && session.status().nextStep() <= lastKillStep + 1) Thread.sleep(2);
                 if (session.isDone()) break;
-                boolean inWrite = kills % 3 == 1;
+                boolean inWrite = kills % 2 == 1;
                 Path fresh = inWrite ? awaitFreshTemp(ckpts, session) : null;
                 if (!inWrite) Thread.sleep(rnd.nextInt(300));
                 long pid = s.workerPid();
