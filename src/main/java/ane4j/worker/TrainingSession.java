@@ -8,14 +8,16 @@ import java.util.List;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
  * A training run in the supervised worker. The user's JVM keeps its identity (the options and run directory); the
  * worker keeps its state and checkpoints it. Steps replayed after a restart are checked against the first time they
- * ran (a difference is reported) and are not passed to the listener again. Listener calls come from one supervisor
- * thread; keep them short.
+ * ran (a difference is reported) and are not passed to the listener again. The listener is called from one thread
+ * of the session, in order; {@link #await} returns after it has seen every step.
  */
 public final class TrainingSession {
     public enum State { RUNNING, DONE, STOPPED, FAILED }
@@ -28,6 +30,8 @@ public final class TrainingSession {
     private final Trainer.Listener listener;
     private final TreeMap<Long, Trainer.StepMetrics> steps = new TreeMap<>();
     private final CompletableFuture<List<Trainer.StepMetrics>> done = new CompletableFuture<>();
+    // the listener runs here, in order, so a listener that calls the supervisor cannot block the channel's reader
+    private final ExecutorService delivery = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("ane4j-train-events").factory());
     private volatile State state = State.RUNNING;
     private volatile int requestId = -1;
     private volatile WorkerProcess worker;
@@ -85,28 +89,37 @@ public final class TrainingSession {
             }
         }
         if (first == null) {
-            listener.onStep(m);
+            deliver(() -> listener.onStep(m));
             return true;
         }
         if (Float.floatToRawIntBits(first.loss()) != Float.floatToRawIntBits(m.loss()))
-            listener.onMessage("[worker] step " + m.step() + " replayed after a restart gave loss " + m.loss() + ", the first run " + first.loss() + ": the run is not deterministic");
+            onMessage("[worker] step " + m.step() + " replayed after a restart gave loss " + m.loss() + ", the first run " + first.loss() + ": the run is not deterministic");
         return false;
     }
 
     void onMessage(String line) {
-        if (!hides(line)) listener.onMessage(line);
+        if (!hides(line)) deliver(() -> listener.onMessage(line));
+    }
+
+    private void deliver(Runnable r) {
+        try {
+            delivery.execute(r);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the run has ended; late events are dropped
+        }
     }
 
     synchronized void finish(State s, String message) {
         if (state != State.RUNNING) return;
-        if (s == State.FAILED) {
-            error = message;
-            state = s;
-            done.completeExceptionally(new WorkerException(message));
-        } else {
-            state = s;
-            done.complete(history());
-        }
+        state = s;
+        if (s == State.FAILED) error = message;
+        List<Trainer.StepMetrics> h = history();
+        // completes after the listener has seen every step
+        deliver(() -> {
+            if (s == State.FAILED) done.completeExceptionally(new WorkerException(message));
+            else done.complete(h);
+        });
+        delivery.shutdown();
     }
 
     synchronized long maxStep() { return maxStep; }

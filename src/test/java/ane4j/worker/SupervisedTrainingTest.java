@@ -133,12 +133,15 @@ class SupervisedTrainingTest {
         Map<String, String> opts = new java.util.HashMap<>(refOpts);
         opts.put("runDir", runDir.toString());
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(new WorkerTestSupport.Log()))) {
-            TrainingSession first = s.startTraining(TrainOptions.of(opts), null);
+            // a listener may call the supervisor (a live plot asking for status): it must not block the channel
+            List<Boolean> running = java.util.Collections.synchronizedList(new ArrayList<>());
+            TrainingSession first = s.startTraining(TrainOptions.of(opts), m -> running.add(s.status().running()));
             while (first.status().nextStep() < 5 && !first.isDone()) Thread.sleep(2);
             first.stop();
             List<Trainer.StepMetrics> h = new ArrayList<>(first.await(java.time.Duration.ofMinutes(1)));
             assertEquals(TrainingSession.State.STOPPED, first.status().state());
             long stoppedAt = h.size();
+            assertEquals(java.util.Collections.nCopies((int) stoppedAt, true), running);
             assertTrue(stoppedAt >= 5 && stoppedAt < 16, "stopped at " + stoppedAt);
             assertEquals(stoppedAt, Checkpoint.load(Checkpoint.list(runDir.resolve("checkpoints")).getFirst()).state().step());
             // a fresh run into the same directory is refused; a resume continues where it stopped
