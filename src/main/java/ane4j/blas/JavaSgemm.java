@@ -10,6 +10,7 @@ import java.util.stream.IntStream;
  * MC rows run in parallel on the common pool. Column-major calls are turned into row-major ones by computing
  * Cᵀ = op(B)ᵀ·op(A)ᵀ.
  */
+@SuppressWarnings("restricted") // reinterpret: aliasing a confined segment for the worker threads
 final class JavaSgemm extends Sgemm {
 
     /** Computes one MR×NR tile: {@code C[rows×cols] += Σ_p ap[p*MR + i] * bp[p*NR + j]}. */
@@ -85,7 +86,7 @@ final class JavaSgemm extends Sgemm {
         if (parallel) mBlocks = threads * ((m + threads * mc - 1) / (threads * mc));
         int mcb0 = Math.min(mc, (((m + mBlocks - 1) / mBlocks) + mr - 1) / mr * mr);
         int nBlocks = (m + mcb0 - 1) / mcb0;
-        float[] bp = new float[KC * nc];
+        float[] bp = new float[Math.min(KC, k) * ((Math.min(nc, n) + nr - 1) / nr * nr)];
         for (int jc = 0; jc < n; jc += nc) {
             int ncb = Math.min(nc, n - jc);
             for (int pc = 0; pc < k; pc += KC) {

@@ -8,6 +8,9 @@ public final class Main {
     private Main() {}
 
     public static void main(String[] args) {
+        // one-line log records ("INFO: [blas] sgemm: OpenBLAS …") unless the user configured logging
+        if (System.getProperty("java.util.logging.SimpleFormatter.format") == null)
+            System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
         System.exit(run(args, System.out, System.err));
     }
 
@@ -20,11 +23,9 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         try {
             return switch (args[0]) {
-                case "mil" -> {
-                    if (rest.length > 0 && rest[0].equals("run")) yield MilRunCommand.run(Arrays.copyOfRange(rest, 1, rest.length), out);
-                    err.println("ane4j mil: unknown subcommand (try: " + MilRunCommand.USAGE + ")");
-                    yield 2;
-                }
+                case "mil" -> MilCommand.run(rest, out, err);
+                case "train" -> TrainCommand.run(rest, out);
+                case "doctor" -> DoctorCommand.run(rest, out, err);
                 default -> {
                     err.println("ane4j: unknown command '" + args[0] + "' (try: ane4j help)");
                     yield 2;
@@ -33,6 +34,12 @@ public final class Main {
         } catch (CliException e) {
             err.println("ane4j " + args[0] + ": " + e.getMessage());
             return 1;
+        } catch (RuntimeException e) {
+            // domain errors carry a one-line "[op] …" message; anything else is reported by type, without a stack trace
+            String msg = e.getMessage() != null && e.getMessage().startsWith("[") ? e.getMessage() : e.getClass().getSimpleName() + ": " + e.getMessage();
+            err.println("ane4j " + args[0] + ": " + msg);
+            if (Boolean.getBoolean("ane4j.debug")) e.printStackTrace(err);
+            return 1;
         }
     }
 
@@ -40,7 +47,13 @@ public final class Main {
             usage: ane4j <command> [options]
 
             commands:
-              help                      this text
-              mil run FILE.mil ...      run a MIL program on .npy inputs (--input x=x.npy --output DIR)
+              train [options]              train a model (default: tiny on the embedded corpus); see ane4j train --help
+              mil check FILE.mil           parse a MIL program, check shapes and weight files, print a summary
+              mil fmt FILE.mil             print the canonical text (--dialect ios16|ios18)
+              mil run FILE.mil ...         run a MIL program on .npy inputs (--input x=x.npy --output DIR)
+              doctor [--model M]           check the ANE and the backends: probe ladder vs ref, timings, --json FILE report
+              help                         this text
+
+            errors are one line; -Dane4j.debug=true (ANE4J_JAVA_OPTS) adds the stack trace
             """;
 }

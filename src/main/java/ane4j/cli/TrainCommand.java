@@ -1,0 +1,163 @@
+package ane4j.cli;
+
+import ane4j.backend.Backend;
+import ane4j.backend.Backends;
+import ane4j.backend.ref.RefBackend;
+import ane4j.model.Generator;
+import ane4j.train.TrainOptions;
+import ane4j.train.Trainer;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYChartBuilder;
+
+/** {@code ane4j train [--model tiny] [--steps N] …}: trains with a progress line, then writes a loss plot and a sample. */
+final class TrainCommand {
+    private TrainCommand() {}
+
+    static final String USAGE = "train [--model tiny|stories15m|stories110m|qwen3-0.6b|FILE] [--init FILE.bin|.safetensors] [--data TOKENS.bin] "
+            + "[--steps N] [--lr F] [--accum N] [--backend ane|ref] [--weights dynamic|static] [--storage fp16|fp32] "
+            + "[--loss-scaling static|dynamic|none] [--compile-budget N] [--run-dir DIR] [--resume]";
+
+    static int run(String[] args, PrintStream out) {
+        if (java.util.Arrays.asList(args).contains("--help") || java.util.Arrays.asList(args).contains("-h")) {
+            out.println("usage: ane4j " + USAGE + "\n\noptions and defaults:");
+            TrainOptions.DEFAULTS.forEach((k, v) -> out.printf("  --%-16s %s%n", k, v.isEmpty() ? "(none)" : v));
+            out.println("  --compileBudget    (backend default: 100 on the ANE, unlimited on ref)");
+            return 0;
+        }
+        Map<String, String> opts = parse(args);
+        String budget = opts.remove("compileBudget");
+        TrainOptions o;
+        try {
+            o = TrainOptions.of(opts);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(e.getMessage() + "\n  usage: ane4j " + USAGE);
+        }
+        Backend backend = backend(o, budget);
+        out.printf("ane4j train: %s on %s, %d steps, run dir %s%n", o.init() != null ? o.init() : o.model(), backend.name(), o.steps(), o.runDir());
+        long t0 = System.nanoTime();
+        Progress progress = new Progress(out);
+        try (Trainer trainer = new Trainer(o, backend, progress)) {
+            out.printf("model %s: %,d parameters (dim %d, %d layers, %d heads), seq %d, %s weights, %s storage, loss scaling %s%n",
+                    trainer.config().name(), trainer.parameters().data().length, trainer.config().dim(), trainer.config().nLayers(),
+                    trainer.config().nHeads(), trainer.config().seqLen(), o.weights(), o.storage(), o.lossScaling());
+            List<Trainer.StepMetrics> h = trainer.run(progress, 0);
+            progress.finish();
+            if (h.isEmpty()) return 0;
+            double secs = (System.nanoTime() - t0) / 1e9;
+            int window = Math.max(1, Math.min(10, h.size() / 2));
+            float first = mean(h, 0, window), last = mean(h, h.size() - window, h.size());
+            out.printf(Locale.ROOT, "loss %.3f → %.3f (mean of first/last %d steps) in %.1f s; metrics: %s%n", first, last, window, secs, o.runDir().resolve("metrics.jsonl"));
+            Path png = o.runDir().resolve("loss.png");
+            plot(h, png);
+            out.println("loss plot: " + png);
+            if (trainer.tokenizer() != null && trainer.tokenizer().vocabSize() <= trainer.config().vocabSize()) {
+                String sample = new Generator(trainer.parameters(), trainer.tokenizer()).generate("Once upon a time", Math.min(80, trainer.config().seqLen()), 0.8f, 0.9f, o.seed());
+                out.println("sample: " + sample.replace('\n', ' '));
+            } else {
+                out.println("sample: skipped (no tokenizer.bin matching the model next to the data)");
+            }
+        }
+        return 0;
+    }
+
+    static Backend backend(TrainOptions o, String budget) {
+        Long b = budget == null ? null : Long.parseLong(budget);
+        if (o.backend() == null || o.backend().equals("ref")) {
+            if (o.backend() == null && !System.getProperty("os.name", "").toLowerCase(Locale.ROOT).contains("mac")) {
+                return new RefBackend(new RefBackend.Options(o.storage().equals("fp32"), false, b));
+            }
+            if (o.backend() != null) return new RefBackend(new RefBackend.Options(o.storage().equals("fp32"), false, b));
+        }
+        if (b != null) System.setProperty("ane4j.compileBudget", Long.toString(b));
+        if (o.backend() != null) System.setProperty(Backends.PROPERTY, o.backend());
+        return Backends.select();
+    }
+
+    /** {@code --steps 5 --resume --loss-scaling dynamic} → {steps=5, resume=true, lossScaling=dynamic}. */
+    static Map<String, String> parse(String[] args) {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (!a.startsWith("--")) throw new CliException("unexpected argument '" + a + "'\n  usage: ane4j " + USAGE);
+            String key = camel(a.substring(2));
+            int eq = key.indexOf('=');
+            if (eq > 0) m.put(key.substring(0, eq), a.substring(a.indexOf('=') + 1));
+            else if (i + 1 < args.length && !args[i + 1].startsWith("--")) m.put(key, args[++i]);
+            else m.put(key, "true");
+        }
+        return m;
+    }
+
+    private static String camel(String s) {
+        StringBuilder sb = new StringBuilder();
+        boolean up = false;
+        for (char c : s.toCharArray()) {
+            if (c == '-') { up = true; continue; }
+            sb.append(up ? Character.toUpperCase(c) : c);
+            up = false;
+        }
+        return sb.toString();
+    }
+
+    private static float mean(List<Trainer.StepMetrics> h, int from, int to) {
+        double sum = 0;
+        for (int i = from; i < to; i++) sum += h.get(i).loss();
+        return (float) (sum / Math.max(1, to - from));
+    }
+
+    static void plot(List<Trainer.StepMetrics> h, Path png) {
+        double[] x = new double[h.size()], y = new double[h.size()];
+        for (int i = 0; i < h.size(); i++) { x[i] = h.get(i).step(); y[i] = h.get(i).loss(); }
+        XYChart chart = new XYChartBuilder().width(720).height(360).title("training loss").xAxisTitle("step").yAxisTitle("loss").build();
+        chart.getStyler().setLegendVisible(false).setMarkerSize(0);
+        chart.addSeries("loss", x, y);
+        try {
+            BitmapEncoder.saveBitmap(chart, png.toString(), BitmapEncoder.BitmapFormat.PNG);
+        } catch (IOException e) {
+            throw new CliException("cannot write " + png + ": " + e.getMessage());
+        }
+    }
+
+    /** One progress line, rewritten in place on a terminal and printed every 10% otherwise. */
+    static final class Progress implements Trainer.Listener {
+        private final PrintStream out;
+        private final boolean tty = System.console() != null;
+        private long started = System.nanoTime(), lastPrinted = -1;
+        private boolean dirty;
+
+        Progress(PrintStream out) { this.out = out; }
+
+        @Override public void onStep(Trainer.StepMetrics m) {
+            if (lastPrinted < 0) started = System.nanoTime();
+            double elapsed = (System.nanoTime() - started) / 1e9;
+            long done = m.step() + 1, left = m.steps() - done;
+            long eta = lastPrinted < 0 ? 0 : Math.round(elapsed / Math.max(1, done - firstStep) * left);
+            if (lastPrinted < 0) firstStep = m.step();
+            String line = String.format(Locale.ROOT, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  %.1f ms/step  ETA %d:%02d%s",
+                    done, m.steps(), m.loss(), m.lr(), m.tokensPerSecond(), m.msPerStep(), eta / 60, eta % 60, m.skipped() ? "  (update skipped)" : "");
+            boolean every = done % Math.max(1, m.steps() / 10) == 0 || done == m.steps() || lastPrinted < 0;
+            if (tty) {
+                out.print("\r" + line + "   ");
+                dirty = true;
+            } else if (every) out.println(line);
+            lastPrinted = done;
+        }
+
+        private long firstStep;
+
+        @Override public void onMessage(String line) {
+            if (dirty) { out.println(); dirty = false; }
+            out.println(line);
+        }
+
+        void finish() { if (dirty) { out.println(); dirty = false; } }
+    }
+}

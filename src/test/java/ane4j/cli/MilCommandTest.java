@@ -1,0 +1,89 @@
+package ane4j.cli;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import ane4j.mil.MilParser;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code ane4j mil check|fmt} on the programs under examples/. */
+class MilCommandTest {
+    record Result(int code, String out, String err) {}
+
+    static Result run(String... args) {
+        var out = new ByteArrayOutputStream();
+        var err = new ByteArrayOutputStream();
+        int code = Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void checkPrintsASummary() {
+        Result r = run("mil", "check", "examples/a4-dynamic-matmul.mil");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().startsWith("examples/a4-dynamic-matmul.mil: ok\n"), r.out());
+        assertTrue(r.out().contains("program(1.3), short scalars (M3 and later), needs opset ios15"), r.out());
+        assertTrue(r.out().contains("    input    x: tensor<fp16, [1, 768, 1, 1024]>\n"), r.out());
+        assertTrue(r.out().contains("    output   y: tensor<fp16, [1, 768, 1, 256]>\n"), r.out());
+        assertTrue(r.out().contains("    ops      16: const 8, matmul 1, reshape 3, slice_by_size 2, transpose 2"), r.out());
+        assertTrue(r.out().contains("  weights    none"), r.out());
+        assertEquals("", r.err());
+    }
+
+    @Test
+    void checkReadsAndVerifiesWeights() {
+        Result r = run("mil", "check", "examples/a1-conv.mil");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().contains("program(1.0), verbose scalars (M1/M2)"), r.out());
+        assertTrue(r.out().contains("@model_path/weights/weight.bin"), r.out());
+        assertTrue(r.out().contains(": 1 blob, 512 bytes, checked"), r.out());
+        Result skipped = run("mil", "check", "examples/a1-conv.mil", "--no-weights");
+        assertTrue(skipped.out().contains("not read (--no-weights)"), skipped.out());
+    }
+
+    @Test
+    void missingWeightsAreAnError(@TempDir Path dir) {
+        Result r = run("mil", "check", "examples/a1-conv.mil", "--weights", dir.toString());
+        assertEquals(1, r.code());
+        assertTrue(r.err().matches("examples/a1-conv\\.mil:\\d+:\\d+: \\[blob\\] weight file .*weight\\.bin not found .*\\n"), r.err());
+    }
+
+    @Test
+    void brokenProgramGivesOneLineErrorAndExitCode1() {
+        Result r = run("mil", "check", "examples/broken.mil");
+        assertEquals(1, r.code());
+        assertEquals("examples/broken.mil:7:9: [matmul] s: declared tensor<fp16, [1, 12, 256, 64]> but inferred tensor<fp16, [1, 12, 256, 256]>\n", r.err());
+        assertEquals("", r.out());
+    }
+
+    @Test
+    void fmtPrintsCanonicalTextThatChecksAgain(@TempDir Path dir) throws IOException {
+        Result r = run("mil", "fmt", "examples/qkt-maderix-style.mil");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().contains("tensor<fp16, [1, 12, 256, 256]> sc1 = matmul(transpose_x = bF, transpose_y = bool(true), x = q, y = k)[name = string(\"mm1\")];"), r.out());
+        assertEquals(MilParser.parse(Files.readString(Path.of("examples/qkt-maderix-style.mil"))), MilParser.parse(r.out()));
+        Result v16 = run("mil", "fmt", "examples/qkt-maderix-style.mil", "--dialect", "ios16");
+        assertTrue(v16.out().startsWith("program(1.0)\n"), v16.out());
+        assertTrue(v16.out().contains("func main<ios16>"), v16.out());
+        Path f = dir.resolve("canon.mil");
+        Files.writeString(f, v16.out());
+        assertEquals(0, run("mil", "check", f.toString()).code());
+    }
+
+    @Test
+    void usageErrors() {
+        assertEquals(1, run("mil").code());
+        Result r = run("mil", "check", "does-not-exist.mil");
+        assertEquals(1, r.code());
+        assertTrue(r.err().startsWith("ane4j mil: cannot read does-not-exist.mil"), r.err());
+        assertEquals(1, run("mil", "fmt", "examples/a1-conv.mil", "--dialect", "ios99").code());
+        assertEquals(1, run("mil", "check", "examples/a1-conv.mil", "--bogus").code());
+        assertTrue(run("help").out().contains("mil check FILE.mil"));
+    }
+}
