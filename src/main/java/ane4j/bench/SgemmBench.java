@@ -19,37 +19,35 @@ import java.util.Random;
 
 /**
  * Square row-major sgemm GFLOPS (2·n³ / median time) for OpenBLAS via FFM, OpenBLAS via FFM on {@code float[]}, and the
- * pure-Java fallback, next to numpy's {@code np.matmul} (same machine, same run, same sizes), timed in a
- * {@code /usr/bin/python3 -c} child that runs one product per request, so that the contestants alternate call by call
- * and see the same load on a shared machine. {@code maxdiff} compares OpenBLAS's C with the Java fallback's. A
- * second table times small products on
+ * pure-Java fallback, next to numpy's {@code np.matmul} (same machine, same run, same sizes, timed in a
+ * {@code /usr/bin/python3 -c} child per size so that both see the same load). A second table times small products on
  * {@code float[]} through the critical (heap-access) downcall against copying to native memory.
  *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -cp target/classes ane4j.bench.SgemmBench
- *      [--sizes 256,512,1024,2048,4096] [--reps 9] [--java-max 4096] [--scalar] [--python /usr/bin/python3]
+ *      [--sizes 256,512,1024,2048,4096] [--reps 7] [--java-max 4096] [--scalar] [--python /usr/bin/python3]
  * </pre>
  */
 public final class SgemmBench {
     private SgemmBench() {}
 
-    /** A numpy child that times one {@code np.matmul(a, b, out=c)} per size read from stdin. */
     static final String NUMPY = """
             import sys, time, numpy as np
-            rng = np.random.default_rng(0); cache = {}
-            for line in sys.stdin:
-                n = int(line)
-                if n not in cache:
-                    cache = {n: (rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32),
-                                 np.empty((n, n), dtype=np.float32))}
-                a, b, c = cache[n]
-                t = time.perf_counter(); np.matmul(a, b, out=c); dt = time.perf_counter() - t
-                print(dt, flush=True)
+            n, reps = int(sys.argv[1]), int(sys.argv[2])
+            rng = np.random.default_rng(0)
+            a = rng.random((n, n), dtype=np.float32); b = rng.random((n, n), dtype=np.float32)
+            c = np.empty((n, n), dtype=np.float32)
+            np.matmul(a, b, out=c)
+            ts = []
+            for _ in range(reps):
+                t = time.perf_counter(); np.matmul(a, b, out=c); ts.append(time.perf_counter() - t)
+            ts.sort()
+            print(ts[len(ts) // 2])
             """;
 
     public static void main(String[] args) throws Exception {
         int[] sizes = {256, 512, 1024, 2048, 4096};
-        int maxReps = 9, javaMax = 4096;
+        int maxReps = 7, javaMax = 4096;
         boolean scalar = false;
         String python = "/usr/bin/python3";
         for (int i = 0; i < args.length; i++) {
@@ -73,125 +71,107 @@ public final class SgemmBench {
         System.out.println("env    : OPENBLAS_CORETYPE=" + System.getenv("OPENBLAS_CORETYPE")
                 + " OPENBLAS_NUM_THREADS=" + System.getenv("OPENBLAS_NUM_THREADS")
                 + " cores=" + Runtime.getRuntime().availableProcessors());
-        System.out.println("GFLOPS = 2n³ / median time; contestants alternate call by call so that they share the load");
         System.out.println();
-        System.out.printf(Locale.ROOT, "%6s %10s %10s %7s %10s %7s %10s %7s%s %9s%n", "n", "numpy", "ffm", "ffm/np",
-                "ffm[]", "[]/np", "java", "java/np", scalar ? "     scalar" : "", "maxdiff");
-        try (Numpy numpy = new Numpy(python)) {
-            for (int n : sizes) {
-                int reps = n >= 4096 ? Math.min(maxReps, 3) : maxReps;
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment a = random(arena, n * n, 1), b = random(arena, n * n, 2);
-                    MemorySegment c = arena.allocate(4L * n * n, 64), cj = arena.allocate(4L * n * n, 64);
-                    float[] ah = randomArray(n * n, 1), bh = randomArray(n * n, 2), ch = new float[n * n];
-                    List<Contestant> all = new ArrayList<>();
-                    Contestant np = new Contestant("numpy", reps, () -> numpy.time(n));
-                    all.add(np);
-                    Contestant ffm = openBlas.map(s -> new Contestant("ffm", reps, timed(() -> square(s, n, a, b, c)))).orElse(null);
-                    Contestant heap = openBlas.map(s -> new Contestant("ffm[]", reps,
-                            timed(() -> s.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, n, n, n, 1f, ah, 0, n, bh, 0, n, 0f, ch, 0, n))))
-                            .orElse(null);
-                    Contestant jv = n <= javaMax ? new Contestant("java", Math.min(reps, 3), timed(() -> square(java, n, a, b, cj))) : null;
-                    Contestant sc = scalar && n <= javaMax
-                            ? new Contestant("scalar", Math.min(reps, 3), timed(() -> square(Blas.javaScalar(), n, a, b, cj))) : null;
-                    for (Contestant x : new Contestant[]{ffm, heap, jv, sc}) if (x != null) all.add(x);
-                    for (Contestant x : all) x.warmUp();
-                    for (int r = 0; r < reps; r++) for (Contestant x : all) x.measure(r);
-                    double g = gflops(n, np.median());
-                    double gf = ffm == null ? Double.NaN : gflops(n, ffm.median());
-                    double gh = heap == null ? Double.NaN : gflops(n, heap.median());
-                    double gj = jv == null ? Double.NaN : gflops(n, jv.median());
-                    String scs = sc == null ? (scalar ? String.format("%11s", "-") : "")
-                            : String.format(Locale.ROOT, " %10.1f", gflops(n, sc.median()));
-                    String diff = ffm != null && jv != null ? String.format(Locale.ROOT, "%9.1e", maxRelDiff(c, cj, n * n)) : "        -";
-                    System.out.printf(Locale.ROOT, "%6d %10.1f %10.1f %6.0f%% %10.1f %6.0f%% %10.1f %6.0f%%%s %s%n",
-                            n, g, gf, 100 * gf / g, gh, 100 * gh / g, gj, 100 * gj / g, scs, diff);
-                }
-            }
+        System.out.printf(Locale.ROOT, "%6s %12s %12s %7s %12s %7s %12s %7s%s%n", "n", "numpy GF/s", "ffm GF/s",
+                "ffm/np", "ffm[] GF/s", "[]/np", "java GF/s", "java/np", scalar ? "  scalar GF/s" : "");
+        for (int n : sizes) {
+            int reps = repsFor(n, maxReps);
+            double np = gflops(n, numpy(python, n, reps));
+            double ffm = openBlas.map(s -> gflops(n, timeSegments(s, n, reps))).orElse(Double.NaN);
+            double ffmHeap = openBlas.map(s -> gflops(n, timeArrays(s, n, reps))).orElse(Double.NaN);
+            double jv = n <= javaMax ? gflops(n, timeSegments(java, n, Math.min(reps, 3))) : Double.NaN;
+            String sc = scalar && n <= javaMax
+                    ? String.format(Locale.ROOT, " %12.1f", gflops(n, timeSegments(Blas.javaScalar(), n, Math.min(reps, 3)))) : "";
+            System.out.printf(Locale.ROOT, "%6d %12.1f %12.1f %6.0f%% %12.1f %6.0f%% %12.1f %6.0f%%%s%n",
+                    n, np, ffm, 100 * ffm / np, ffmHeap, 100 * ffmHeap / np, jv, 100 * jv / np, sc);
         }
         if (openBlas.isPresent()) smallHeapTable(openBlas.get());
     }
 
-    interface Timed { double seconds() throws Exception; }
-
-    static Timed timed(Runnable call) {
-        return () -> {
-            long t0 = System.nanoTime();
-            call.run();
-            return (System.nanoTime() - t0) / 1e9;
-        };
+    /**
+     * {@code ane4j bench sgemm}: GFLOPS of the selected sgemm ({@link Blas#get()}) on native segments against numpy at
+     * each size (issue 3's target: ≥ 90% of numpy at 1024 and 2048), the pure-Java fallback up to {@code --java-max},
+     * and the interpreter's overhead on A4 at Stories110M sizes against its bare sgemm (target ≤ 1.3×).
+     */
+    public static BenchResult run(BenchOptions o) {
+        o.check("sgemm", java.util.Set.of("sizes", "reps", "java-max", "python", "a4"));
+        boolean quick = o.quick();
+        int[] sizes = o.getInts("sizes", quick ? new int[] {256, 512} : new int[] {256, 512, 1024, 2048, 4096});
+        int maxReps = o.getInt("reps", quick ? 3 : 7), javaMax = o.getInt("java-max", quick ? 256 : 1024);
+        String python = o.get("python", "/usr/bin/python3");
+        Sgemm sel = Blas.get();
+        BenchResult r = new BenchResult("sgemm", "sgemm GFLOPS (" + sel.description() + ") against numpy",
+                List.of("n", "numpy GFLOPS", "ane4j GFLOPS", "ane4j/numpy", "java GFLOPS"));
+        r.meta("backend", "ref");
+        String numpyError = null;
+        for (int n : sizes) {
+            int reps = repsFor(n, maxReps);
+            double np = Double.NaN;
+            if (numpyError == null) {
+                try {
+                    np = gflops(n, numpy(python, n, reps));
+                } catch (IOException | RuntimeException e) {
+                    numpyError = e.getMessage();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    numpyError = "interrupted";
+                }
+            }
+            double ours = gflops(n, timeSegments(sel, n, reps));
+            double jv = n <= javaMax ? gflops(n, timeSegments(Blas.java(), n, Math.min(reps, 3))) : Double.NaN;
+            r.row(n, np, ours, ours / np, jv);
+        }
+        if (numpyError != null) r.note("numpy not measured: " + numpyError);
+        for (int i = 0; i < sizes.length; i++)
+            if (sizes[i] == 1024 || sizes[i] == 2048) r.put("ane4j/numpy at " + sizes[i] + " (target ≥ 0.9)", r.value(i, "ane4j/numpy"));
+        // A4 (dynamic matmul through the interpreter) against the bare sgemm of the same product
+        int[][] a4 = quick ? new int[][] {{128, 64, 128}} : new int[][] {{768, 256, 768}, {768, 256, 2048}, {2048, 256, 768}};
+        if (o.has("a4")) a4 = java.util.Arrays.stream(o.get("a4", "").split(",")).map(t -> java.util.Arrays.stream(t.strip().split("x")).mapToInt(Integer::parseInt).toArray()).toArray(int[][]::new);
+        ane4j.backend.ref.RefBackend ref = new ane4j.backend.ref.RefBackend(new ane4j.backend.ref.RefBackend.Options(false, false, null));
+        double worst = 0;
+        for (int[] d : a4) {
+            if (d.length != 3) throw new IllegalArgumentException("[bench] --a4 takes ICxSEQxOC triples, e.g. 768x256x768");
+            int ic = d[0], seq = d[1], oc = d[2];
+            double tk = Timing.median(Bench.timeProgram(ref, BenchPrograms.a4DynamicMatmul(ic, seq, oc), 3, 15, 5));
+            double tg;
+            try (Arena arena = Arena.ofShared()) {
+                MemorySegment a = random(arena, ic * oc, 1), b = random(arena, ic * seq, 2), c = arena.allocate((long) oc * seq * 4, 64);
+                // out (OC,SEQ) = Wᵀ (OC,IC) · act (IC,SEQ), W stored (IC,OC)
+                tg = Timing.median(Timing.measure(() -> sel.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, oc, seq, ic, 1f, a, 0, oc, b, 0, seq, 0f, c, 0, seq), 3, 15, 5, 5));
+            }
+            java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+            m.put("kernelMs", tk * 1e3);
+            m.put("sgemmMs", tg * 1e3);
+            m.put("ratio", tk / tg);
+            r.put("A4 " + ic + "x" + seq + "x" + oc, m);
+            worst = Math.max(worst, tk / tg);
+        }
+        r.put("A4 worst ratio (target ≤ 1.3)", worst);
+        r.note("A4 = slice, reshape, transpose, matmul of a [1,IC,1,SEQ+OC] fp16 input on the reference backend (fp16 I/O and storage) against one sgemm on fp32 segments");
+        r.chart(new BenchResult.ChartSpec(false, "n", List.of("numpy GFLOPS", "ane4j GFLOPS", "java GFLOPS"), "GFLOPS"));
+        return r;
     }
 
-    static void square(Sgemm s, int n, MemorySegment a, MemorySegment b, MemorySegment c) {
-        s.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, n, n, n, 1f, a, 0, n, b, 0, n, 0f, c, 0, n);
-    }
-
-    /** One column of the table: its warm-up and its timings. */
-    static final class Contestant {
-        final String name;
-        final Timed call;
-        final double[] times;
-
-        Contestant(String name, int reps, Timed call) {
-            this.name = name;
-            this.call = call;
-            this.times = new double[reps];
-        }
-
-        /** At least 2 calls and 1 s, so that C2 has compiled the Java kernels. */
-        void warmUp() throws Exception {
-            long end = System.nanoTime() + 1_000_000_000L;
-            for (int i = 0; i < 2 || System.nanoTime() < end; i++) call.seconds();
-        }
-
-        void measure(int rep) throws Exception {
-            if (rep < times.length) times[rep] = call.seconds();
-        }
-
-        double median() {
-            double[] t = times.clone();
-            Arrays.sort(t);
-            return t[t.length / 2];
-        }
+    /** Repetitions: fewer for big sizes so that the run stays within a few minutes. */
+    static int repsFor(int n, int maxReps) {
+        return n >= 4096 ? Math.min(maxReps, 3) : n >= 2048 ? Math.min(maxReps, 5) : maxReps;
     }
 
     static double gflops(int n, double seconds) { return 2.0 * n * n * n / seconds / 1e9; }
 
-    static double maxRelDiff(MemorySegment x, MemorySegment y, int count) {
-        double max = 0, scale = 0;
-        for (int i = 0; i < count; i++) {
-            float u = x.getAtIndex(ValueLayout.JAVA_FLOAT, i), v = y.getAtIndex(ValueLayout.JAVA_FLOAT, i);
-            max = Math.max(max, Math.abs(u - v));
-            scale = Math.max(scale, Math.abs(u));
+    /** Median seconds of {@code reps} calls on native segments, after one warm-up call. */
+    static double timeSegments(Sgemm s, int n, int reps) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = random(arena, n * n, 1), b = random(arena, n * n, 2), c = arena.allocate(4L * n * n, 64);
+            Runnable call = () -> s.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, n, n, n, 1f, a, 0, n, b, 0, n, 0f, c, 0, n);
+            return median(call, reps);
         }
-        return max / Math.max(scale, 1e-30);
     }
 
-    /** The numpy child process. */
-    static final class Numpy implements AutoCloseable {
-        private final Process process;
-        private final java.io.BufferedWriter in;
-        private final java.io.BufferedReader out;
-
-        Numpy(String python) throws IOException {
-            process = new ProcessBuilder(python, "-c", NUMPY).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            in = new java.io.BufferedWriter(new java.io.OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
-            out = new java.io.BufferedReader(new java.io.InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-        }
-
-        double time(int n) throws IOException {
-            in.write(n + "\n");
-            in.flush();
-            String line = out.readLine();
-            if (line == null) throw new IllegalStateException("[bench] numpy child exited; is numpy installed for this python?");
-            return Double.parseDouble(line.strip());
-        }
-
-        @Override
-        public void close() throws IOException {
-            in.close();
-            process.destroy();
-        }
+    /** Median seconds on {@code float[]} operands (the heap path: critical downcall or copy, see NativeSgemm). */
+    static double timeArrays(Sgemm s, int n, int reps) {
+        float[] a = randomArray(n * n, 1), b = randomArray(n * n, 2), c = new float[n * n];
+        return median(() -> s.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, n, n, n, 1f, a, 0, n, b, 0, n, 0f, c, 0, n), reps);
     }
 
     /** Small products on float[]: the critical downcall (what Sgemm does here) against an explicit copy. */
@@ -231,6 +211,15 @@ public final class SgemmBench {
         }
         Arrays.sort(t);
         return t[reps / 2];
+    }
+
+    /** Runs numpy's matmul in a child process and returns its median seconds. */
+    static double numpy(String python, int n, int reps) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of(python, "-c", NUMPY, String.valueOf(n), String.valueOf(reps)));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        if (p.waitFor() != 0) throw new IllegalStateException("[bench] numpy failed (" + python + "): " + out);
+        return Double.parseDouble(out);
     }
 
     static MemorySegment random(Arena arena, int count, long seed) {

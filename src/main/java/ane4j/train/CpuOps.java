@@ -141,21 +141,42 @@ public final class CpuOps {
      * ignored (no loss, no gradient) but still counted in S, as the seed's loss does for every position.
      */
     public static float crossEntropy(float[] dlogits, float[] logits, int[] targets, int vocab, int seq, float gradScale) {
-        double loss = 0;
-        for (int s = 0; s < seq; s++) {
-            // max for numerical stability, then the softmax denominator
-            float max = Float.NEGATIVE_INFINITY;
-            for (int v = 0; v < vocab; v++) max = Math.max(max, logits[v * seq + s]);
-            double sum = 0;
-            for (int v = 0; v < vocab; v++) sum += Math.exp(logits[v * seq + s] - max);
-            int t = targets[s];
-            if (t >= 0) loss -= logits[t * seq + s] - max - Math.log(sum);
-            if (dlogits == null) continue;
-            for (int v = 0; v < vocab; v++) {
-                float p = (float) (Math.exp(logits[v * seq + s] - max) / sum);
-                dlogits[v * seq + s] = (p - (v == t ? 1f : 0f)) / seq * gradScale;
+        // positions split into chunks, each chunk streams over the V rows (contiguous in S); exp once per element
+        int chunks = Math.min(seq, Math.max(1, Runtime.getRuntime().availableProcessors()) * 2);
+        double[] losses = new double[chunks];
+        java.util.stream.IntStream.range(0, chunks).parallel().forEach(k -> {
+            int s0 = (int) ((long) seq * k / chunks), s1 = (int) ((long) seq * (k + 1) / chunks), w = s1 - s0;
+            // max over the vocabulary, for numerical stability
+            float[] max = new float[w];
+            java.util.Arrays.fill(max, Float.NEGATIVE_INFINITY);
+            for (int v = 0; v < vocab; v++) for (int j = 0, i = v * seq + s0; j < w; j++, i++) max[j] = Math.max(max[j], logits[i]);
+            // e = exp(logit − max) into dlogits, softmax denominators in double
+            double[] sum = new double[w];
+            for (int v = 0; v < vocab; v++)
+                for (int j = 0, i = v * seq + s0; j < w; j++, i++) {
+                    double e = Math.exp(logits[i] - max[j]);
+                    sum[j] += e;
+                    if (dlogits != null) dlogits[i] = (float) e;
+                }
+            double loss = 0;
+            for (int j = 0; j < w; j++) {
+                int t = targets[s0 + j];
+                if (t >= 0) loss -= logits[t * seq + s0 + j] - max[j] - Math.log(sum[j]);
             }
-        }
+            losses[k] = loss;
+            if (dlogits == null) return;
+            // dlogits = (softmax − onehot)/S · gradScale
+            float[] mul = new float[w];
+            for (int j = 0; j < w; j++) mul[j] = (float) (gradScale / (sum[j] * seq));
+            float sub = gradScale / seq;
+            for (int v = 0; v < vocab; v++) for (int j = 0, i = v * seq + s0; j < w; j++, i++) dlogits[i] *= mul[j];
+            for (int j = 0; j < w; j++) {
+                int t = targets[s0 + j];
+                if (t >= 0) dlogits[t * seq + s0 + j] -= sub;
+            }
+        });
+        double loss = 0;
+        for (double l : losses) loss += l;
         return (float) (loss / seq);
     }
 }

@@ -53,6 +53,9 @@ public final class TrainingStep implements AutoCloseable {
     private final List<Future<?>> pendingDw = new ArrayList<>();
     private final Map<Phase, Long> phaseNanos = new EnumMap<>(Phase.class);
     private int compiles;
+    // scratch reused by every step (no per-step garbage): classifier (V,S), residual-stream gradients (D,S), heads (Q,S)
+    private float[] logits, dlogits, transposeScratch;
+    private final float[] dxf, dy, dtmp, dxq, da, kTiled, vTiled, dvFull, dkFull, dqRaw, dkRaw;
 
     /** The weight-bearing kernels, staged per layer. */
     private static final String[] WEIGHTED = {"sdpaFwd", "woFwd", "ffnFused", "ffnBwdW2t", "ffnBwdW13t", "wotBwd", "qBwd", "kvBwd"};
@@ -107,6 +110,10 @@ public final class TrainingStep implements AutoCloseable {
         sin = RopeTables.sin(config);
         acts = new Activations[nl + 1];
         for (int l = 0; l <= nl; l++) acts[l] = allocate(l == nl);
+        dxf = new float[d * s]; dy = new float[d * s]; dtmp = new float[d * s]; dxq = new float[d * s];
+        da = new float[q * s]; kTiled = new float[q * s]; vTiled = new float[q * s]; dvFull = new float[q * s]; dkFull = new float[q * s];
+        dqRaw = c.qkNorm() ? new float[q * s] : null;
+        dkRaw = c.qkNorm() ? new float[kv * s] : null;
     }
 
     private Activations allocate(boolean last) {
@@ -210,10 +217,15 @@ public final class TrainingStep implements AutoCloseable {
     }
 
     /** Matrix (rows, cols) transposed: channel j, column at+i ← m[i, j]. */
-    private static void stageTransposed(TensorBuffer dst, int at, float[] params, ParameterView m) {
+    private void stageTransposed(TensorBuffer dst, int at, float[] params, ParameterView m) {
         int rows = m.rows(), cols = m.cols(), off = m.offset();
-        float[] t = new float[rows * cols];
-        for (int i = 0; i < rows; i++) for (int j = 0; j < cols; j++) t[j * rows + i] = params[off + i * cols + j];
+        if (transposeScratch == null || transposeScratch.length < rows * cols) transposeScratch = new float[rows * cols];
+        float[] t = transposeScratch;
+        // blocked transpose: 32×32 tiles stay in cache on both sides
+        for (int i0 = 0; i0 < rows; i0 += 32)
+            for (int j0 = 0; j0 < cols; j0 += 32)
+                for (int i = i0, ie = Math.min(rows, i0 + 32); i < ie; i++)
+                    for (int j = j0, je = Math.min(cols, j0 + 32); j < je; j++) t[j * rows + i] = params[off + i * cols + j];
         dst.writeColumns(0, cols, at, rows, t, 0, rows);
     }
 
@@ -278,15 +290,14 @@ public final class TrainingStep implements AutoCloseable {
         long tc = System.nanoTime();
         Activations last = acts[nl];
         CpuOps.rmsnormForward(last.xnorm, last.rrmsAtt, last.x, params, layout.rmsFinal().offset(), d, s, eps);
-        float[] logits = new float[v * s], dlogits = new float[v * s];
+        if (logits == null) { logits = new float[v * s]; dlogits = new float[v * s]; }
+        float[] logits = this.logits, dlogits = this.dlogits, dxf = this.dxf, dy = this.dy, dtmp = this.dtmp;
         // logits (V,S) = wcls (V,D) · xf (D,S)
         Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, v, s, d, 1f, params, cls.offset(), d, last.xnorm, 0, s, 0f, logits, 0, s);
         float loss = CpuOps.crossEntropy(dlogits, logits, targets, v, s, lossScale);
         // dxf (D,S) = wclsᵀ · dlogits; dwcls (V,D) += dlogits · xfᵀ
-        float[] dxf = new float[d * s];
         Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, v, 1f, params, cls.offset(), d, dlogits, 0, s, 0f, dxf, 0, s);
         dw(() -> Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, v, d, s, 1f, dlogits, 0, s, last.xnorm, 0, s, 1f, grads, cls.offset(), d));
-        float[] dy = new float[d * s], dtmp = new float[d * s];
         CpuOps.rmsnormBackward(dy, grads, layout.rmsFinal().offset(), dxf, last.x, params, layout.rmsFinal().offset(), last.rrmsAtt, d, s);
         add(Phase.CLASSIFIER, tc);
 
@@ -311,12 +322,10 @@ public final class TrainingStep implements AutoCloseable {
             for (int i = 0; i < d * s; i++) { a.dx2[i] += dy[i]; a.dO[i] = alpha * a.dx2[i]; }
             add(Phase.CPU, t1);
             // attention output projection: da = Woᵀ·(α·dx2)
-            float[] da = new float[q * s];
             read(run("wotBwd", l, input(l, "wotBwd"), 0, a.dO, Phase.BACKWARD_BACKEND), 0, da);
             dw(() -> dW(grads, w.wo(), a.dO, a.attn));                                      // dWo (D,Q) += α·dx2·attnᵀ
             // attention core: recompute probs, dV, dP (sdpaBwd1), then dQ, dK (sdpaBwd2), on heads tiled to NH
             long t2 = System.nanoTime();
-            float[] kTiled = new float[q * s], vTiled = new float[q * s];
             CpuOps.tileKv(kTiled, a.kRope, c.nHeads(), c.nKvHeads(), c.headDim(), s);
             CpuOps.tileKv(vTiled, a.vh, c.nHeads(), c.nKvHeads(), c.headDim(), s);
             var b1 = specs.get("sdpaBwd1").input();
@@ -329,7 +338,6 @@ public final class TrainingStep implements AutoCloseable {
             long t3 = System.nanoTime();
             var l1 = specs.get("sdpaBwd1").output();
             var b2 = specs.get("sdpaBwd2").input();
-            float[] dvFull = new float[q * s];
             read(o1, l1.start("dv"), dvFull);
             bwd2In.copyChannels(o1, l1.start("probs"), b2.start("probs"), 2 * c.nHeads() * s);   // probs and dp, adjacent in both
             bwd2In.copyChannels(bwd1In, b1.start("q"), b2.start("q"), 2 * q);                     // q and k tiled, adjacent in both
@@ -337,7 +345,6 @@ public final class TrainingStep implements AutoCloseable {
             TensorBuffer o2 = eval("sdpaBwd2", -1, bwd2In, Phase.BACKWARD_BACKEND);
             long t4 = System.nanoTime();
             var l2 = specs.get("sdpaBwd2").output();
-            float[] dkFull = new float[q * s];
             read(o2, l2.start("dq"), a.dq);
             read(o2, l2.start("dk"), dkFull);
             CpuOps.reduceKv(a.dk, dkFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
@@ -346,7 +353,6 @@ public final class TrainingStep implements AutoCloseable {
             CpuOps.ropeBackward(a.dq, c, c.nHeads(), cos, sin);
             CpuOps.ropeBackward(a.dk, c, c.nKvHeads(), cos, sin);
             if (c.qkNorm()) {
-                float[] dqRaw = new float[q * s], dkRaw = new float[kv * s];
                 CpuOps.headNormBackward(dqRaw, grads, w.qNorm().offset(), a.dq, a.qRaw, params, w.qNorm().offset(), c.nHeads(), c.headDim(), s, c.normEps());
                 CpuOps.headNormBackward(dkRaw, grads, w.kNorm().offset(), a.dk, a.kRaw, params, w.kNorm().offset(), c.nKvHeads(), c.headDim(), s, c.normEps());
                 System.arraycopy(dqRaw, 0, a.dq, 0, q * s);
@@ -355,18 +361,15 @@ public final class TrainingStep implements AutoCloseable {
             add(Phase.CPU, t4);
             dw(() -> { dW(grads, w.wq(), a.dq, a.xnorm); dW(grads, w.wk(), a.dk, a.xnorm); dW(grads, w.wv(), a.dv, a.xnorm); });
             // dx through the projections: Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv
-            float[] dxq = new float[d * s];
             read(run("qBwd", l, input(l, "qBwd"), 0, a.dq, Phase.BACKWARD_BACKEND), 0, dxq);
             TensorBuffer kvIn = input(l, "kvBwd");
             kvIn.writeColumns(0, kv, col("kvBwd", "dv"), s, a.dv, 0, s);
             read(run("kvBwd", l, kvIn, 0, a.dk, Phase.BACKWARD_BACKEND), 0, dtmp);
             long t5 = System.nanoTime();
             for (int i = 0; i < d * s; i++) dtmp[i] += dxq[i];
-            // dy_prev = rmsnorm_bwd(dx_attn) + dx2 (residual)
-            float[] dprev = new float[d * s];
-            CpuOps.rmsnormBackward(dprev, grads, w.rmsAtt().offset(), dtmp, a.x, params, w.rmsAtt().offset(), a.rrmsAtt, d, s);
-            for (int i = 0; i < d * s; i++) dprev[i] += a.dx2[i];
-            dy = dprev;
+            // dy_prev = rmsnorm_bwd(dx_attn) + dx2 (residual); dy is not read after this point of the layer, so it is reused
+            CpuOps.rmsnormBackward(dy, grads, w.rmsAtt().offset(), dtmp, a.x, params, w.rmsAtt().offset(), a.rrmsAtt, d, s);
+            for (int i = 0; i < d * s; i++) dy[i] += a.dx2[i];
             add(Phase.CPU, t5);
         }
 

@@ -1,0 +1,224 @@
+package ane4j.bench;
+
+import ane4j.backend.Backend;
+import ane4j.backend.ref.RefBackend;
+import ane4j.blas.Blas;
+import ane4j.blas.Layout;
+import ane4j.blas.Sgemm;
+import ane4j.blas.Transpose;
+import ane4j.mil.DType;
+import ane4j.model.ModelConfig;
+import ane4j.model.Parameters;
+import ane4j.model.Rng;
+import ane4j.train.AdamW;
+import ane4j.train.TrainingStep;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * {@code ane4j bench step}: the median wall time of full training steps (forward + backward through the backend's
+ * kernels, loss-scale unscaling, global-norm clipping, AdamW, staging the new weights) at batch 1 and the config's
+ * seqLen, with the per-phase breakdown, compile time, FLOPs per step and utilisation against this machine's sgemm peak,
+ * peak memory against the bytes of weights + gradients + moments, and optionally a PyTorch CPU step measured in the same
+ * run ({@code tools/torch_train_step.py}).
+ */
+public final class StepBench {
+    private StepBench() {}
+
+    /** Issue 5's targets: speed-up over the PyTorch CPU step, and peak memory over weights+grads+moments. */
+    static final Map<String, Double> SPEEDUP_TARGET = Map.of("stories15m", 2.0, "stories110m", 3.0);
+    static final double MEMORY_TARGET = 1.5;
+
+    public static BenchResult run(BenchOptions o, Backend backend) {
+        o.check("step", Set.of("model", "steps", "warmup", "weights", "storage", "python", "torch-script", "torch-threads", "seed"));
+        ModelConfig cfg = ModelConfig.parse(o.get("model", o.quick() ? "tiny" : "stories110m"));
+        int steps = o.getInt("steps", o.quick() ? 2 : 10), warmup = o.getInt("warmup", o.quick() ? 1 : 2);
+        if (steps < 1 || warmup < 0) throw new IllegalArgumentException("[bench] --steps must be ≥ 1 and --warmup ≥ 0");
+        String weights = o.get("weights", "dynamic");
+        if (!weights.equals("dynamic") && !weights.equals("static")) throw new IllegalArgumentException("[bench] --weights " + weights + " must be dynamic or static");
+        String storage = o.get("storage", "fp16");
+        if (!storage.equals("fp16") && !storage.equals("fp32")) throw new IllegalArgumentException("[bench] --storage " + storage + " must be fp16 or fp32");
+
+        // this machine's fp32 peak, measured first (before the model takes the memory bandwidth and the heap)
+        double peakGflops = sgemmPeakGflops(o.quick() ? 512 : 2048);
+        Machine.resetPeakHeap();
+
+        int s = cfg.seqLen();
+        Parameters params = Parameters.init(cfg, o.getInt("seed", 1));
+        float[] p = params.data(), grads = new float[p.length], m = new float[p.length], v = new float[p.length];
+        AdamW adamw = new AdamW(0.9f, 0.95f, 1e-8f, 0.1f);
+        float lossScale = storage.equals("fp16") ? 256f * cfg.nLayers() : 1f;
+        Rng rng = new Rng(o.getInt("seed", 1) * 7919L);
+        int[] tokens = new int[s], targets = new int[s];
+
+        long c0 = System.nanoTime();
+        TrainingStep step = new TrainingStep(cfg, backend, storage.equals("fp16") ? DType.FP16 : DType.FP32, weights.equals("static"));
+        step.stageWeights(p);
+        double compileMs = (System.nanoTime() - c0) / 1e6;
+
+        String[] phases = {"forward (backend)", "backward (backend)", "I/O (staging, reads)", "CPU ops", "dW wait", "classifier", "AdamW + clip", "stage weights", "other"};
+        double[][] phaseMs = new double[phases.length][steps];
+        double[] total = new double[steps];
+        float firstLoss = Float.NaN, lastLoss = Float.NaN;
+        try (step) {
+            for (int i = 0; i < warmup + steps; i++) {
+                for (int t = 0; t < s; t++) { tokens[t] = rng.nextInt(cfg.vocabSize()); targets[t] = rng.nextInt(cfg.vocabSize()); }
+                long t0 = System.nanoTime();
+                float loss = step.forwardBackward(p, grads, tokens, targets, lossScale);
+                long t1 = System.nanoTime();
+                Map<TrainingStep.Phase, Long> ph = new EnumMap<>(step.phaseNanos());
+                // unscale, clip, AdamW, zero the gradients
+                float k = 1f / lossScale;
+                for (int j = 0; j < grads.length; j++) grads[j] *= k;
+                AdamW.clipGlobalNorm(grads, 1f);
+                adamw.step(params.layout().views(), p, grads, m, v, i + 1, 1e-4f);
+                Arrays.fill(grads, 0f);
+                long t2 = System.nanoTime();
+                step.stageWeights(p);
+                long t3 = System.nanoTime();
+                if (i == 0) firstLoss = loss;
+                lastLoss = loss;
+                if (i < warmup) continue;
+                int j = i - warmup;
+                total[j] = (t3 - t0) / 1e6;
+                TrainingStep.Phase[] order = {TrainingStep.Phase.FORWARD_BACKEND, TrainingStep.Phase.BACKWARD_BACKEND, TrainingStep.Phase.IO,
+                        TrainingStep.Phase.CPU, TrainingStep.Phase.DW_WAIT, TrainingStep.Phase.CLASSIFIER};
+                double known = 0;
+                for (int q = 0; q < order.length; q++) { phaseMs[q][j] = ph.getOrDefault(order[q], 0L) / 1e6; known += phaseMs[q][j]; }
+                phaseMs[6][j] = (t2 - t1) / 1e6;
+                phaseMs[7][j] = (t3 - t2) / 1e6;
+                phaseMs[8][j] = (t1 - t0) / 1e6 - known;
+            }
+        }
+        long rss = Machine.peakRssBytes(), heap = Machine.peakHeapBytes();
+        double msPerStep = Timing.medianOf(total);
+        double flops = flopsPerStep(cfg);
+        long stateBytes = 4L * 4 * p.length;   // weights + gradients + 2 moments, fp32
+
+        BenchResult r = new BenchResult("step", "Training step: " + cfg.name() + " (batch 1, seq " + s + "), " + backend.name() + " backend, "
+                + weights + " weights, " + storage + " storage", List.of("phase", "ms", "% of step"));
+        r.meta("backend", backend.name());
+        if (backend instanceof RefBackend ref) r.meta("refStorage", ref.options().fp32Storage() ? "fp32" : "fp16");
+        r.meta("model", cfg.name());
+        r.meta("parameters", (long) p.length);
+        for (int q = 0; q < phases.length; q++) {
+            double med = Timing.medianOf(phaseMs[q]);
+            r.row(phases[q], med, 100 * med / msPerStep);
+        }
+        r.row("total (median step)", msPerStep, 100.0);
+        r.put("median", String.format(Locale.ROOT, "%.1f ms/step", msPerStep));
+        r.put("msPerStep", msPerStep);
+        r.put("msPerStepMin", Arrays.stream(total).min().orElse(Double.NaN));
+        r.put("steps", steps);
+        r.put("tokensPerSecond", s / (msPerStep / 1e3));
+        r.put("compileMs", compileMs);
+        r.put("compiles", step.compiles());
+        r.put("gflopPerStep", flops / 1e9);
+        r.put("achievedGflops", flops / (msPerStep / 1e3) / 1e9);
+        r.put("sgemmPeakGflops", peakGflops);
+        r.put("utilisation", flops / (msPerStep / 1e3) / 1e9 / peakGflops);
+        r.put("peakRssMB", rss / 1e6);
+        r.put("peakHeapMB", heap / 1e6);
+        r.put("weightsGradsMomentsMB", stateBytes / 1e6);
+        r.put("memoryRatio", rss > 0 ? (double) rss / stateBytes : Double.NaN);
+        r.put("memoryTarget", MEMORY_TARGET);
+        r.put("firstLoss", firstLoss);
+        r.put("lastLoss", lastLoss);
+        if (o.flag("compare-torch")) {
+            Map<String, Object> torch = torchStep(o, cfg, steps);
+            double tms = ((Number) torch.get("ms_per_step_median")).doubleValue();
+            r.put("torchMsPerStep", tms);
+            r.put("torchThreads", torch.get("threads"));
+            r.put("torchVersion", torch.get("torch"));
+            r.put("speedupVsTorch", tms / msPerStep);
+            if (SPEEDUP_TARGET.containsKey(cfg.name())) r.put("speedupTarget", SPEEDUP_TARGET.get(cfg.name()));
+            r.meta("torch", torch);
+            r.note(String.format(Locale.ROOT, "PyTorch CPU step (same config, %s threads): %.1f ms/step; ane4j is %.2f× %s", torch.get("threads"), tms,
+                    tms >= msPerStep ? tms / msPerStep : msPerStep / tms, tms >= msPerStep ? "faster" : "slower"));
+        }
+        r.note("FLOPs/step = 3·(projections + classifier) + attention (4·S²·Q fwd + 10·S²·Q bwd per layer); utilisation against sgemm "
+                + (o.quick() ? 512 : 2048) + "³ on " + Blas.get().description());
+        r.note("memory: peak RSS (VmHWM) of the whole JVM against 16 bytes per parameter (weights, gradients, AdamW m and v in fp32)");
+        r.chart(new BenchResult.ChartSpec(true, "phase", List.of("ms"), "ms per step"));
+        return r;
+    }
+
+    /** Matmul FLOPs of one training step (forward, dx and dW for every projection and the classifier; attention fwd+bwd). */
+    public static double flopsPerStep(ModelConfig c) {
+        double s = c.seqLen(), d = c.dim(), h = c.hiddenDim(), q = c.qDim(), kv = c.kvDim(), v = c.vocabSize(), l = c.nLayers();
+        double linear = 2 * s * (d * q + 2 * d * kv + q * d + 3 * d * h) * l;
+        double cls = 2 * s * d * v;
+        double attn = (4 + 10) * s * s * q * l;
+        return 3 * linear + 3 * cls + attn;
+    }
+
+    /** Median GFLOPS of {@link Blas#get()} on n×n×n (3–5 timed calls after one warm-up). */
+    static double sgemmPeakGflops(int n) {
+        Sgemm g = Blas.get();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(4L * n * n, 64), b = arena.allocate(4L * n * n, 64), c = arena.allocate(4L * n * n, 64);
+            for (long i = 0; i < (long) n * n; i++) { a.setAtIndex(ValueLayout.JAVA_FLOAT, i, (i % 7) * 0.1f); b.setAtIndex(ValueLayout.JAVA_FLOAT, i, (i % 5) * 0.1f); }
+            double[] t = Timing.measure(() -> g.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, n, n, n, 1f, a, 0, n, b, 0, n, 0f, c, 0, n), 1, 5, 3, 3);
+            return 2.0 * n * n * n / Timing.median(t) / 1e9;
+        }
+    }
+
+    /** Runs tools/torch_train_step.py for the same config; returns its JSON line as a map. */
+    static Map<String, Object> torchStep(BenchOptions o, ModelConfig c, int steps) {
+        Path script = torchScript(o);
+        String python = o.get("python", "/usr/bin/python3");
+        String torchModel = List.of("stories15m", "stories42m", "stories110m", "tiny", "qwen3-0.6b").contains(c.name()) ? c.name() : "stories15m";
+        List<String> cmd = new ArrayList<>(List.of(python, script.toString(), "--model", torchModel, "--steps", String.valueOf(steps), "--json"));
+        if (o.has("torch-threads")) cmd.addAll(List.of("--threads", o.get("torch-threads", "")));
+        Map<String, Object> fields = new LinkedHashMap<>();
+        fields.put("dim", c.dim()); fields.put("hiddenDim", c.hiddenDim()); fields.put("nLayers", c.nLayers()); fields.put("nHeads", c.nHeads());
+        fields.put("nKvHeads", c.nKvHeads()); fields.put("headDim", c.headDim()); fields.put("vocabSize", c.vocabSize()); fields.put("seqLen", c.seqLen());
+        fields.forEach((k, v) -> { cmd.add("--set"); cmd.add(k + "=" + v); });
+        try {
+            Process proc = new ProcessBuilder(cmd).redirectErrorStream(false).start();
+            byte[] err = new byte[0];
+            String out = new String(proc.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+            err = proc.getErrorStream().readAllBytes();
+            if (proc.waitFor() != 0 || out.isEmpty()) {
+                String e = new String(err, StandardCharsets.UTF_8).strip();
+                String last = e.isEmpty() ? out : e.substring(e.lastIndexOf('\n') + 1);
+                throw new IllegalStateException("[bench] " + String.join(" ", cmd.subList(0, 2)) + " failed: " + last + " (is PyTorch installed for " + python + "?)");
+            }
+            String line = out.substring(out.lastIndexOf('\n') + 1);
+            Object parsed = BenchJson.parse(line);
+            if (!(parsed instanceof Map<?, ?> map)) throw new IllegalStateException("[bench] torch_train_step.py printed no JSON object: " + line);
+            Map<String, Object> result = new LinkedHashMap<>();
+            map.forEach((k, v) -> result.put(String.valueOf(k), v));
+            result.put("command", String.join(" ", cmd));
+            return result;
+        } catch (IOException e) {
+            throw new IllegalStateException("[bench] cannot run " + python + ": " + e.getMessage() + "; pass --python PATH", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("[bench] interrupted while running PyTorch", e);
+        }
+    }
+
+    static Path torchScript(BenchOptions o) {
+        if (o.has("torch-script")) return Path.of(o.get("torch-script", ""));
+        List<Path> candidates = new ArrayList<>();
+        String home = System.getProperty("ane4j.home");
+        if (home != null) candidates.add(Path.of(home, "tools", "torch_train_step.py"));
+        candidates.add(Path.of("tools", "torch_train_step.py"));
+        for (Path p : candidates) if (Files.isRegularFile(p)) return p;
+        throw new IllegalArgumentException("[bench] cannot find tools/torch_train_step.py (looked in " + candidates + "); pass --torch-script PATH");
+    }
+}

@@ -1,0 +1,156 @@
+package ane4j.cli;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import ane4j.bench.BenchJson;
+import ane4j.bench.StepBench;
+import ane4j.model.ModelConfig;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code ane4j bench …} in quick mode: exit code, terminal table, JSON structure and PNG (not the speed). */
+class BenchCommandTest {
+    record Result(int code, String out, String err) {}
+
+    @TempDir Path dir;
+
+    static Result run(String... args) {
+        var out = new ByteArrayOutputStream();
+        var err = new ByteArrayOutputStream();
+        int code = Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    /** Runs a quick bench into dir/NAME.json; checks exit code, the files and the common JSON fields; returns the JSON. */
+    @SuppressWarnings("unchecked")
+    Map<String, Object> bench(String name, String... extra) throws IOException {
+        Path json = dir.resolve(name + ".json");
+        List<String> args = new java.util.ArrayList<>(List.of("bench", name, "--quick", "--json", json.toString()));
+        args.addAll(List.of(extra));
+        args.addAll(List.of("--backend", "ref"));
+        Result r = run(args.toArray(String[]::new));
+        assertEquals(0, r.code(), r.err() + r.out());
+        assertTrue(r.out().contains("wrote " + json), r.out());
+        Map<String, Object> m = (Map<String, Object>) BenchJson.parse(Files.readString(json));
+        assertEquals(name, m.get("bench"));
+        Map<String, Object> machine = (Map<String, Object>) m.get("machine");
+        for (String k : List.of("cpu", "cores", "os", "jdk", "blas")) assertNotNull(machine.get(k), k);
+        assertEquals("ref", m.get("backend"));
+        assertTrue(((String) m.get("command")).startsWith("ane4j bench " + name + " --quick"), (String) m.get("command"));
+        assertFalse(((List<?>) m.get("rows")).isEmpty());
+        Path png = dir.resolve(name + ".png");
+        assertEquals(png.toString(), m.get("png"));
+        byte[] head = Arrays.copyOf(Files.readAllBytes(png), 4);
+        assertArrayEquals(new byte[] {(byte) 0x89, 'P', 'N', 'G'}, head);
+        // every column of the table header is printed
+        for (Object col : (List<?>) m.get("columns")) assertTrue(r.out().contains((String) col), col + " missing from\n" + r.out());
+        return m;
+    }
+
+    @SuppressWarnings("unchecked")
+    static List<Map<String, Object>> rows(Map<String, Object> m) { return (List<Map<String, Object>>) m.get("rows"); }
+
+    static double num(Map<String, Object> row, String key) { return ((Number) row.get(key)).doubleValue(); }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> summary(Map<String, Object> m) { return (Map<String, Object>) m.get("summary"); }
+
+    @Test
+    void peakReportsTopsConsistentWithFlops() throws IOException {
+        var m = bench("peak", "--configs", "32x4,64x2", "--wide", "16x2");
+        var rows = rows(m);
+        assertEquals(3, rows.size());
+        for (var row : rows) {
+            double c = num(row, "channels"), n = num(row, "layers"), ms = num(row, "ms");
+            double s = row.get("spatial").equals("64x64") ? 4096 : Double.parseDouble((String) row.get("spatial"));
+            assertTrue(ms > 0);
+            assertEquals(2 * c * c * s * n / (ms * 1e-3) / 1e12, num(row, "TOPS"), 1e-3 * num(row, "TOPS") + 1e-9);
+            assertEquals(num(row, "TOPS") * 1e3, num(row, "GFLOPS"), 1e-3 * num(row, "GFLOPS"));
+            assertTrue(num(row, "evals") >= 3);
+        }
+        assertEquals("64x64", rows.get(2).get("spatial"));
+    }
+
+    @Test
+    void int8ReportsBothChainsAndTheirRatio() throws IOException {
+        var m = bench("int8", "--configs", "32x3", "--spatial", "8x8");
+        var row = rows(m).getFirst();
+        assertEquals(num(row, "fp16 ms") / num(row, "int8 ms"), num(row, "int8/fp16 speed"), 1e-5 * num(row, "int8/fp16 speed"));
+        assertTrue(num(row, "fp16 TOPS") > 0 && num(row, "int8 TOPS") > 0);
+        assertEquals(num(row, "int8/fp16 speed"), ((Number) summary(m).get("ratio (first config)")).doubleValue(), 1e-9);
+    }
+
+    @Test
+    void stepReportsMedianPhasesFlopsAndMemory() throws IOException {
+        var m = bench("step", "--steps", "2", "--warmup", "0");
+        var s = summary(m);
+        double ms = ((Number) s.get("msPerStep")).doubleValue();
+        assertTrue(ms > 0);
+        assertTrue(((String) s.get("median")).endsWith(" ms/step"));
+        assertEquals(10.0, ((Number) s.get("compiles")).doubleValue());
+        assertEquals(StepBench.flopsPerStep(ModelConfig.parse("tiny")) / 1e9, ((Number) s.get("gflopPerStep")).doubleValue(), 1e-5 * ((Number) s.get("gflopPerStep")).doubleValue());
+        assertTrue(((Number) s.get("sgemmPeakGflops")).doubleValue() > 0);
+        long params = ((Number) m.get("parameters")).longValue();
+        assertEquals(16.0 * params / 1e6, ((Number) s.get("weightsGradsMomentsMB")).doubleValue(), 1e-5 * 16.0 * params / 1e6);
+        assertTrue(((Number) s.get("peakRssMB")).doubleValue() > 0);
+        assertTrue(Float.isFinite(((Number) s.get("lastLoss")).floatValue()));
+        var rows = rows(m);
+        assertEquals("total (median step)", rows.getLast().get("phase"));
+        assertEquals(ms, num(rows.getLast(), "ms"), 1e-9);
+        for (String p : List.of("forward (backend)", "backward (backend)", "AdamW + clip", "stage weights"))
+            assertTrue(rows.stream().anyMatch(r -> r.get("phase").equals(p) && num(r, "ms") > 0), p);
+    }
+
+    @Test
+    void compileTimesEveryKernelAndHitsTheBudget() throws IOException {
+        var m = bench("compile", "--budget", "3");
+        assertEquals(List.of("sdpaFwd", "woFwd", "ffnFused", "ffnBwdW2t", "ffnBwdW13t", "wotBwd", "sdpaBwd1", "sdpaBwd2", "qBwd", "kvBwd"),
+                rows(m).stream().map(r -> r.get("kernel")).toList());
+        var s = summary(m);
+        assertEquals(3.0, ((Number) s.get("compiles before refusal")).doubleValue());
+        assertEquals(true, s.get("refused"));
+        assertTrue(((List<?>) m.get("notes")).getFirst().toString().contains("exceeds the compile budget of 3"));
+    }
+
+    @Test
+    void sgemmComparesWithNumpyAndTimesA4() throws IOException {
+        var m = bench("sgemm", "--sizes", "64,128", "--java-max", "64", "--a4", "32x16x32");
+        var rows = rows(m);
+        assertEquals(List.of(64.0, 128.0), rows.stream().map(r -> num(r, "n")).toList());
+        for (var r : rows) {
+            assertTrue(num(r, "ane4j GFLOPS") > 0);
+            if (r.get("numpy GFLOPS") != null) assertEquals(num(r, "ane4j GFLOPS") / num(r, "numpy GFLOPS"), num(r, "ane4j/numpy"), 1e-5 * num(r, "ane4j/numpy"));
+            else assertTrue(m.get("notes").toString().contains("numpy not measured"));
+        }
+        assertNull(rows.get(1).get("java GFLOPS"), "the Java fallback is skipped above --java-max");
+        @SuppressWarnings("unchecked") var a4 = (Map<String, Object>) summary(m).get("A4 32x16x32");
+        assertEquals(((Number) a4.get("kernelMs")).doubleValue() / ((Number) a4.get("sgemmMs")).doubleValue(), ((Number) a4.get("ratio")).doubleValue(), 1e-5 * ((Number) a4.get("ratio")).doubleValue());
+    }
+
+    @Test
+    void badInputIsOneLine() {
+        Result r = run("bench", "warp");
+        assertEquals(1, r.code());
+        assertEquals("ane4j bench: unknown benchmark 'warp'; use one of peak, int8, step, compile, sgemm (ane4j bench --help)\n", r.err());
+        r = run("bench", "step", "--quick", "--no-save", "--stepz", "3");
+        assertEquals(1, r.code());
+        assertTrue(r.err().startsWith("ane4j bench: [bench] unknown option --stepz for bench step; options: "), r.err());
+        assertEquals(1, r.err().lines().count());
+        r = run("bench", "peak", "--no-save", "--configs", "512by3");
+        assertEquals(1, r.code());
+        assertTrue(r.err().contains("--configs '512by3' is not AxB"), r.err());
+        r = run("bench", "step", "--quick", "--no-save", "--steps", "1", "--warmup", "0", "--compare-torch", "--python", dir.resolve("no-python").toString());
+        assertEquals(1, r.code());
+        assertTrue(r.err().contains("[bench] cannot run") && r.err().contains("--python PATH"), r.err());
+        assertEquals(2, run("bench").code());
+    }
+}
