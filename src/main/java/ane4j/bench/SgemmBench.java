@@ -77,6 +77,7 @@ public final class SgemmBench {
         System.out.println();
         System.out.printf(Locale.ROOT, "%6s %10s %10s %7s %10s %7s %10s %7s%s %9s%n", "n", "numpy", "ffm", "ffm/np",
                 "ffm[]", "[]/np", "java", "java/np", scalar ? "     scalar" : "", "maxdiff");
+        jitWarmUp(java, scalar);
         try (Numpy numpy = new Numpy(python)) {
             for (int n : sizes) {
                 int reps = n >= 4096 ? Math.min(maxReps, 3) : maxReps;
@@ -110,6 +111,20 @@ public final class SgemmBench {
             }
         }
         if (openBlas.isPresent()) smallHeapTable(openBlas.get());
+    }
+
+    /** Runs the Java kernels for at least 3 s first: on a loaded machine C2 needs that long, and the first row of
+     *  the table would otherwise time the interpreter. */
+    static void jitWarmUp(Sgemm java, boolean scalar) {
+        try (Arena arena = Arena.ofConfined()) {
+            int n = 192;
+            MemorySegment a = random(arena, n * n, 1), b = random(arena, n * n, 2), c = arena.allocate(4L * n * n, 64);
+            long end = System.nanoTime() + 3_000_000_000L;
+            for (int i = 0; i < 20 || System.nanoTime() < end; i++) {
+                square(java, n, a, b, c);
+                if (scalar) square(Blas.javaScalar(), n, a, b, c);
+            }
+        }
     }
 
     interface Timed { double seconds() throws Exception; }
