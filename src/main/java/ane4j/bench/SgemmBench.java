@@ -73,7 +73,8 @@ public final class SgemmBench {
         System.out.println("env    : OPENBLAS_CORETYPE=" + System.getenv("OPENBLAS_CORETYPE")
                 + " OPENBLAS_NUM_THREADS=" + System.getenv("OPENBLAS_NUM_THREADS")
                 + " cores=" + Runtime.getRuntime().availableProcessors());
-        System.out.println("GFLOPS = 2n³ / median time; contestants alternate call by call so that they share the load");
+        System.out.println("GFLOPS = 2n³ / median time; contestants alternate call by call so that they share the load;");
+        System.out.println("x/np = median over repetitions of numpy's time / x's time in the same repetition");
         System.out.println();
         System.out.printf(Locale.ROOT, "%6s %10s %10s %7s %10s %7s %10s %7s%s %9s%n", "n", "numpy", "ffm", "ffm/np",
                 "ffm[]", "[]/np", "java", "java/np", scalar ? "     scalar" : "", "maxdiff");
@@ -92,7 +93,7 @@ public final class SgemmBench {
                     Contestant heap = openBlas.map(s -> new Contestant("ffm[]", reps,
                             timed(() -> s.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, n, n, n, 1f, ah, 0, n, bh, 0, n, 0f, ch, 0, n))))
                             .orElse(null);
-                    Contestant jv = n <= javaMax ? new Contestant("java", Math.min(reps, 3), timed(() -> square(java, n, a, b, cj))) : null;
+                    Contestant jv = n <= javaMax ? new Contestant("java", n <= 1024 ? reps : Math.min(reps, n <= 2048 ? 5 : 3), timed(() -> square(java, n, a, b, cj))) : null;
                     Contestant sc = scalar && n <= javaMax
                             ? new Contestant("scalar", Math.min(reps, 3), timed(() -> square(Blas.javaScalar(), n, a, b, cj))) : null;
                     for (Contestant x : new Contestant[]{ffm, heap, jv, sc}) if (x != null) all.add(x);
@@ -106,7 +107,7 @@ public final class SgemmBench {
                             : String.format(Locale.ROOT, " %10.1f", gflops(n, sc.median()));
                     String diff = ffm != null && jv != null ? String.format(Locale.ROOT, "%9.1e", maxRelDiff(c, cj, n * n)) : "        -";
                     System.out.printf(Locale.ROOT, "%6d %10.1f %10.1f %6.0f%% %10.1f %6.0f%% %10.1f %6.0f%%%s %s%n",
-                            n, g, gf, 100 * gf / g, gh, 100 * gh / g, gj, 100 * gj / g, scs, diff);
+                            n, g, gf, 100 * np.ratio(ffm), gh, 100 * np.ratio(heap), gj, 100 * np.ratio(jv), scs, diff);
                 }
             }
         }
@@ -161,6 +162,16 @@ public final class SgemmBench {
 
         void measure(int rep) throws Exception {
             if (rep < times.length) times[rep] = call.seconds();
+        }
+
+        /** Median over paired repetitions of this time / other's time, i.e. other's speed relative to this; each
+         *  pair ran back to back, so a load change between repetitions cancels out. */
+        double ratio(Contestant other) {
+            if (other == null) return Double.NaN;
+            double[] r = new double[Math.min(times.length, other.times.length)];
+            for (int i = 0; i < r.length; i++) r[i] = times[i] / other.times[i];
+            Arrays.sort(r);
+            return r[r.length / 2];
         }
 
         double median() {
