@@ -70,7 +70,6 @@ final class JavaSgemm extends Sgemm {
         int mr = kernel.mr(), nr = kernel.nr();
         int threads = threads();
         boolean parallel = (long) m * n * k >= PARALLEL_MIN_MACS && m > mr && threads > 1;
-        // row blocks of at most MC rows, as many as a multiple of the thread count so that no thread idles at the end
         if (parallel) {
             // a confined arena's segments are only accessible from its owner thread, which is blocked in this call
             // until the workers are done, so aliasing them for the workers cannot outlive the arena
@@ -82,6 +81,7 @@ final class JavaSgemm extends Sgemm {
                 parallel = false;
             }
         }
+        // row blocks of at most MC rows, as many as a multiple of the thread count so that no thread idles at the end
         int mBlocks = (m + mc - 1) / mc;
         if (parallel) mBlocks = threads * ((m + threads * mc - 1) / (threads * mc));
         int mcb0 = Math.min(mc, (((m + mBlocks - 1) / mBlocks) + mr - 1) / mr * mr);
