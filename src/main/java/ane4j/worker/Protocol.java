@@ -147,28 +147,18 @@ final class Protocol {
     // -----------------------------------------------------------------------------------------------------------------
     // training options and step metrics
 
-    /** The options as the key/value map {@link TrainOptions#of} reads back to an equal record. */
+    /** The options as the key/value map {@link TrainOptions#of} reads back to an equal record (every component). */
     static Map<String, String> toMap(TrainOptions o) {
         Map<String, String> m = new LinkedHashMap<>();
-        m.put("model", o.model());
-        m.put("init", o.init() == null ? "" : o.init().toString());
-        m.put("data", o.data() == null ? "" : o.data().toString());
-        m.put("steps", Integer.toString(o.steps()));
-        m.put("lr", Float.toString(o.lr()));
-        m.put("warmup", Integer.toString(o.warmup()));
-        m.put("accum", Integer.toString(o.accum()));
-        m.put("clip", Float.toString(o.clip()));
-        m.put("weightDecay", Float.toString(o.weightDecay()));
-        m.put("seed", Long.toString(o.seed()));
-        m.put("backend", o.backend() == null ? "" : o.backend());
-        m.put("lossScaling", o.lossScaling());
-        m.put("lossScale", Float.toString(o.lossScale()));
-        m.put("storage", o.storage());
-        m.put("weights", o.weights());
-        m.put("runDir", o.runDir().toString());
-        m.put("checkpointEvery", Integer.toString(o.checkpointEvery()));
-        m.put("keep", Integer.toString(o.keep()));
-        m.put("resume", Boolean.toString(o.resume()));
+        for (java.lang.reflect.RecordComponent c : TrainOptions.class.getRecordComponents()) {
+            Object v;
+            try {
+                v = c.getAccessor().invoke(o);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("[worker] cannot read TrainOptions." + c.getName(), e);
+            }
+            m.put(c.getName(), v == null ? "" : v.toString());   // Float.toString round-trips exactly
+        }
         return m;
     }
 

@@ -44,7 +44,7 @@ class ProtocolTest {
     @Test
     void trainOptionsAndStepMetricsRoundTrip() {
         TrainOptions o = TrainOptions.of(Map.ofEntries(Map.entry("model", "stories15m"), Map.entry("steps", "123"), Map.entry("lr", "0.00031"),
-                Map.entry("clip", "0.7"), Map.entry("seed", "-5"), Map.entry("weights", "static"), Map.entry("storage", "fp32"), Map.entry("backend", "ref"),
+                Map.entry("clip", "0.7"), Map.entry("seed", "-5"), Map.entry("weights", "static"), Map.entry("attention", "threestage"), Map.entry("storage", "fp32"), Map.entry("backend", "ref"),
                 Map.entry("runDir", "/tmp/x y"), Map.entry("data", "/d/t.bin"), Map.entry("resume", "true")));
         assertEquals(o, TrainOptions.of(Protocol.toMap(o)));
         assertEquals(TrainOptions.of(Map.of()), TrainOptions.of(Protocol.toMap(TrainOptions.of(Map.of()))));
