@@ -79,7 +79,7 @@ public final class BenchJson {
         sb.append('"');
     }
 
-    /** Parses JSON text: objects → LinkedHashMap, arrays → ArrayList, numbers → Double, null → null. */
+    /** Parses JSON text: objects → LinkedHashMap, arrays → ArrayList, integers → Long, other numbers → Double, null → null. */
     public static Object parse(String text) {
         int[] pos = {0};
         Object v = value(text, pos);
@@ -151,8 +151,10 @@ public final class BenchJson {
                     if (s.startsWith(lit, p[0])) { p[0] += lit.length(); return lit.equals("null") ? null : Boolean.valueOf(lit); }
                 int start = p[0];
                 while (p[0] < s.length() && "+-0123456789.eE".indexOf(s.charAt(p[0])) >= 0) p[0]++;
+                String num = s.substring(start, p[0]);
                 try {
-                    return Double.parseDouble(s.substring(start, p[0]));
+                    if (num.matches("-?\\d{1,18}")) return Long.parseLong(num);
+                    return Double.parseDouble(num);
                 } catch (NumberFormatException e) {
                     throw new IllegalArgumentException("[bench] JSON: unexpected '" + ch + "' at offset " + start);
                 }

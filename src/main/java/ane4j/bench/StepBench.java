@@ -82,10 +82,10 @@ public final class StepBench {
                 Map<TrainingStep.Phase, Long> ph = new EnumMap<>(step.phaseNanos());
                 // unscale, clip, AdamW, zero the gradients
                 float k = 1f / lossScale;
-                for (int j = 0; j < grads.length; j++) grads[j] *= k;
+                parallelChunks(grads.length, (from, to) -> { for (int j = from; j < to; j++) grads[j] *= k; });
                 AdamW.clipGlobalNorm(grads, 1f);
                 adamw.step(params.layout().views(), p, grads, m, v, i + 1, 1e-4f);
-                Arrays.fill(grads, 0f);
+                parallelChunks(grads.length, (from, to) -> Arrays.fill(grads, from, to, 0f));
                 long t2 = System.nanoTime();
                 step.stageWeights(p);
                 long t3 = System.nanoTime();
@@ -104,6 +104,7 @@ public final class StepBench {
             }
         }
         long rss = Machine.peakRssBytes(), heap = Machine.peakHeapBytes();
+        double loadAfter = java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
         double msPerStep = Timing.medianOf(total);
         double flops = flopsPerStep(cfg);
         long stateBytes = 4L * 4 * p.length;   // weights + gradients + 2 moments, fp32
@@ -135,6 +136,7 @@ public final class StepBench {
         r.put("weightsGradsMomentsMB", stateBytes / 1e6);
         r.put("memoryRatio", rss > 0 ? (double) rss / stateBytes : Double.NaN);
         r.put("memoryTarget", MEMORY_TARGET);
+        r.put("loadAverageAfter", Math.round(loadAfter * 100) / 100.0);
         r.put("firstLoss", firstLoss);
         r.put("lastLoss", lastLoss);
         if (o.flag("compare-torch")) {
@@ -143,6 +145,7 @@ public final class StepBench {
             r.put("torchMsPerStep", tms);
             r.put("torchThreads", torch.get("threads"));
             r.put("torchVersion", torch.get("torch"));
+            r.put("torchLoadAverage", torch.get("loadavg"));
             r.put("speedupVsTorch", tms / msPerStep);
             if (SPEEDUP_TARGET.containsKey(cfg.name())) r.put("speedupTarget", SPEEDUP_TARGET.get(cfg.name()));
             r.meta("torch", torch);
@@ -154,6 +157,12 @@ public final class StepBench {
         r.note("memory: peak RSS (VmHWM) of the whole JVM against 16 bytes per parameter (weights, gradients, AdamW m and v in fp32)");
         r.chart(new BenchResult.ChartSpec(true, "phase", List.of("ms"), "ms per step"));
         return r;
+    }
+
+    /** Runs body(from, to) over [0, n) in chunks of 2^18 on the common pool. */
+    static void parallelChunks(int n, java.util.function.BiConsumer<Integer, Integer> body) {
+        int chunk = 1 << 18;
+        java.util.stream.IntStream.range(0, (n + chunk - 1) / chunk).parallel().forEach(c -> body.accept(c * chunk, Math.min(n, c * chunk + chunk)));
     }
 
     /** Matmul FLOPs of one training step (forward, dx and dW for every projection and the classifier; attention fwd+bwd). */

@@ -54,8 +54,12 @@ public final class TrainingStep implements AutoCloseable {
     private final Map<Phase, Long> phaseNanos = new EnumMap<>(Phase.class);
     private int compiles;
     // scratch reused by every step (no per-step garbage): classifier (V,S), residual-stream gradients (D,S), heads (Q,S)
-    private float[] logits, dlogits, transposeScratch;
+    private float[] logits, dlogits;
+    private final ThreadLocal<float[]> transposeScratch = ThreadLocal.withInitial(() -> new float[0]);
     private final float[] dxf, dy, dtmp, dxq, da, kTiled, vTiled, dvFull, dkFull, dqRaw, dkRaw;
+
+    /** Vocabulary rows per classifier sgemm. */
+    private static final int CLS_BLOCK = 4096;
 
     /** The weight-bearing kernels, staged per layer. */
     private static final String[] WEIGHTED = {"sdpaFwd", "woFwd", "ffnFused", "ffnBwdW2t", "ffnBwdW13t", "wotBwd", "qBwd", "kvBwd"};
@@ -152,7 +156,8 @@ public final class TrainingStep implements AutoCloseable {
             return;
         }
         long t0 = System.nanoTime();
-        for (int l = 0; l < nl; l++) {
+        // layers are independent (own input buffers, read-only params): staged in parallel
+        java.util.stream.IntStream.range(0, nl).parallel().forEach(l -> {
             ParameterLayout.Layer w = layout.layer(l);
             TensorBuffer sdpa = input(l, "sdpaFwd");
             stageTransposed(sdpa, col("sdpaFwd", "wqT"), params, w.wq());                // channel d, column o ← wq[o, d]
@@ -175,7 +180,7 @@ public final class TrainingStep implements AutoCloseable {
             stage(input(l, "qBwd"), col("qBwd", "wq"), params, w.wq());
             stage(input(l, "kvBwd"), col("kvBwd", "wk"), params, w.wk());
             stage(input(l, "kvBwd"), col("kvBwd", "wv"), params, w.wv());
-        }
+        });
         add(Phase.IO, t0);
     }
 
@@ -219,8 +224,8 @@ public final class TrainingStep implements AutoCloseable {
     /** Matrix (rows, cols) transposed: channel j, column at+i ← m[i, j]. */
     private void stageTransposed(TensorBuffer dst, int at, float[] params, ParameterView m) {
         int rows = m.rows(), cols = m.cols(), off = m.offset();
-        if (transposeScratch == null || transposeScratch.length < rows * cols) transposeScratch = new float[rows * cols];
-        float[] t = transposeScratch;
+        float[] t = transposeScratch.get();
+        if (t.length < rows * cols) transposeScratch.set(t = new float[rows * cols]);
         // blocked transpose: 32×32 tiles stay in cache on both sides
         for (int i0 = 0; i0 < rows; i0 += 32)
             for (int j0 = 0; j0 < cols; j0 += 32)
@@ -292,12 +297,25 @@ public final class TrainingStep implements AutoCloseable {
         CpuOps.rmsnormForward(last.xnorm, last.rrmsAtt, last.x, params, layout.rmsFinal().offset(), d, s, eps);
         if (logits == null) { logits = new float[v * s]; dlogits = new float[v * s]; }
         float[] logits = this.logits, dlogits = this.dlogits, dxf = this.dxf, dy = this.dy, dtmp = this.dtmp;
+        // the classifier runs in blocks of CLS_BLOCK vocabulary rows: each BLAS call on the float[] weights copies at
+        // most CLS_BLOCK·D of them to native memory (not all V·D), which bounds the step's peak memory
         // logits (V,S) = wcls (V,D) · xf (D,S)
-        Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, v, s, d, 1f, params, cls.offset(), d, last.xnorm, 0, s, 0f, logits, 0, s);
+        for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+            int vb = Math.min(CLS_BLOCK, v - v0);
+            Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, vb, s, d, 1f, params, cls.offset() + v0 * d, d, last.xnorm, 0, s, 0f, logits, v0 * s, s);
+        }
         float loss = CpuOps.crossEntropy(dlogits, logits, targets, v, s, lossScale);
-        // dxf (D,S) = wclsᵀ · dlogits; dwcls (V,D) += dlogits · xfᵀ
-        Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, v, 1f, params, cls.offset(), d, dlogits, 0, s, 0f, dxf, 0, s);
-        dw(() -> Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, v, d, s, 1f, dlogits, 0, s, last.xnorm, 0, s, 1f, grads, cls.offset(), d));
+        // dxf (D,S) = wclsᵀ · dlogits, summed over the blocks; dwcls (V,D) += dlogits · xfᵀ, block by block
+        for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+            int vb = Math.min(CLS_BLOCK, v - v0);
+            Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, vb, 1f, params, cls.offset() + v0 * d, d, dlogits, v0 * s, s, v0 == 0 ? 0f : 1f, dxf, 0, s);
+        }
+        dw(() -> {
+            for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+                int vb = Math.min(CLS_BLOCK, v - v0);
+                Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, vb, d, s, 1f, dlogits, v0 * s, s, last.xnorm, 0, s, 1f, grads, cls.offset() + v0 * d, d);
+            }
+        });
         CpuOps.rmsnormBackward(dy, grads, layout.rmsFinal().offset(), dxf, last.x, params, layout.rmsFinal().offset(), last.rrmsAtt, d, s);
         add(Phase.CLASSIFIER, tc);
 

@@ -74,4 +74,67 @@ final class Iter {
             }
         }
     }
+
+    /** Elements below which {@link #runParallel} stays on the calling thread. */
+    static final long PARALLEL_MIN = 1 << 16;
+
+    /**
+     * Same as {@link #run} for rows that only write their own elements (elementwise ops; never reductions): large
+     * iterations are split into disjoint row ranges, or a single long row into disjoint pieces, run on the common pool.
+     */
+    void runParallel(Row row) {
+        int n = dims.length, ops = base.length;
+        long rows = 1;
+        for (int i = 0; i < n - 1; i++) rows *= dims[i];
+        int par = java.util.concurrent.ForkJoinPool.getCommonPoolParallelism() + 1;
+        if (rows * rowLen < PARALLEL_MIN || par < 2) { run(row); return; }
+        if (rows < par) {
+            // one (or few) long rows: pieces of each row
+            int pieces = par * 2, chunk = (rowLen + pieces - 1) / pieces;
+            long total = rows;
+            java.util.stream.IntStream.range(0, (int) (total * pieces)).parallel().forEach(t -> {
+                long r = t / pieces;
+                int from = (t % pieces) * chunk, len = Math.min(chunk, rowLen - from);
+                if (len <= 0) return;
+                long[] offs = offsetsAt(r);
+                for (int k = 0; k < ops; k++) offs[k] += from * inner[k];
+                row.run(offs, len);
+            });
+            return;
+        }
+        int tasks = (int) Math.min(rows, par * 4L);
+        final long allRows = rows;
+        java.util.stream.IntStream.range(0, tasks).parallel().forEach(t -> {
+            long r0 = allRows * t / tasks, r1 = allRows * (t + 1) / tasks;
+            long[] offs = offsetsAt(r0);
+            int[] idx = indexAt(r0);
+            for (long r = r0; r < r1; r++) {
+                row.run(offs, rowLen);
+                for (int i = n - 2; i >= 0; i--) {
+                    if (++idx[i] < dims[i]) {
+                        for (int k = 0; k < ops; k++) offs[k] += strides[k][i];
+                        break;
+                    }
+                    idx[i] = 0;
+                    for (int k = 0; k < ops; k++) offs[k] -= strides[k][i] * (dims[i] - 1);
+                }
+            }
+        });
+    }
+
+    /** The outer index (odometer digits) of row r. */
+    private int[] indexAt(long r) {
+        int n = dims.length;
+        int[] idx = new int[n];
+        for (int i = n - 2; i >= 0; i--) { idx[i] = (int) (r % dims[i]); r /= dims[i]; }
+        return idx;
+    }
+
+    /** Every operand's offset at the start of row r. */
+    private long[] offsetsAt(long r) {
+        int[] idx = indexAt(r);
+        long[] offs = base.clone();
+        for (int i = 0; i < dims.length - 1; i++) for (int k = 0; k < offs.length; k++) offs[k] += idx[i] * strides[k][i];
+        return offs;
+    }
 }

@@ -186,7 +186,14 @@ final class Planner {
     }
 
     static void roundFp16(MemorySegment seg, long from, long n) {
-        for (long i = from; i < from + n; i++) seg.setAtIndex(F, i, Float.float16ToFloat(Float.floatToFloat16(seg.getAtIndex(F, i))));
+        if (n < Iter.PARALLEL_MIN) { roundFp16Range(seg, from, from + n); return; }
+        // elementwise: disjoint pieces on the common pool
+        int pieces = 8;
+        java.util.stream.IntStream.range(0, pieces).parallel().forEach(p -> roundFp16Range(seg, from + n * p / pieces, from + n * (p + 1) / pieces));
+    }
+
+    private static void roundFp16Range(MemorySegment seg, long from, long to) {
+        for (long i = from; i < to; i++) seg.setAtIndex(F, i, Float.float16ToFloat(Float.floatToFloat16(seg.getAtIndex(F, i))));
     }
 
     /** {@code t} if it is dense, else a dense copy made by a step. */
@@ -204,7 +211,7 @@ final class Planner {
 
     private static void copy(Iter it, MemorySegment d, MemorySegment s) {
         long di = it.inner[0], si = it.inner[1];
-        it.run((o, n) -> {
+        it.runParallel((o, n) -> {
             if (di == 1 && si == 1) MemorySegment.copy(s, o[1] * 4, d, o[0] * 4, n * 4L);
             else for (int i = 0; i < n; i++) d.setAtIndex(F, o[0] + i * di, s.getAtIndex(F, o[1] + i * si));
         });
@@ -343,7 +350,7 @@ final class Planner {
         addRounded(() -> {
             MemorySegment os = o.st.seg, xs = x.st.seg, ys = y.st.seg;
             long oi = it.inner[0], xi = it.inner[1], yi = it.inner[2];
-            it.run((f, n) -> {
+            it.runParallel((f, n) -> {
                 long oo = f[0], xo = f[1], yo = f[2];
                 switch (op) {
                     case ADD -> { for (int i = 0; i < n; i++) os.setAtIndex(F, oo + i * oi, xs.getAtIndex(F, xo + i * xi) + ys.getAtIndex(F, yo + i * yi)); }
@@ -371,7 +378,7 @@ final class Planner {
         addRounded(() -> {
             MemorySegment os = o.st.seg, xs = x.st.seg;
             long oi = it.inner[0], xi = it.inner[1];
-            it.run((f, n) -> {
+            it.runParallel((f, n) -> {
                 long oo = f[0], xo = f[1];
                 for (int i = 0; i < n; i++) {
                     float v = xs.getAtIndex(F, xo + i * xi);
@@ -407,7 +414,7 @@ final class Planner {
         addRounded(() -> {
             MemorySegment os = o.st.seg, xs = x.st.seg;
             long oi = it.inner[0], xi = it.inner[1];
-            it.run((f, n) -> {
+            it.runParallel((f, n) -> {
                 for (int i = 0; i < n; i++) {
                     float v = xs.getAtIndex(F, f[1] + i * xi);
                     float r = switch (to) {
@@ -429,7 +436,7 @@ final class Planner {
         addRounded(() -> {
             MemorySegment os = o.st.seg, cs = c.st.seg, as = a.st.seg, bs = b.st.seg;
             long oi = it.inner[0], ci = it.inner[1], ai = it.inner[2], bi = it.inner[3];
-            it.run((f, n) -> {
+            it.runParallel((f, n) -> {
                 for (int i = 0; i < n; i++)
                     os.setAtIndex(F, f[0] + i * oi, cs.getAtIndex(F, f[1] + i * ci) != 0 ? as.getAtIndex(F, f[2] + i * ai) : bs.getAtIndex(F, f[3] + i * bi));
             });
@@ -494,6 +501,19 @@ final class Planner {
 
     /** softmax over {@code len} elements at stride {@code inner}, for outer × inner rows: max-subtract, exp, normalise. */
     static void softmaxRows(MemorySegment xs, long xoff, MemorySegment os, long ooff, long outer, int len, long inner) {
+        if (outer >= 2 && outer * len * inner >= Iter.PARALLEL_MIN) {
+            // rows are independent: disjoint ranges of the outer index on the common pool
+            int pieces = (int) Math.min(outer, 8);
+            java.util.stream.IntStream.range(0, pieces).parallel().forEach(p -> {
+                long a0 = outer * p / pieces, a1 = outer * (p + 1) / pieces;
+                softmaxSequential(xs, xoff + a0 * len * inner, os, ooff + a0 * len * inner, a1 - a0, len, inner);
+            });
+            return;
+        }
+        softmaxSequential(xs, xoff, os, ooff, outer, len, inner);
+    }
+
+    private static void softmaxSequential(MemorySegment xs, long xoff, MemorySegment os, long ooff, long outer, int len, long inner) {
         for (long a = 0; a < outer; a++) {
             for (long b = 0; b < inner; b++) {
                 long base = a * len * inner + b;
@@ -869,7 +889,7 @@ final class Planner {
         add(() -> {
             MemorySegment os = o.st.seg, xs = x.st.seg, ss = sc.st.seg, zs = zp.st.seg;
             long oi = it.inner[0], xi = it.inner[1], si = it.inner[2], zi = it.inner[3];
-            it.run((f, n) -> {
+            it.runParallel((f, n) -> {
                 for (int i = 0; i < n; i++) {
                     float v = (float) Math.rint(xs.getAtIndex(F, f[1] + i * xi) / ss.getAtIndex(F, f[2] + i * si)) + zs.getAtIndex(F, f[3] + i * zi);
                     os.setAtIndex(F, f[0] + i * oi, Math.max(lo, Math.min(hi, v)));
@@ -889,7 +909,7 @@ final class Planner {
         addRounded(() -> {
             MemorySegment os = o.st.seg, xs = x.st.seg, ss = sc.st.seg, zs = zp.st.seg;
             long oi = it.inner[0], xi = it.inner[1], si = it.inner[2], zi = it.inner[3];
-            it.run((f, n) -> {
+            it.runParallel((f, n) -> {
                 for (int i = 0; i < n; i++)
                     os.setAtIndex(F, f[0] + i * oi, ss.getAtIndex(F, f[2] + i * si) * (xs.getAtIndex(F, f[1] + i * xi) - zs.getAtIndex(F, f[3] + i * zi)));
             });
