@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
  * pieces, fp16 rounding and softmax rows in parallel): results must equal a direct computation element for element.
  */
 class RefParallelTest {
-    static float fp16(float v) { return Float.float16ToFloat(Float.floatToFloat16(v)); }
+    static float round16(float v) { return Float.float16ToFloat(Float.floatToFloat16(v)); }
 
     static float[] run(Program p, float[] x, float[] y) {
         try (Kernel k = new RefBackend(new RefBackend.Options(false, false, null)).compile(p)) {
@@ -30,7 +30,7 @@ class RefParallelTest {
 
     static float[] pattern(int n, double f) {
         float[] v = new float[n];
-        for (int i = 0; i < n; i++) v[i] = fp16((float) Math.sin(i * f) * 3);
+        for (int i = 0; i < n; i++) v[i] = round16((float) Math.sin(i * f) * 3);
         return v;
     }
 
@@ -48,7 +48,7 @@ class RefParallelTest {
             for (int i = 0; i < s; i++)
                 for (int j = 0; j < w; j++) {
                     int k = (c * s + i) * w + j;
-                    assertEquals(fp16(x[k] * y[i]), z[k], 0f, "element " + k);
+                    assertEquals(round16(x[k] * y[i]), z[k], 0f, "element " + k);
                 }
     }
 
@@ -62,7 +62,7 @@ class RefParallelTest {
         }).build();
         float[] x = pattern(n, 0.011), y = pattern(n, 0.029);
         float[] z = run(p, x, y);
-        for (int i = 0; i < n; i++) assertEquals(fp16(x[i] + y[i]), z[i], 0f, "element " + i);
+        for (int i = 0; i < n; i++) assertEquals(round16(x[i] + y[i]), z[i], 0f, "element " + i);
     }
 
     @Test
@@ -80,7 +80,7 @@ class RefParallelTest {
             float sum = 0;
             float[] e = new float[s];
             for (int j = 0; j < s; j++) { e[j] = (float) Math.exp(x[r * s + j] - max); sum += e[j]; }
-            for (int j = 0; j < s; j++) assertEquals(fp16(e[j] * (1f / sum)), z[r * s + j], 0f, "row " + r + " col " + j);
+            for (int j = 0; j < s; j++) assertEquals(round16(e[j] * (1f / sum)), z[r * s + j], 0f, "row " + r + " col " + j);
         }
     }
 }
