@@ -93,7 +93,7 @@ def main():
         reply, msgs = run(kc, "%ane")
         res = of(msgs, "execute_result")
         html = res[0]["data"].get("text/html", "") if res else ""
-        check("worker" in html and "not started" in html and "JDK" in html, "%ane shows JDK and worker state as a table")
+        check("worker" in html and "compile budget" in html and "live kernels" in html and "JDK" in html, "%ane shows JDK, compile budget, worker state and live kernels as a table")
 
         reply, msgs = run(kc, 'int ok = 1;\nint bad = "text";')
         err = of(msgs, "error")

@@ -80,9 +80,10 @@ def main():
     n_params = sum(p.numel() for p in params.values())
 
     load_start = os.getloadavg()[0]
-    times = {"step": [], "forward": [], "backward": [], "optimizer": []}
+    times = {"step": [], "forward": [], "backward": [], "optimizer": [], "cpu": []}
     losses = []
     for i in range(args.warmup + args.steps):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         _, loss = forward(c, params, x, y)
         t1 = time.perf_counter()
@@ -92,9 +93,11 @@ def main():
         opt.step()
         opt.zero_grad(set_to_none=True)
         t3 = time.perf_counter()
+        c3 = time.process_time()
         losses.append(loss.item())
         if i >= args.warmup:
-            for k, v in (("step", t3 - t0), ("forward", t1 - t0), ("backward", t2 - t1), ("optimizer", t3 - t2)):
+            for k, v in (("step", t3 - t0), ("forward", t1 - t0), ("backward", t2 - t1), ("optimizer", t3 - t2),
+                         ("cpu", c3 - c0)):
                 times[k].append(1000.0 * v)
         if not args.json:
             print(f"step {i:3d}{' (warm-up)' if i < args.warmup else ''}: loss {loss.item():.4f}  "
@@ -105,7 +108,7 @@ def main():
     out = {"model": args.model, "ms_per_step_median": med["step"], "steps": args.steps, "threads": args.threads,
            "torch": torch.__version__,
            "phases": {"forward": med["forward"], "backward": med["backward"], "optimizer": med["optimizer"]},
-           "ms_per_step_min": round(min(times["step"]), 3), "params": n_params,
+           "ms_per_step_min": round(min(times["step"]), 3), "cpu_ms_per_step_median": med["cpu"], "params": n_params,
            "tokens_per_s": round(1000.0 * c["seqLen"] / med["step"], 1), "seqLen": c["seqLen"], "batch": 1,
            "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4),
            "loadavg": [round(load_start, 2), round(os.getloadavg()[0], 2)], "cpus": os.cpu_count()}

@@ -59,6 +59,8 @@ static char **g_err; static int g_nerr, g_caperr;
 static char *g_failCompile;       /* fake_set_fail_compile */
 static int g_leakAfter = -1;      /* fake_set_leak_after: compiles that succeed before the emulated leak */
 static int g_compiles;            /* successful compiles since reset */
+static int g_realCompiles, g_cacheHits;  /* of those: without / with a net.plist already present */
+static const char *g_evaluatingHex; /* the model whose evaluate is running the hook */
 static long long g_minSurface;    /* fake_set_min_surface_bytes */
 static char g_subType[64] = "h16g";
 static char g_tmpdir[4096];
@@ -488,9 +490,22 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
         }
         logf_("compileFiles\t%s\t\t%s\t%s", dir, files, ok ? "ok" : why);
         if (!ok) { set_error(c, why); return NO; }
-        /* what the real compiler leaves behind (PR #22): net.plist */
+        /* what the real compiler leaves behind (PR #22): net.plist, and data for a model with weights. A net.plist
+           already there (restored from a cache) makes the compile skip its work, as PR #22 observed. */
         char plist[4300]; snprintf(plist, sizeof plist, "%s/net.plist", dir);
-        FILE *pf = fopen(plist, "w"); if (pf) { fputs("<plist/>\n", pf); fclose(pf); }
+        size_t plen = 0; unsigned char *old = read_file(plist, &plen);
+        if (old) {
+            logf_("compileCacheHit\t%s\t\t%.*s\t", dir, (int)(plen && old[plen - 1] == '\n' ? plen - 1 : plen), (const char *)old);
+            free(old);
+            g_cacheHits++;
+        } else {
+            FILE *pf = fopen(plist, "w"); if (pf) { fprintf(pf, "<plist><!-- fake net %s --></plist>\n", o->hex); fclose(pf); }
+            if (w && w->count) {
+                char dataPath[4300]; snprintf(dataPath, sizeof dataPath, "%s/data", dir);
+                FILE *df = fopen(dataPath, "w"); if (df) { fprintf(df, "fake data %s\n", o->hex); fclose(df); }
+            }
+            g_realCompiles++;
+        }
         o->state = 1; g_compiles++;
         return YES;
     }
@@ -559,7 +574,9 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
                 bases[k][i] = sf->bytes; sizes[k][i] = (long long)sf->len;
             }
         }
+        g_evaluatingHex = o->hex;
         if (g_hook) g_hook(n[0], bases[0], sizes[0], n[1], bases[1], sizes[1]);
+        g_evaluatingHex = NULL;
         return YES;
     }
     /* 9. -[_ANEInMemoryModel unloadWithQoS:error:] */
@@ -664,7 +681,7 @@ void fake_reset(void) {
     g_nlog = 0; g_nerr = 0;
     for (int i = 0; i < g_nobjs; i++) g_objs[i]->ignored = 1;
     free(g_failCompile); g_failCompile = NULL;
-    g_leakAfter = -1; g_compiles = 0; g_minSurface = 0; g_hook = NULL;
+    g_leakAfter = -1; g_compiles = 0; g_realCompiles = 0; g_cacheHits = 0; g_minSurface = 0; g_hook = NULL;
     snprintf(g_subType, sizeof g_subType, "h16g");
 }
 
@@ -674,3 +691,8 @@ void fake_set_min_surface_bytes(long long n) { g_minSurface = n; }
 void fake_set_ane_subtype(const char *s) { snprintf(g_subType, sizeof g_subType, "%s", s); }
 void fake_set_tmpdir(const char *dir) { snprintf(g_tmpdir, sizeof g_tmpdir, "%s", dir); }
 void fake_set_evaluate_hook(void (*hook)(int, void **, long long *, int, void **, long long *)) { g_hook = hook; }
+/* the hex id of the model being evaluated, while the evaluate hook runs (else NULL) */
+const char *fake_evaluating_hex(void) { return g_evaluatingHex; }
+/* compiles since reset that did the work, and those that found net.plist already in place */
+int fake_real_compiles(void) { return g_realCompiles; }
+int fake_cache_hits(void) { return g_cacheHits; }

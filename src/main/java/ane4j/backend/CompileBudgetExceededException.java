@@ -17,6 +17,16 @@ public final class CompileBudgetExceededException extends BackendException {
         this.budget = budget;
     }
 
+    /**
+     * With a message of its own, e.g. a compile that failed the way the ANE compiler leak fails ({@code cause}: the
+     * framework's error); {@code count} compiles came before it.
+     */
+    public CompileBudgetExceededException(String message, long count, long budget, Throwable cause) {
+        super(message, cause);
+        this.count = count;
+        this.budget = budget;
+    }
+
     /** Compiles done before the refused one. */
     public long count() { return count; }
 

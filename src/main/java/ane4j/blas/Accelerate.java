@@ -13,6 +13,7 @@ import java.util.Optional;
  * {@code cblas_sgemm$NEWLAPACK$ILP64} (64-bit integers). We use the LP64 name, with the same descriptor as OpenBLAS,
  * and fall back to the plain name on older systems.
  */
+@SuppressWarnings("restricted")
 final class Accelerate {
     private Accelerate() {}
 

@@ -10,6 +10,7 @@ import java.util.stream.IntStream;
  * MC rows run in parallel on the common pool. Column-major calls are turned into row-major ones by computing
  * Cᵀ = op(B)ᵀ·op(A)ᵀ.
  */
+@SuppressWarnings("restricted") // reinterpret: aliasing a confined segment for the worker threads
 final class JavaSgemm extends Sgemm {
 
     /** Computes one MR×NR tile: {@code C[rows×cols] += Σ_p ap[p*MR + i] * bp[p*NR + j]}. */
@@ -69,7 +70,6 @@ final class JavaSgemm extends Sgemm {
         int mr = kernel.mr(), nr = kernel.nr();
         int threads = threads();
         boolean parallel = (long) m * n * k >= PARALLEL_MIN_MACS && m > mr && threads > 1;
-        // row blocks of at most MC rows, as many as a multiple of the thread count so that no thread idles at the end
         if (parallel) {
             // a confined arena's segments are only accessible from its owner thread, which is blocked in this call
             // until the workers are done, so aliasing them for the workers cannot outlive the arena
@@ -81,11 +81,12 @@ final class JavaSgemm extends Sgemm {
                 parallel = false;
             }
         }
+        // row blocks of at most MC rows, as many as a multiple of the thread count so that no thread idles at the end
         int mBlocks = (m + mc - 1) / mc;
         if (parallel) mBlocks = threads * ((m + threads * mc - 1) / (threads * mc));
         int mcb0 = Math.min(mc, (((m + mBlocks - 1) / mBlocks) + mr - 1) / mr * mr);
         int nBlocks = (m + mcb0 - 1) / mcb0;
-        float[] bp = new float[KC * nc];
+        float[] bp = new float[Math.min(KC, k) * ((Math.min(nc, n) + nr - 1) / nr * nr)];
         for (int jc = 0; jc < n; jc += nc) {
             int ncb = Math.min(nc, n - jc);
             for (int pc = 0; pc < k; pc += KC) {

@@ -18,9 +18,10 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * <p>Native segments are passed as they are. Heap segments (e.g. {@code float[]}) cannot be passed to an ordinary
  * downcall: small products use a second, {@link Linker.Option#critical(boolean) critical} handle that may read the
  * Java heap directly (no copy; the calling thread cannot reach a safepoint until it returns, which is why it is only
- * used for short calls), and larger ones copy the heap operands into native memory, whose O(n²) cost is small next
- * to the O(n³) product.
+ * used for short calls), and larger ones copy the heap operands into a per-thread native scratch block, whose O(n²)
+ * cost is small next to the O(n³) product.
  */
+@SuppressWarnings("restricted") // FFM downcalls are this class's job
 final class NativeSgemm extends Sgemm {
 
     /** {@code void cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)}. */
@@ -60,16 +61,54 @@ final class NativeSgemm extends Sgemm {
                     slice(a, aOffset), lda, slice(b, bOffset), ldb, beta, slice(c, cOffset), ldc);
             return;
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment na = toNative(arena, a, aOffset, span(layout, transA == Transpose.YES ? k : m, transA == Transpose.YES ? m : k, lda));
-            MemorySegment nb = toNative(arena, b, bOffset, span(layout, transB == Transpose.YES ? n : k, transB == Transpose.YES ? k : n, ldb));
-            long cFloats = span(layout, m, n, ldc);
-            MemorySegment nc = toNative(arena, c, cOffset, cFloats);
-            call(sgemm, layout, transA, transB, m, n, k, alpha, na, lda, nb, ldb, beta, nc, ldc);
-            if (!c.isNative()) {
-                MemorySegment.copy(nc, 0, c, cOffset * Float.BYTES, cFloats * Float.BYTES);
-            }
+        long aFloats = span(layout, transA == Transpose.YES ? k : m, transA == Transpose.YES ? m : k, lda);
+        long bFloats = span(layout, transB == Transpose.YES ? n : k, transB == Transpose.YES ? k : n, ldb);
+        long cFloats = span(layout, m, n, ldc);
+        // one scratch block for the heap operands, 64-byte aligned pieces
+        long aAt = 0, bAt = aAt + (a.isNative() ? 0 : round64(aFloats)), cAt = bAt + (b.isNative() ? 0 : round64(bFloats));
+        long bytes = cAt + (c.isNative() ? 0 : round64(cFloats));
+        MemorySegment scratch = scratch(bytes);
+        MemorySegment na = a.isNative() ? slice(a, aOffset) : copyIn(a, aOffset, aFloats, scratch, aAt);
+        MemorySegment nb = b.isNative() ? slice(b, bOffset) : copyIn(b, bOffset, bFloats, scratch, bAt);
+        // with beta == 0 BLAS never reads C, so it need not be copied in
+        MemorySegment nc = c.isNative() ? slice(c, cOffset)
+                : beta == 0f ? scratch.asSlice(cAt, cFloats * Float.BYTES) : copyIn(c, cOffset, cFloats, scratch, cAt);
+        call(sgemm, layout, transA, transB, m, n, k, alpha, na, lda, nb, ldb, beta, nc, ldc);
+        if (!c.isNative()) copyOut(nc, c, cOffset, layout == Layout.ROW_MAJOR ? m : n, layout == Layout.ROW_MAJOR ? n : m, ldc);
+    }
+
+    /** Copies back only the {@code outer} runs of {@code inner} floats of C: the gaps between them (ld > inner) were
+     *  never copied in when beta == 0 and must keep the caller's values. */
+    private static void copyOut(MemorySegment from, MemorySegment c, long cOffset, int outer, int inner, int ld) {
+        if (ld == inner) {
+            MemorySegment.copy(from, 0, c, cOffset * Float.BYTES, (long) outer * inner * Float.BYTES);
+            return;
         }
+        for (long r = 0; r < outer; r++) {
+            MemorySegment.copy(from, r * ld * Float.BYTES, c, (cOffset + r * ld) * Float.BYTES, (long) inner * Float.BYTES);
+        }
+    }
+
+    /** Scratch blocks up to this size are kept per thread for the next call; larger ones are freed by the GC. */
+    static final long SCRATCH_KEEP_BYTES = 256L << 20;
+    private static final ThreadLocal<MemorySegment> SCRATCH = new ThreadLocal<>();
+
+    /** A native block of at least {@code bytes} (contents undefined), reused across calls: a fresh one per call costs
+     *  zeroing and page faults that at n = 2048 are a sizeable fraction of the product itself. */
+    private static MemorySegment scratch(long bytes) {
+        MemorySegment s = SCRATCH.get();
+        if (s != null && s.byteSize() >= bytes) return s;
+        s = Arena.ofAuto().allocate(Math.max(bytes, 64), 64);
+        if (bytes <= SCRATCH_KEEP_BYTES) SCRATCH.set(s);
+        return s;
+    }
+
+    private static long round64(long floats) { return (floats * Float.BYTES + 63) & ~63L; }
+
+    private static MemorySegment copyIn(MemorySegment seg, long offset, long floats, MemorySegment scratch, long at) {
+        MemorySegment dst = scratch.asSlice(at, floats * Float.BYTES);
+        MemorySegment.copy(seg, offset * Float.BYTES, dst, 0, floats * Float.BYTES);
+        return dst;
     }
 
     private static void call(MethodHandle h, Layout layout, Transpose transA, Transpose transB, int m, int n, int k,
@@ -89,14 +128,8 @@ final class NativeSgemm extends Sgemm {
     }
 
     private static MemorySegment slice(MemorySegment seg, long offset) {
-        return offset == 0 ? seg : seg.asSlice(offset * Float.BYTES);
-    }
-
-    private static MemorySegment toNative(Arena arena, MemorySegment seg, long offset, long floats) {
-        if (seg.isNative()) return slice(seg, offset);
-        MemorySegment copy = arena.allocate(Math.max(1, floats) * Float.BYTES, 64);
-        if (floats > 0) MemorySegment.copy(seg, offset * Float.BYTES, copy, 0, floats * Float.BYTES);
-        return copy;
+        // an operand of an empty product may have any offset: it is not read
+        return offset == 0 || offset * Float.BYTES >= seg.byteSize() ? seg : seg.asSlice(offset * Float.BYTES);
     }
 
     // ---------------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Optional;
 
 /** Loads {@code cblas_sgemm} from OpenBLAS (or any CBLAS) by library name, through the dynamic loader's search path. */
+@SuppressWarnings("restricted")
 final class OpenBlas {
     private OpenBlas() {}
 

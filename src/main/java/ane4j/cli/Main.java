@@ -25,6 +25,7 @@ public final class Main {
             return switch (args[0]) {
                 case "mil" -> MilCommand.run(rest, out, err);
                 case "train" -> TrainCommand.run(rest, out);
+                case "doctor" -> DoctorCommand.run(rest, out, err);
                 case "bench" -> BenchCommand.run(rest, out);
                 default -> {
                     err.println("ane4j: unknown command '" + args[0] + "' (try: ane4j help)");
@@ -51,6 +52,7 @@ public final class Main {
               mil check FILE.mil           parse a MIL program, check shapes and weight files, print a summary
               mil fmt FILE.mil             print the canonical text (--dialect ios16|ios18)
               mil run FILE.mil ...         run a MIL program on .npy inputs (--input x=x.npy --output DIR)
+              doctor [--model M]           check the ANE and the backends: probe ladder vs ref, timings, --json FILE report
               bench NAME [options]         benchmarks: peak, int8, step, compile, sgemm; see ane4j bench --help
               help                         this text
 

@@ -287,12 +287,19 @@ public enum Op {
         if (c.literal("shape").type().rank() != 1) throw c.err("shape must be an int32 vector");
         int infer = -1;
         long known = 1;
+        shape = shape.clone();
         for (int i = 0; i < shape.length; i++) {
+            if (shape[i] == 0) {
+                // 0 copies the dimension of x aligned from the right (same position when ranks match), 1 past x's rank
+                // (coremltools iOS17 reshape)
+                int src = i + x.rank() - shape.length;
+                shape[i] = src >= 0 && src < x.rank() ? x.shape()[src] : 1;
+            }
             if (shape[i] == -1) {
                 if (infer >= 0) throw c.err("shape %s has more than one -1", Arrays.toString(shape));
                 infer = i;
             } else if (shape[i] <= 0) {
-                throw c.err("shape %s has dimension %d: dimensions must be positive (or one -1)", Arrays.toString(shape), shape[i]);
+                throw c.err("shape %s has dimension %d: dimensions must be positive (or one -1, or 0 to copy)", Arrays.toString(shape), shape[i]);
             } else known *= shape[i];
         }
         int[] out = shape.clone();
@@ -364,8 +371,10 @@ public enum Op {
         int axis = c.axis("axis", c.integer("axis"), x.rank());
         int d = x.shape()[axis];
         int[] sizes;
-        if (c.has("split_sizes") == c.has("num_splits")) throw c.err("give exactly one of num_splits and split_sizes");
-        if (c.has("num_splits")) {
+        if (!c.has("split_sizes") && !c.has("num_splits")) throw c.err("give num_splits or split_sizes");
+        if (c.has("split_sizes") && c.has("num_splits") && c.ints("split_sizes").length != c.integer("num_splits"))
+            throw c.err("num_splits %d but split_sizes %s has %d entries", c.integer("num_splits"), Arrays.toString(c.ints("split_sizes")), c.ints("split_sizes").length);
+        if (!c.has("split_sizes")) {
             int n = c.integer("num_splits");
             if (n <= 0 || d % n != 0) throw c.err("num_splits %d does not divide dimension %d of axis %d", n, d, axis);
             sizes = new int[n];
@@ -407,7 +416,7 @@ public enum Op {
         int axis = c.integer("axis");
         TensorType qt = q.type();
         if (qt.dtype() != DType.INT8 && qt.dtype() != DType.UINT8) throw c.err("quantized_data must be int8 or uint8, found %s", qt.dtype());
-        if (zp.dtype() != qt.dtype()) throw c.err("zero_point is %s but quantized_data is %s", zp.dtype(), qt.dtype());
+        if (zp.dtype() != qt.dtype() && !zp.dtype().isFloat()) throw c.err("zero_point is %s: expected %s (or a float)", zp.dtype(), qt.dtype());
         if (!scale.dtype().isFloat()) throw c.err("scale must be fp16 or fp32, found %s", scale.dtype());
         int a = c.axis("axis", axis, qt.rank());
         checkPerAxis(c, "scale", scale.type(), qt.shape()[a]);
@@ -552,8 +561,8 @@ public enum Op {
     }
 
     private static List<TensorType> inferMatmul(Call c) {
-        c.requireFloat("x");
         TensorType x = c.type("x"), y = c.type("y");
+        if (!x.dtype().isFloat() && x.dtype() != DType.INT32) throw c.err("x must be fp16, fp32 or int32, found %s", x.dtype());
         if (x.dtype() != y.dtype()) throw c.err("x is %s but y is %s", x.dtype(), y.dtype());
         boolean tx = c.bool("transpose_x"), ty = c.bool("transpose_y");
         int[] xs = x.shape(), ys = y.shape();

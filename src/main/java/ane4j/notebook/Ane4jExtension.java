@@ -25,7 +25,7 @@ public final class Ane4jExtension implements Extension {
             "ane4j.mil", "ane4j.backend", "ane4j.model", "ane4j.train", "ane4j.worker", "ane4j.bench");
 
     /** The magic classes; a new magic is an annotated method on one of these (or a new class added here). */
-    static final List<Supplier<Object>> MAGICS = List.of(AneMagics::new);
+    static final List<Supplier<Object>> MAGICS = List.of(AneMagics::new, MilMagics::new, TrainMagics::new, BenchMagics::new);
 
     @Override
     public void install(BaseKernel kernel) {
@@ -54,8 +54,11 @@ public final class Ane4jExtension implements Extension {
     static String importSnippet(boolean staticStatics) {
         String pkgs = IMPORTS.stream().filter(Ane4jExtension::packageHasClasses)
                 .map(p -> "import " + p + ".*;").collect(Collectors.joining("\n"));
-        String statics = staticStatics ? "import static ane4j.notebook.Notebook.*;" : "import ane4j.notebook.Notebook;";
-        return (pkgs.isEmpty() ? "" : pkgs + "\n") + statics + "\nimport ane4j.notebook.DisplayHandle;";
+        String statics = staticStatics
+                ? "import java.util.*;\nimport java.util.stream.*;\nimport java.nio.file.*;\nimport static ane4j.notebook.Notebook.*;"
+                : "import ane4j.notebook.Notebook;";
+        return (pkgs.isEmpty() ? "" : pkgs + "\n") + statics + "\nimport ane4j.notebook.DisplayHandle;"
+                + "\nimport ane4j.notebook.Ane;\nimport ane4j.notebook.NotebookKernel;\nimport ane4j.notebook.TrainingRun;";
     }
 
     /** True when the package has at least one class on the class path (importing an empty package fails to compile). */

@@ -95,6 +95,9 @@ public final class Ane4jKernel extends BaseKernel {
             System.exit(2);
         }
         if (System.getProperty("java.awt.headless") == null) System.setProperty("java.awt.headless", "true");
+        // library log lines (backend and BLAS choice) as one line each in the cell's stderr
+        if (System.getProperty("java.util.logging.SimpleFormatter.format") == null)
+            System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
         KernelConnectionProperties props = KernelConnectionProperties.parse(Files.readString(Path.of(args[0])));
         JupyterConnection connection = new JupyterConnection(props);
         Ane4jKernel kernel = create(!"0".equals(System.getenv("ANE4J_LOAD_EXTENSIONS")));
@@ -277,6 +280,7 @@ public final class Ane4jKernel extends BaseKernel {
 
     @Override
     public void interrupt() {
+        Notebook.interruptHooks();
         evaluator.interrupt();
     }
 

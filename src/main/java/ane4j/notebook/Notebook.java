@@ -14,6 +14,7 @@ import org.dflib.jjava.jupyter.kernel.magic.UndefinedMagicException;
  */
 public final class Notebook {
     private static final Map<String, Object> STASH = new ConcurrentHashMap<>();
+    private static final List<Runnable> ON_INTERRUPT = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     private Notebook() {}
 
@@ -66,6 +67,19 @@ public final class Notebook {
         } catch (Exception e) {
             throw new MagicException("[%" + name + "] " + e.getMessage(), e);
         }
+    }
+
+    /** Runs {@code r} when the user interrupts the running cell (until {@link #removeInterrupt}); for magics that wait. */
+    static void onInterrupt(Runnable r) {
+        ON_INTERRUPT.add(r);
+    }
+
+    static void removeInterrupt(Runnable r) {
+        ON_INTERRUPT.remove(r);
+    }
+
+    static void interruptHooks() {
+        ON_INTERRUPT.forEach(Runnable::run);
     }
 
     /** Parks an object under a fresh key so generated code can pick it up ({@link MagicCall#bind}). */

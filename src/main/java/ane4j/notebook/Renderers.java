@@ -1,5 +1,9 @@
 package ane4j.notebook;
 
+import ane4j.backend.TensorBuffer;
+import ane4j.mil.Dialect;
+import ane4j.mil.MilWriter;
+import ane4j.mil.Program;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Base64;
@@ -15,6 +19,8 @@ import tech.tablesaw.api.Table;
 public final class Renderers {
     /** Tables longer than this show their first and last MAX_ROWS/2 rows. */
     static final int MAX_ROWS = 60;
+    /** Tensors show this many values. */
+    static final int TENSOR_VALUES = 32;
 
     private Renderers() {}
 
@@ -29,6 +35,42 @@ public final class Renderers {
         renderer.createRegistration(chart)
                 .preferring(MIMEType.IMAGE_PNG)
                 .register(Renderers::renderChart);
+        renderer.createRegistration(Program.class)
+                .preferring(MIMEType.TEXT_HTML)
+                .supporting(MIMEType.TEXT_PLAIN)
+                .register((p, ctx) -> {
+                    ctx.renderIfRequested(MIMEType.TEXT_HTML, () -> MilHighlighter.html(p));
+                    ctx.renderIfRequested(MIMEType.TEXT_PLAIN, () -> MilWriter.write(p, Dialect.fromProperty(Dialect.IOS18)));
+                });
+        renderer.createRegistration(NotebookKernel.class)
+                .preferring(MIMEType.TEXT_HTML)
+                .supporting(MIMEType.TEXT_PLAIN)
+                .register((k, ctx) -> {
+                    ctx.renderIfRequested(MIMEType.TEXT_HTML, k::html);
+                    ctx.renderIfRequested(MIMEType.TEXT_PLAIN, k::toString);
+                });
+        renderer.createRegistration(float[].class)
+                .preferring(MIMEType.TEXT_PLAIN)
+                .register((f, ctx) -> ctx.renderIfRequested(MIMEType.TEXT_PLAIN, () -> floatsText(f)));
+        renderer.createRegistration(TensorBuffer.class)
+                .preferring(MIMEType.TEXT_PLAIN)
+                .register((t, ctx) -> ctx.renderIfRequested(MIMEType.TEXT_PLAIN, () -> tensorText(t)));
+    }
+
+    /** {@code float[16] [0.0, 1.0, …]}. */
+    static String floatsText(float[] f) {
+        int n = Math.min(f.length, TENSOR_VALUES);
+        StringBuilder sb = new StringBuilder("float[").append(f.length).append("] [");
+        for (int i = 0; i < n; i++) sb.append(i > 0 ? ", " : "").append(f[i]);
+        return sb.append(f.length > n ? ", … " + (f.length - n) + " more]" : "]").toString();
+    }
+
+    /** {@code fp16[1,4,1,4] [0.0, 1.0, …]}: the type and the first values. */
+    static String tensorText(TensorBuffer t) {
+        int n = (int) Math.min(t.count(), TENSOR_VALUES);
+        StringBuilder sb = new StringBuilder(t.type().toString()).append(" [");
+        for (int i = 0; i < n; i++) sb.append(i > 0 ? ", " : "").append(t.get(i));
+        return sb.append(t.count() > n ? ", … " + (t.count() - n) + " more]" : "]").toString();
     }
 
     static void renderTable(Table t, RenderContext ctx) {

@@ -25,6 +25,7 @@ public record TrainOptions(
         float lossScale,       // initial/static scale; 0 = 256·nLayers
         String storage,        // fp16 (as the ANE) | fp32 (the reference backend computes in fp32)
         String weights,        // dynamic (compile once) | static (bake weights, recompile after every update)
+        String attention,      // fused (one kernel, explicit causal mask) | threestage (scores on the backend, softmax on the CPU)
         Path runDir,           // checkpoints, metrics.jsonl, loss.png, run.txt
         int checkpointEvery,   // micro-steps between checkpoints (0: only at the end)
         int keep,              // checkpoints kept
@@ -49,6 +50,7 @@ public record TrainOptions(
         m.put("lossScale", "0");
         m.put("storage", "fp16");
         m.put("weights", "dynamic");
+        m.put("attention", "fused");
         m.put("runDir", "runs/latest");
         m.put("checkpointEvery", "100");
         m.put("keep", "3");
@@ -68,7 +70,7 @@ public record TrainOptions(
                 number(m, "lr"), integer(m, "warmup", 0), integer(m, "accum", 1), number(m, "clip"), number(m, "weightDecay"),
                 Long.parseLong(check(m, "seed", "-?\\d+")), m.get("backend").isEmpty() ? null : oneOf(m, "backend", "ane", "ref"),
                 oneOf(m, "lossScaling", "static", "dynamic", "none"), number(m, "lossScale"), oneOf(m, "storage", "fp16", "fp32"),
-                oneOf(m, "weights", "dynamic", "static"), Path.of(m.get("runDir")), integer(m, "checkpointEvery", 0), integer(m, "keep", 1), bool(m, "resume"));
+                oneOf(m, "weights", "dynamic", "static"), oneOf(m, "attention", "fused", "threestage"), Path.of(m.get("runDir")), integer(m, "checkpointEvery", 0), integer(m, "keep", 1), bool(m, "resume"));
         if (o.lr <= 0) throw new IllegalArgumentException("[train] lr must be positive, got " + o.lr);
         return o;
     }
@@ -92,7 +94,7 @@ public record TrainOptions(
         return String.join("\n", "model = " + model, "init = " + (init == null ? "" : init), "data = " + (data == null ? "embedded corpus" : data),
                 "steps = " + steps, "lr = " + lr, "warmup = " + warmup, "accum = " + accum, "clip = " + clip, "weightDecay = " + weightDecay,
                 "seed = " + seed, "backend = " + (backend == null ? "auto" : backend), "lossScaling = " + lossScaling, "lossScale = " + lossScale,
-                "storage = " + storage, "weights = " + weights, "runDir = " + runDir, "checkpointEvery = " + checkpointEvery, "keep = " + keep, "resume = " + resume);
+                "storage = " + storage, "weights = " + weights, "attention = " + attention, "runDir = " + runDir, "checkpointEvery = " + checkpointEvery, "keep = " + keep, "resume = " + resume);
     }
 
     private static Path path(String s) { return s.isEmpty() ? null : Path.of(s); }

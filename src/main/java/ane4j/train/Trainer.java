@@ -75,7 +75,15 @@ public final class Trainer implements AutoCloseable {
             this.params = loadInit(o.init());
             this.config = params.config();
         } else {
-            this.config = resolveConfig(o.model());
+            ModelConfig c = resolveConfig(o.model());
+            // the embedded corpus has a small vocabulary: rows of a larger one would never be trained (like maderix's
+            // vocabulary compaction), so the model uses the corpus tokenizer's size
+            int corpusVocab = o.data() == null ? EmbeddedCorpus.tokenizer().vocabSize() : c.vocabSize();
+            if (corpusVocab < c.vocabSize()) {
+                log.onMessage("[train] embedded corpus: vocabulary " + corpusVocab + " instead of " + c.name() + "'s " + c.vocabSize());
+                c = c.withVocabSize(corpusVocab);
+            }
+            this.config = c;
             this.params = Parameters.init(config, o.seed());
         }
         ParameterLayout layout = params.layout();
@@ -100,7 +108,7 @@ public final class Trainer implements AutoCloseable {
         this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale);
         this.runId = Integer.toHexString((o.describe() + config.toFileText()).hashCode());
         if (o.resume()) resume(log);
-        this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"));
+        this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"));
         step.stageWeights(params.data());
         writeRunRecord(backend);
     }
@@ -198,7 +206,7 @@ public final class Trainer implements AutoCloseable {
             if (atCheckpoint || (nextStep == o.steps())) saveCheckpoint(loss);
             // new weights into the kernels last: with static weights this recompiles, and a compile-budget exception
             // thrown here leaves a consistent state (update applied, step counted) for saveCheckpoint
-            if (staleWeights) {
+            if (staleWeights && nextStep < o.steps()) {
                 step.stageWeights(params.data());
                 staleWeights = false;
             }

@@ -36,6 +36,7 @@ public final class TrainingKernels {
     private final float alpha;
     private final DType io;
     private final java.util.function.Function<String, float[]> staticWeights;
+    private final boolean threeStage;
 
     /** fp16 kernels, as the ANE runs them. */
     public TrainingKernels(ModelConfig config) { this(config, DType.FP16); }
@@ -49,6 +50,15 @@ public final class TrainingKernels {
      * "qNorm"/"kNorm"), so a weight update means a recompile. The input layout is unchanged; its weight columns are unused.
      */
     public TrainingKernels(ModelConfig config, DType io, java.util.function.Function<String, float[]> staticWeights) {
+        this(config, io, staticWeights, false);
+    }
+
+    /**
+     * @param threeStage the three-stage attention variant (ane-facts.md §5.5): sdpaFwd stops at the scaled scores
+     *                   Q·Kᵀ/sqrt(HD), the CPU applies the causal mask and softmax, and {@link #attnValues()} computes P·V
+     */
+    public TrainingKernels(ModelConfig config, DType io, java.util.function.Function<String, float[]> staticWeights, boolean threeStage) {
+        this.threeStage = threeStage;
         this.staticWeights = staticWeights;
         if (!io.isFloat()) throw new IllegalArgumentException("[kernels] io type must be fp16 or fp32, got " + io);
         this.io = io;
@@ -73,6 +83,7 @@ public final class TrainingKernels {
             case "ffnBwdW2t" -> ffnBwdW2t();
             case "ffnBwdW13t" -> ffnBwdW13t();
             case "wotBwd" -> wotBwd();
+            case "attnValues" -> attnValues();
             case "sdpaBwd1" -> sdpaBwd1();
             case "sdpaBwd2" -> sdpaBwd2();
             case "qBwd" -> qBwd();
@@ -81,18 +92,24 @@ public final class TrainingKernels {
         };
     }
 
+    /** The ten kernels (eleven with three-stage attention). */
     public List<Kernel> all() {
-        return List.of(sdpaFwd(), woFwd(), ffnFused(), ffnBwdW2t(), ffnBwdW13t(), wotBwd(), sdpaBwd1(), sdpaBwd2(), qBwd(), kvBwd());
+        List<Kernel> k = new java.util.ArrayList<>(List.of(sdpaFwd(), woFwd(), ffnFused(), ffnBwdW2t(), ffnBwdW13t(), wotBwd(), sdpaBwd1(), sdpaBwd2(), qBwd(), kvBwd()));
+        if (threeStage) k.add(attnValues());
+        return k;
     }
 
     // -----------------------------------------------------------------------------------------------------------------
     // forward
 
-    /** xnorm (D,S) with Wqᵀ, Wkᵀ, Wvᵀ → concat(attnOut Q, qRope Q, kRope KV, v KV [, qRaw Q, kRaw KV]). */
+    /**
+     * xnorm (D,S) with Wqᵀ, Wkᵀ, Wvᵀ → concat(attnOut Q, qRope Q, kRope KV, v KV [, qRaw Q, kRaw KV]); with three-stage
+     * attention the first block is the scaled scores (NH·S, S) instead of attnOut.
+     */
     public Kernel sdpaFwd() {
         var in = new PackedLayout.Builder().add("xnorm", s).add("wqT", q).add("wkT", kv).add("wvT", kv);
         if (c.qkNorm()) in.add("qkNorm", 2 * hd);
-        var out = new PackedLayout.Builder().add("attn", q).add("qRope", q).add("kRope", kv).add("v", kv);
+        var out = new PackedLayout.Builder().add(threeStage ? "scores" : "attn", threeStage ? nh * s : q).add("qRope", q).add("kRope", kv).add("v", kv);
         if (c.qkNorm()) out.add("qRaw", q).add("kRaw", kv);
         PackedLayout input = in.columns(d), output = out.channels(s);
         Program p = Mil.program().function("main", f -> {
@@ -115,13 +132,28 @@ public final class TrainingKernels {
             Value cos = f.weight("rope_cos", t(1, 1, s, hd), RopeTables.cos(c));
             Value sin = f.weight("rope_sin", t(1, 1, s, hd), RopeTables.sin(c));
             Value qr = rope(f, qn, nh, cos, sin), kr = rope(f, kn, nkv, cos, sin);
-            Value attn = attention(f, qr, tileHeads(f, kr), tileHeads(f, vh));      // (1,NH,S,HD)
+            Value first = threeStage
+                    ? f.reshape(f.mul(f.matmul(qr, tileHeads(f, kr), false, true), scale()), 1, nh * s, 1, s)    // (1,NH·S,1,S)
+                    : fromHeads(f, attention(f, qr, tileHeads(f, kr), tileHeads(f, vh)), q);              // (1,Q,1,S)
             Value y = f.concat(1, c.qkNorm()
-                    ? new Value[] {fromHeads(f, attn, q), fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv), fromHeads(f, qh, q), fromHeads(f, kh, kv)}
-                    : new Value[] {fromHeads(f, attn, q), fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv)});
+                    ? new Value[] {first, fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv), fromHeads(f, qh, q), fromHeads(f, kh, kv)}
+                    : new Value[] {first, fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv)});
             f.output(f.named(OUTPUT, y));
         }).build();
         return new Kernel("sdpaFwd", p, input, output);
+    }
+
+    /** Three-stage attention, last stage: probs (NH·S, S) and vTiled (Q, S) → attnOut (Q, S) = P·V per head. */
+    public Kernel attnValues() {
+        PackedLayout input = new PackedLayout.Builder().add("probs", nh * s).add("v", q).channels(s);
+        PackedLayout output = new PackedLayout.Builder().add("attn", q).channels(s);
+        Program p = Mil.program().function("main", f -> {
+            Value x = f.input(INPUT, t(1, input.channels(), 1, s));
+            Value probs = f.reshape(channels(f, x, 0, nh * s), 1, nh, s, s);           // (1,NH,S,S)
+            Value vh = channelHeads(f, x, input.start("v"));                           // (1,NH,S,HD)
+            f.output(f.named(OUTPUT, fromHeads(f, f.matmul(probs, vh), q)));
+        }).build();
+        return new Kernel("attnValues", p, input, output);
     }
 
     /** attnOut (Q,S) with Woᵀ → o (D,S). */

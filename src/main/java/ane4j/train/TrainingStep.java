@@ -39,6 +39,8 @@ public final class TrainingStep implements AutoCloseable {
     private final Backend backend;
     private final DType io;
     private final boolean staticWeights;
+    private final boolean threeStage;
+    private TensorBuffer valuesIn;                     // three-stage attention: probs and tiled V
     private Kernel[][] staticKernels;                  // [layer][weight-bearing kernel], static mode only
     private final TensorBuffer bwd1In, bwd2In;
     private final float[] cos, sin;
@@ -75,6 +77,12 @@ public final class TrainingStep implements AutoCloseable {
      *                      layer) at every {@link #stageWeights}: the maderix "static" pipeline, which spends compiles
      */
     public TrainingStep(ModelConfig config, Backend backend, DType io, boolean staticWeights) {
+        this(config, backend, io, staticWeights, false);
+    }
+
+    /** @param threeStage scores on the backend, causal mask and softmax on the CPU, P·V on the backend (ane-facts.md §5.5) */
+    public TrainingStep(ModelConfig config, Backend backend, DType io, boolean staticWeights, boolean threeStage) {
+        this.threeStage = threeStage;
         this.c = config;
         this.backend = backend;
         this.io = io;
@@ -87,7 +95,7 @@ public final class TrainingStep implements AutoCloseable {
         this.kv = config.kvDim();
         this.v = config.vocabSize();
         this.nl = config.nLayers();
-        for (TrainingKernels.Kernel k : new TrainingKernels(config, io).all()) {
+        for (TrainingKernels.Kernel k : new TrainingKernels(config, io, null, threeStage).all()) {
             specs.put(k.name(), k);
             // static mode compiles its own weight-bearing kernels at every stageWeights
             if (!staticWeights || java.util.Arrays.asList(WEIGHTED).indexOf(k.name()) < 0) {
@@ -101,6 +109,7 @@ public final class TrainingStep implements AutoCloseable {
             for (int i = 0; i < WEIGHTED.length; i++) perLayerInput[l][i] = TensorBuffer.allocate(specs.get(WEIGHTED[i]).program().main().inputs().get(0).type());
         bwd1In = kernels.get("sdpaBwd1").allocateInput(TrainingKernels.INPUT);
         bwd2In = kernels.get("sdpaBwd2").allocateInput(TrainingKernels.INPUT);
+        if (threeStage) valuesIn = kernels.get("attnValues").allocateInput(TrainingKernels.INPUT);
         cos = RopeTables.cos(config);
         sin = RopeTables.sin(config);
         acts = new Activations[nl + 1];
@@ -181,7 +190,7 @@ public final class TrainingStep implements AutoCloseable {
         if (staticKernels == null) staticKernels = new Kernel[nl][WEIGHTED.length];
         for (int l = 0; l < nl; l++) {
             ParameterLayout.Layer w = layout.layer(l);
-            TrainingKernels baked = new TrainingKernels(c, io, seg -> staticBlock(w, seg, params));
+            TrainingKernels baked = new TrainingKernels(c, io, seg -> staticBlock(w, seg, params), threeStage);
             for (int i = 0; i < WEIGHTED.length; i++) {
                 Kernel k = backend.compile(baked.byName(WEIGHTED[i]).program());
                 compiles++;
@@ -253,12 +262,13 @@ public final class TrainingStep implements AutoCloseable {
             TensorBuffer out = run("sdpaFwd", l, input(l, "sdpaFwd"), 0, a.xnorm, Phase.FORWARD_BACKEND);
             long t1 = System.nanoTime();
             var lay = specs.get("sdpaFwd").output();
-            read(out, lay.start("attn"), a.attn);
             read(out, lay.start("qRope"), a.qRope);
             read(out, lay.start("kRope"), a.kRope);
             read(out, lay.start("v"), a.vh);
             if (c.qkNorm()) { read(out, lay.start("qRaw"), a.qRaw); read(out, lay.start("kRaw"), a.kRaw); }
             add(Phase.IO, t1);
+            if (threeStage) threeStageAttention(out, lay.start("scores"), a);
+            else read(out, lay.start("attn"), a.attn);
             TensorBuffer o = run("woFwd", l, input(l, "woFwd"), 0, a.attn, Phase.FORWARD_BACKEND);
             long t2 = System.nanoTime();
             read(o, 0, a.x2);
@@ -388,6 +398,29 @@ public final class TrainingStep implements AutoCloseable {
             for (int ch = 0; ch < d; ch++) grads[off + ch] += dy[ch * s + t];
         }
         return loss;
+    }
+
+    /** Stages 2 and 3: causal mask + softmax of the scores on the CPU, then P·V on the backend into a.attn (Q,S). */
+    private void threeStageAttention(TensorBuffer sdpaOut, int scoresChannel, Activations a) {
+        long t0 = System.nanoTime();
+        int nh = c.nHeads();
+        float[] row = new float[s];
+        for (int r = 0; r < nh * s; r++) {
+            int i = r % s;                                                           // query position of this row
+            sdpaOut.copyTo((long) (scoresChannel + r) * s, row, 0, s);
+            // softmax over keys 0..i (the causal mask), zeros after
+            float max = Float.NEGATIVE_INFINITY;
+            for (int j = 0; j <= i; j++) max = Math.max(max, row[j]);
+            double sum = 0;
+            for (int j = 0; j <= i; j++) sum += (row[j] = (float) Math.exp(row[j] - max));
+            for (int j = 0; j < s; j++) row[j] = j <= i ? (float) (row[j] / sum) : 0f;
+            valuesIn.copyFrom(row, 0, (long) r * s, s);
+        }
+        float[] vTiled = new float[c.qDim() * s];
+        CpuOps.tileKv(vTiled, a.vh, nh, c.nKvHeads(), c.headDim(), s);
+        valuesIn.copyFrom(vTiled, 0, (long) specs.get("attnValues").input().start("v") * s, vTiled.length);
+        add(Phase.CPU, t0);
+        read(eval("attnValues", -1, valuesIn, Phase.FORWARD_BACKEND), 0, a.attn);
     }
 
     /** dW (out,in) += dY (out,S) · Xᵀ (S,in). */

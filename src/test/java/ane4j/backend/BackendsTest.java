@@ -33,8 +33,13 @@ class BackendsTest {
     void forcingAneWhereItIsMissingIsAnError() {
         var e = assertThrows(BackendException.class, () -> Backends.choose("ane", null, "Linux", "amd64"));
         assertTrue(e.getMessage().contains("not available"), e.getMessage());
-        var e2 = assertThrows(BackendException.class, () -> Backends.choose("ane", null, "Mac OS X", "aarch64"));
-        assertTrue(e2.getMessage().contains("ane4j.backend.ane.AneBackend"), e2.getMessage());
+        // on Apple silicon the answer is AneBackend.isAvailable(): false here, unless a test installed the fake runtime
+        if (new ane4j.backend.ane.AneBackend().isAvailable()) {
+            assertEquals("ane", Backends.choose("ane", null, "Mac OS X", "aarch64").backend().name());
+        } else {
+            var e2 = assertThrows(BackendException.class, () -> Backends.choose("ane", null, "Mac OS X", "aarch64"));
+            assertTrue(e2.getMessage().contains("ane4j.backend.ane.AneBackend.isAvailable() is false"), e2.getMessage());
+        }
     }
 
     @Test

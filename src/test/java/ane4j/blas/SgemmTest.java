@@ -127,28 +127,30 @@ class SgemmTest {
         return x;
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
     void matchesDoubleReferenceOnNativeSegments(Sgemm impl) {
         for (Case t : cases()) runCase(impl, t, true);
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
     void matchesDoubleReferenceOnHeapArrays(Sgemm impl) {
         for (Case t : cases()) runCase(impl, t, false);
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
     void largeHeapProductTakesTheCopyPathAndStillMatches(Sgemm impl) {
-        // 160³ MACs > NativeSgemm.CRITICAL_MAX_MACS: heap operands are copied to native memory and C copied back
+        // > NativeSgemm.CRITICAL_MAX_MACS: heap operands are copied to native scratch memory and C copied back
         assertTrue(160L * 160 * 160 > NativeSgemm.CRITICAL_MAX_MACS);
         runCase(impl, new Case(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, 160, 161, 160, 0.5f, 2f, 7, 9, 13, 3), false);
         runCase(impl, new Case(Layout.COL_MAJOR, Transpose.NO, Transpose.YES, 161, 160, 160, 1f, 1f, 1, 2, 3, 1), false);
+        // beta == 0: C is not copied in, and the padding between its rows must survive the copy back
+        runCase(impl, new Case(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, 170, 150, 140, -1f, 0f, 0, 0, 5, 4), false);
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
     void betaZeroOverwritesNanInC(Sgemm impl) {
         float[] a = {1, 2, 3, 4}, b = {5, 6, 7, 8}, c = {Float.NaN, Float.NaN, Float.NaN, Float.NaN};
@@ -156,7 +158,7 @@ class SgemmTest {
         assertEquals(List.of(19f, 22f, 43f, 50f), List.of(c[0], c[1], c[2], c[3]));
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
     void onlyTheAddressedElementsOfCChange(Sgemm impl) {
         // 3×2 sub-block at offset 4 of a row-major C with ldc 5: the padding columns and the tail stay untouched
@@ -173,7 +175,7 @@ class SgemmTest {
         }
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
     void zeroKScalesCByBeta(Sgemm impl) {
         float[] c = {1, 2, 3, 4};

@@ -94,11 +94,11 @@ class Ane4jKernelTest {
     void lineMagicsRunDirectlyAndInsideJava() {
         Object t = kernel.run("%ane");
         assertInstanceOf(Table.class, t);
-        assertTrue(((Table) t).stringColumn("item").asList().containsAll(List.of("JDK", "OS", "backend", "worker")));
-        assertEquals("not started", ((Table) t).where(((Table) t).stringColumn("item").isEqualTo("worker")).getString(0, 1));
+        assertTrue(((Table) t).stringColumn("item").asList().containsAll(List.of("JDK", "OS", "chip", "backend", "MIL dialect", "compile budget", "worker", "live kernels", "training")));
+        assertEquals(Ane.status().worker(), ((Table) t).where(((Table) t).stringColumn("item").isEqualTo("worker")).getString(0, 1));
         assertEquals(14, kernel.run("%twice 7"));
         assertEquals(14, kernel.run("%x2 7"), "alias");
-        assertEquals(5, kernel.run("tech.tablesaw.api.Table t = %ane\nt.rowCount()"));
+        assertEquals(10, kernel.run("tech.tablesaw.api.Table t = %ane\nt.rowCount()"));
         assertEquals(20, kernel.run("int n = %twice 10\nn"));
     }
 

@@ -43,12 +43,16 @@ class JupyterClientTest {
             assertEquals(0, r.exit, "install.sh should have installed the 'ane4j' kernelspec with a real java path:\n" + r.out);
             assertTrue(r.out.contains("Java (ane4j)"), r.out);
         }
-        // a kernelspec for exactly the classes under test, from the repository's template
+        writeKernelspec(jupyterPath, NAME);
+    }
+
+    /** A kernelspec {@code name} under {@code jupyterPath} for exactly the classes under test, from the repository's template. */
+    static void writeKernelspec(Path jupyterPath, String name) throws IOException {
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         String json = Files.readString(Path.of("kernel/kernel.json"))
                 .replace("@JAVA@", java).replace("@ROOT@", Path.of("").toAbsolutePath().toString()).replace("@CLASSPATH@", cp);
-        Path dir = Files.createDirectories(jupyterPath.resolve("kernels").resolve(NAME));
+        Path dir = Files.createDirectories(jupyterPath.resolve("kernels").resolve(name));
         Files.writeString(dir.resolve("kernel.json"), json.replace("\"Java (ane4j)\"", "\"Java (ane4j, test)\""));
     }
 

@@ -107,6 +107,42 @@ class TrainerTest {
         assertTrue(e.getMessage().contains("is for model tiny"), e.getMessage());
     }
 
+    /**
+     * --init from a llama2.c checkpoint and --data from a token shard: the config comes from the file, and the first
+     * loss equals the one the independent CPU model (golden-tested against PyTorch) computes for the same window.
+     */
+    @Test
+    void initFromLlama2BinAndTokenShard() throws IOException {
+        ane4j.model.ModelConfig c = ane4j.model.ModelConfig.llama("mini", 48, 96, 2, 4, 100, 16);
+        ane4j.model.Parameters p = ane4j.model.Parameters.init(c, 3);
+        Path bin = dir.resolve("mini.bin"), shard = dir.resolve("tokens.bin");
+        ane4j.model.Llama2Bin.write(bin, p);
+        int[] tokens = new int[c.seqLen() + 2];                // room for exactly one window: position 0
+        for (int i = 0; i < tokens.length; i++) tokens[i] = (i * 37 + 11) % c.vocabSize();
+        ane4j.model.TokenShard.write(shard, tokens);
+        float expected;
+        {
+            ane4j.model.CpuModel cpu = new ane4j.model.CpuModel(ane4j.model.Llama2Bin.read(bin));
+            double loss = 0;
+            for (int t = 0; t < c.seqLen(); t++) {
+                float[] logits = cpu.forward(tokens[t], t);
+                double max = Double.NEGATIVE_INFINITY, sum = 0;
+                for (float l : logits) max = Math.max(max, l);
+                for (float l : logits) sum += Math.exp(l - max);
+                loss -= logits[tokens[t + 1]] - max - Math.log(sum);
+            }
+            expected = (float) (loss / c.seqLen());
+        }
+        TrainOptions o = options(dir.resolve("init"), 3, "init", bin.toString(), "data", shard.toString(), "storage", "fp32");
+        try (Trainer t = new Trainer(o, new RefBackend(new RefBackend.Options(true, false, null)), null)) {
+            assertEquals(48, t.config().dim());
+            assertEquals(100, t.config().vocabSize());
+            List<Trainer.StepMetrics> h = t.run(null, 0);
+            assertEquals(expected, h.get(0).loss(), 1e-4f);
+            assertTrue(h.get(2).loss() < h.get(0).loss(), "training on one window lowers its loss");
+        }
+    }
+
     @Test
     void badOptionsNameTheKey() {
         var e = assertThrows(IllegalArgumentException.class, () -> TrainOptions.of(Map.of("stepz", "3")));

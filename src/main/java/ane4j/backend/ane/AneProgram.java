@@ -55,6 +55,8 @@ public final class AneProgram implements AutoCloseable {
     private final List<AneSurface> inputs = new ArrayList<>();
     private final List<AneSurface> outputs = new ArrayList<>();
     private boolean closed;
+    private boolean cacheHit;
+    private long compileNanos, loadNanos;
 
     private AneProgram(ObjC objc) {
         this.objc = objc;
@@ -73,6 +75,17 @@ public final class AneProgram implements AutoCloseable {
      */
     public static AneProgram compile(String milText, Map<String, byte[]> weightFiles,
                                      List<SurfaceSpec> inputs, List<SurfaceSpec> outputs, CompileBudget budget) {
+        return compile(milText, weightFiles, inputs, outputs, budget, null);
+    }
+
+    /**
+     * As {@link #compile(String, Map, List, List, CompileBudget)}, restoring the compiler's outputs from {@code cache}
+     * into the hex directory before compile when it has them, and storing them after a compile when it has not
+     * ({@code cache} null: no cache). A cache hit still sends {@code compileWithQoS} and still counts against the budget.
+     */
+    public static AneProgram compile(String milText, Map<String, byte[]> weightFiles,
+                                     List<SurfaceSpec> inputs, List<SurfaceSpec> outputs, CompileBudget budget,
+                                     CompileCache cache) {
         byte[] mil = milText.getBytes(StandardCharsets.UTF_8);
         Map<String, byte[]> weights = new TreeMap<>(weightFiles);   // sorted: a stable dictionary, a stable hex id
         Map<String, Path> weightPaths = new LinkedHashMap<>();
@@ -96,14 +109,20 @@ public final class AneProgram implements AutoCloseable {
                 p.hexId = model.hexStringIdentifier();
                 p.directory = acquireDirectory(Path.of(Foundation.temporaryDirectory(), p.hexId));
                 writeFiles(p.directory, mil, weights, weightPaths);
+                p.cacheHit = cache != null && cache.restore(p.hexId, p.directory);
                 // 4. compile (a failure late in the process is the compiler leak)
+                long t0 = System.nanoTime();
                 try {
                     model.compileWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary());
                 } catch (AneException e) {
                     throw budget.classifyFailure(e);
                 }
+                long t1 = System.nanoTime();
+                p.compileNanos = t1 - t0;
+                if (cache != null && !p.cacheHit) cache.store(p.hexId, p.directory);
                 // 5. load
                 model.loadWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary());
+                p.loadNanos = System.nanoTime() - t1;
                 p.loaded = true;
                 // 6. surfaces (+1 each, ours) and their _ANEIOSurfaceObject wrappers (+0, kept alive by the request)
                 List<MemorySegment> inputObjects = p.allocate(inputSlots, p.inputs);
@@ -145,6 +164,15 @@ public final class AneProgram implements AutoCloseable {
     private static void checkUnlocked(AneSurface s) {
         if (s.isLocked()) throw new IllegalStateException("[ane.evaluate] surface " + s.name() + " is still locked; close its Access first");
     }
+
+    /** Wall time of {@code compileWithQoS:options:error:}. */
+    public long compileNanos() { return compileNanos; }
+
+    /** Wall time of {@code loadWithQoS:options:error:}. */
+    public long loadNanos() { return loadNanos; }
+
+    /** Whether the compiler's outputs were restored from the compile cache before compile. */
+    public boolean cacheHit() { return cacheHit; }
 
     /** The content-derived id from {@code hexStringIdentifier} (names the temp dir; a cache key). */
     public String hexId() { return hexId; }

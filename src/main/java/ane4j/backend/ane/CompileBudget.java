@@ -1,12 +1,15 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.BackendException;
+import ane4j.backend.CompileBudgetExceededException;
+
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Counts ANE compiles in this process against a budget. Apple's in-memory compiler leaks: after about
  * 119 compiles in one process further compiles fail (maderix/ANE README and tiny_train.m; 119–132 on M4
  * per PR #23; ane-facts.md §6), and only a fresh process recovers. So the next compile past the budget
- * throws {@link CompileBudgetExceededException} before anything is sent to the framework, and a compile
+ * throws {@link CompileBudgetExceededException} (the backend SPI's) before anything is sent to the framework, and a compile
  * failure after {@code leakSuspectAfter} earlier compiles is reported the same way: the supervisor then
  * restarts the worker, whose fresh compile either succeeds or reports the real error with a low count.
  * Every attempt counts, failed ones included (the leak does not care whether the compile succeeded).
@@ -60,18 +63,18 @@ public final class CompileBudget {
         if (n >= budget)
             throw new CompileBudgetExceededException("[ane.compile] the compile budget of " + budget
                     + " per process is used up; restart the process (the supervisor does this) or raise -D" + PROPERTY
-                    + " (Apple's compiler fails after about 119 compiles per process)");
+                    + " (Apple's compiler fails after about 119 compiles per process)", n, budget, null);
     }
 
     /**
      * The exception to throw for a failed compile: the failure itself, or a {@link CompileBudgetExceededException}
      * wrapping it when at least {@code leakSuspectAfter} compiles came before this one.
      */
-    public AneException classifyFailure(AneException failure) {
+    public BackendException classifyFailure(AneException failure) {
         int before = used.get() - 1;
         if (before < leakSuspectAfter) return failure;
         return new CompileBudgetExceededException("[ane.compile] compile failed after " + before
                 + " earlier compiles in this process, as the compiler leak does; restart the process. "
-                + failure.getMessage(), failure);
+                + failure.getMessage(), before, budget, failure);
     }
 }

@@ -28,6 +28,11 @@ public enum MilDialect {
     /** The function opset suffix, e.g. {@code ios18}. */
     public String opset() { return opset; }
 
+    /** The writer's dialect ({@link ane4j.mil.MilWriter#write}). */
+    public ane4j.mil.Dialect mil() {
+        return this == PROGRAM_1_0_IOS16 ? ane4j.mil.Dialect.IOS16 : ane4j.mil.Dialect.IOS18;
+    }
+
     /**
      * The dialect for an {@code _ANEDeviceInfo aneSubType} string ("h13g", "h16g", "h17", ...), unless the
      * {@value #PROPERTY} property overrides it. h13 = M1 and h14 = M2 families get 1.0/ios16; everything else

@@ -1,5 +1,6 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.CompileBudgetExceededException;
 import ane4j.backend.ane.ffm.FakeObjc;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -173,7 +174,7 @@ class AneProgramContractTest {
     void failedCompileThrowsApplesMessageAndCleansUp() {
         fake.setFailCompile("ANECCompile() FAILED: unsupported op 'gather'");
         CompileBudget budget = roomy();
-        AneException e = assertThrows(AneException.class, () -> compileOne(budget));
+        RuntimeException e = assertThrows(AneException.class, () -> compileOne(budget));
         assertFalse(e instanceof CompileBudgetExceededException);
         assertEquals("[compileWithQoS:options:error:] ANECCompile() FAILED: unsupported op 'gather'", e.getMessage());
         assertEquals(1, budget.used(), "a failed compile still counts");
@@ -204,7 +205,7 @@ class AneProgramContractTest {
         fake.setLeakAfter(1);   // fails from the second compile on, but only 1 compile came before it
         CompileBudget budget = new CompileBudget(1000, 5);
         compileOne(budget).close();
-        AneException e = assertThrows(AneException.class, () -> compileOne(budget));
+        RuntimeException e = assertThrows(AneException.class, () -> compileOne(budget));
         assertFalse(e instanceof CompileBudgetExceededException, e.getMessage());
     }
 

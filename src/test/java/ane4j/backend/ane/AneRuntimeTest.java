@@ -64,6 +64,26 @@ class AneRuntimeTest {
     }
 
     @Test
+    void anAneBackendOffMacIsUnavailableWithTheReasonAndLoadsNoFfmClass() throws Exception {
+        assumeFalse(System.getProperty("os.name").toLowerCase(Locale.ROOT).startsWith("mac"), "this checks the non-Mac path");
+        List<String> ffm = ffmClassNames();
+        try (Isolated loader = new Isolated()) {
+            String saved = System.clearProperty(AneRuntime.LIBRARY_OVERRIDE_PROPERTY);
+            try {
+                Object backend = Class.forName("ane4j.backend.ane.AneBackend", true, loader).getConstructor().newInstance();
+                assertEquals("ane", backend.getClass().getMethod("name").invoke(backend));
+                assertEquals(false, backend.getClass().getMethod("isAvailable").invoke(backend));
+                assertEquals(100L, backend.getClass().getMethod("compileBudget").invoke(backend));
+                String reason = (String) backend.getClass().getMethod("unavailableReason").invoke(backend);
+                assertTrue(reason.startsWith("not macOS"), reason);
+            } finally {
+                if (saved != null) System.setProperty(AneRuntime.LIBRARY_OVERRIDE_PROPERTY, saved);
+            }
+            assertEquals(List.of(), ffm.stream().filter(loader::loaded).toList(), "ffm classes loaded");
+        }
+    }
+
+    @Test
     void aMissingOverrideLibraryIsFalseWithTheReasonNotAnException() throws Exception {
         try (Isolated loader = new Isolated()) {
             assertEquals(false, withOverride("/nonexistent/libnothing.so", loader, "isAvailable"));

@@ -1,5 +1,8 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.BackendException;
+import ane4j.backend.CompileBudgetExceededException;
+
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -24,7 +27,8 @@ class CompileBudgetTest {
         b.acquire();
         assertSame(f, b.classifyFailure(f)); // #2: 1 before
         b.acquire();                       // #3: 2 before → the leak
-        AneException leak = b.classifyFailure(f);
+        BackendException leak = b.classifyFailure(f);
+        assertEquals(2, ((CompileBudgetExceededException) leak).count());
         assertInstanceOf(CompileBudgetExceededException.class, leak);
         assertSame(f, leak.getCause());
         assertTrue(leak.getMessage().endsWith("[compileWithQoS:options:error:] boom"));

@@ -36,11 +36,6 @@ class RefOpGoldenTest {
 
     /** Cases the MIL model (ane4j.mil, not this backend) rejects while building; reported to the MIL owner. */
     static final Map<String, String> MIL_GAPS = Map.of(
-            "matmul/int32_2d", "the op table allows fp16/fp32 matmul only",
-            "reshape/fp16_zero_same_rank", "reshape shape entries of 0 (copy the dimension) are not accepted",
-            "reshape/fp32_zero_from_right_ios17", "reshape shape entries of 0 are not accepted",
-            "split/fp16_both_given", "split with both num_splits and split_sizes is rejected",
-            "constexpr_affine_dequantize/int8_fp16_fp32_zero_point_axis0", "a float zero_point is rejected",
             "gather/fp16_batch_dims1", "gather batch_dims > 0 is rejected");
 
     @ParameterizedTest(name = "{0}")

@@ -40,9 +40,11 @@ public final class FakeObjc {
     private final SymbolLookup lookup;
     private final Linker linker = Linker.nativeLinker();
     private final MethodHandle logCount, logEntry, errorCount, error, liveObjects, liveDescription, poolDepth, reset,
-            setFailCompile, setLeakAfter, setMinSurfaceBytes, setAneSubType, setTmpdir, setEvaluateHook;
+            setFailCompile, setLeakAfter, setMinSurfaceBytes, setAneSubType, setTmpdir, setEvaluateHook,
+            evaluatingHex, realCompiles, cacheHits;
     private final MemorySegment hookStub;
     private volatile EvaluateHook hook;
+    private volatile Throwable hookFailure;
 
     /** One line of the fake's log: {@code kind, receiver, selector, arguments, result}. */
     public record Entry(String kind, String receiver, String selector, List<String> args, String result) {
@@ -81,6 +83,9 @@ public final class FakeObjc {
         setAneSubType = fn("fake_set_ane_subtype", FunctionDescriptor.ofVoid(ADDRESS));
         setTmpdir = fn("fake_set_tmpdir", FunctionDescriptor.ofVoid(ADDRESS));
         setEvaluateHook = fn("fake_set_evaluate_hook", FunctionDescriptor.ofVoid(ADDRESS));
+        evaluatingHex = fn("fake_evaluating_hex", FunctionDescriptor.of(ADDRESS));
+        realCompiles = fn("fake_real_compiles", FunctionDescriptor.of(JAVA_INT));
+        cacheHits = fn("fake_cache_hits", FunctionDescriptor.of(JAVA_INT));
         // void hook(int nin, void **inBases, long long *inSizes, int nout, void **outBases, long long *outSizes)
         MethodHandle target = MethodHandles.lookup().findVirtual(FakeObjc.class, "onEvaluate",
                 MethodType.methodType(void.class, int.class, MemorySegment.class, MemorySegment.class,
@@ -129,7 +134,12 @@ public final class FakeObjc {
     @SuppressWarnings("unused") // the upcall target
     private void onEvaluate(int nin, MemorySegment inBases, MemorySegment inSizes, int nout, MemorySegment outBases, MemorySegment outSizes) {
         EvaluateHook h = hook;
-        if (h != null) h.evaluate(surfaces(nin, inBases, inSizes), surfaces(nout, outBases, outSizes));
+        if (h == null) return;
+        try {
+            h.evaluate(surfaces(nin, inBases, inSizes), surfaces(nout, outBases, outSizes));
+        } catch (Throwable t) {   // an exception escaping an upcall would abort the JVM
+            if (hookFailure == null) hookFailure = t;
+        }
     }
 
     private static List<MemorySegment> surfaces(int n, MemorySegment bases, MemorySegment sizes) {
@@ -150,6 +160,7 @@ public final class FakeObjc {
     /** Clears the log, errors and knobs, and forgets objects created so far (called by {@link #get()}). */
     public void reset() {
         hook = null;
+        hookFailure = null;
         try {
             reset.invokeExact();
             setEvaluateHook.invokeExact(hookStub);
@@ -246,6 +257,36 @@ public final class FakeObjc {
     public void setTmpdir(Path dir) {
         try (Arena a = Arena.ofConfined()) {
             setTmpdir.invokeExact(a.allocateFrom(dir.toAbsolutePath().toString()));
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** The first exception the evaluate hook threw since the last reset (it is caught: it must not unwind into C). */
+    public Throwable hookFailure() { return hookFailure; }
+
+    /** The hex id of the model whose evaluate is calling the hook (null outside the hook). */
+    public String evaluatingHex() {
+        try {
+            return string((MemorySegment) evaluatingHex.invokeExact());
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Compiles since the last reset that wrote net.plist (did the work). */
+    public int realCompiles() {
+        try {
+            return (int) realCompiles.invokeExact();
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Compiles since the last reset that found net.plist already in the hex directory (a restored cache entry). */
+    public int cacheHits() {
+        try {
+            return (int) cacheHits.invokeExact();
         } catch (Throwable t) {
             throw fail(t);
         }

@@ -1,0 +1,145 @@
+package ane4j.backend.ane;
+
+import ane4j.backend.BackendException;
+import ane4j.backend.CountingBackend;
+import ane4j.backend.Kernel;
+import ane4j.backend.TensorSpec;
+import ane4j.mil.DType;
+import ane4j.mil.Function;
+import ane4j.mil.MilWriter;
+import ane4j.mil.Program;
+import ane4j.mil.Value;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The Apple Neural Engine backend: writes the function as MIL text in the chip's dialect, hands it with its MILBlob weight
+ * files to {@code _ANEInMemoryModel} ({@link AneProgram}), and returns an {@link AneKernel} over the model's IOSurfaces.
+ * Compiles count against the budget ({@value CountingBackend#BUDGET_PROPERTY}, default {@value #DEFAULT_BUDGET}); a
+ * compile that fails after {@link Options#leakSuspectAfter} earlier ones is reported as
+ * {@link ane4j.backend.CompileBudgetExceededException}, because that is how Apple's compiler leak fails.
+ *
+ * <p>Knobs: {@code -Dane4j.milDialect=1.0|1.3} overrides the dialect detected from {@code _ANEDeviceInfo};
+ * {@code -Dane4j.ane.compileCache=true} turns on the {@link CompileCache}. On anything but macOS {@link #isAvailable()}
+ * is false and no FFM class is loaded.
+ */
+public final class AneBackend extends CountingBackend {
+    public static final long DEFAULT_BUDGET = CompileBudget.DEFAULT_BUDGET;
+
+    /**
+     * @param compileBudget    null: {@code -Dane4j.compileBudget}, else {@value #DEFAULT_BUDGET}
+     * @param dialect          null: detected from the chip ({@link MilDialect#forSubType}, which honours {@code -Dane4j.milDialect})
+     * @param compileCache     null: no compile cache
+     * @param leakSuspectAfter a compile failing after this many earlier ones is taken for the compiler leak
+     */
+    public record Options(Long compileBudget, MilDialect dialect, CompileCache compileCache, int leakSuspectAfter) {
+        public static Options fromSystemProperties() {
+            String d = System.getProperty(MilDialect.PROPERTY);
+            return new Options(null, d == null || d.isBlank() ? null : MilDialect.parse(d),
+                    CompileCache.fromSystemProperties(), CompileBudget.LEAK_SUSPECT_AFTER);
+        }
+
+        public Options withCompileBudget(long b) { return new Options(b, dialect, compileCache, leakSuspectAfter); }
+        public Options withDialect(MilDialect d) { return new Options(compileBudget, d, compileCache, leakSuspectAfter); }
+        public Options withCompileCache(CompileCache c) { return new Options(compileBudget, dialect, c, leakSuspectAfter); }
+        public Options withLeakSuspectAfter(int n) { return new Options(compileBudget, dialect, compileCache, n); }
+    }
+
+    private final Options options;
+    private final CompileBudget leakWatch;   // counts native compiles to classify failures; the budget is CountingBackend's
+    private volatile MilDialect dialect;
+
+    public AneBackend() { this(Options.fromSystemProperties()); }
+
+    public AneBackend(Options options) {
+        super(options.compileBudget(), DEFAULT_BUDGET);
+        this.options = options;
+        this.leakWatch = new CompileBudget(Integer.MAX_VALUE, options.leakSuspectAfter());
+        this.dialect = options.dialect();
+    }
+
+    public Options options() { return options; }
+
+    @Override public String name() { return "ane"; }
+
+    /** Whether the ANE framework loads here; never throws. */
+    @Override
+    public boolean isAvailable() {
+        try {
+            return AneRuntime.isAvailable();
+        } catch (Throwable t) {
+            return false;
+        }
+    }
+
+    /** Why the ANE is not available (null when it is). */
+    public String unavailableReason() { return isAvailable() ? null : AneRuntime.unavailableReason(); }
+
+    /** The MIL dialect compiles use: the option, else the one for the chip's {@code aneSubType}. */
+    public MilDialect dialect() {
+        MilDialect d = dialect;
+        if (d == null) {
+            requireAvailable();
+            dialect = d = Native.detectDialect();
+        }
+        return d;
+    }
+
+    /** The chip as the framework reports it, e.g. {@code M4 (h16g)}. */
+    public String chip() {
+        requireAvailable();
+        return Native.chip();
+    }
+
+    /** The MIL text {@link #compile(Program, String)} sends for this function. */
+    public String milText(Program program, String functionName) {
+        Function f = program.function(functionName);
+        Function main = f.name().equals("main") ? f : new Function("main", f.inputs(), f.operations(), f.outputs());
+        return MilWriter.write(new Program(Map.of("main", main), program.weights()), dialect().mil());
+    }
+
+    @Override
+    protected Kernel doCompile(Program program, String functionName) {
+        requireAvailable();
+        Function f = program.function(functionName);
+        List<TensorSpec> ins = specs(f.inputs(), "input"), outs = specs(f.outputs(), "output");
+        String mil = milText(program, functionName);
+        AneProgram p = AneProgram.compile(mil, program.weights().encoded(), surfaces(ins), surfaces(outs), leakWatch, options.compileCache());
+        return new AneKernel(f.name(), ins, outs, p, mil);
+    }
+
+    private void requireAvailable() {
+        if (!isAvailable()) throw new BackendException("[ane] the ANE is not available: " + AneRuntime.unavailableReason()
+                + "; use the reference backend (-Dane4j.backend=ref)");
+    }
+
+    private static List<TensorSpec> specs(List<Value> values, String role) {
+        List<TensorSpec> out = new ArrayList<>(values.size());
+        for (Value v : values) {
+            if (v.dtype() != DType.FP16 && v.dtype() != DType.FP32)
+                throw new BackendException("[ane] " + role + " '" + v.name() + "' is " + v.type()
+                        + "; ANE kernel inputs and outputs are IOSurfaces of fp16 or fp32 (cast inside the program)");
+            out.add(new TensorSpec(v.name(), v.type()));
+        }
+        return out;
+    }
+
+    /** Dense bytes of each tensor, as {@code [1,C,H,W]} with C·H·W·element size (ane-facts.md §3). */
+    private static List<SurfaceSpec> surfaces(List<TensorSpec> specs) {
+        return specs.stream().map(s -> new SurfaceSpec(s.name(), s.type().byteSize())).toList();
+    }
+
+    /** Kept apart so that the ffm classes it names load only when it runs. */
+    private static final class Native {
+        static MilDialect detectDialect() {
+            return ane4j.backend.ane.ffm.DeviceInfo.read().milDialect();
+        }
+
+        static String chip() {
+            var d = ane4j.backend.ane.ffm.DeviceInfo.read();
+            return d.chipFamily() + " (" + d.aneSubType() + ")";
+        }
+    }
+}

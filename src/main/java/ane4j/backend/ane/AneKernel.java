@@ -1,0 +1,148 @@
+package ane4j.backend.ane;
+
+import ane4j.backend.Kernel;
+import ane4j.backend.TensorBuffer;
+import ane4j.backend.TensorSpec;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A function compiled for the ANE: an {@link AneProgram} whose inputs and outputs are IOSurfaces. Any
+ * {@link TensorBuffer}s of the right types work ({@link #evaluate} copies them in and out), but the buffers from
+ * {@link #allocateInput}/{@link #allocateOutput} ARE the surfaces: writing one writes the ANE's input, and evaluate skips
+ * the copy for them. Between evaluations those surfaces stay locked for the CPU; evaluate unlocks them while the ANE runs.
+ * After {@link #close()} they throw instead of touching freed memory. Not thread-safe (calls are serialised).
+ */
+public final class AneKernel implements Kernel {
+    private final String function;
+    private final List<TensorSpec> inputs, outputs;
+    private final AneProgram program;
+    private final String milText;
+    private final Map<String, Slot> slots = new LinkedHashMap<>();
+    private final Arena scope = Arena.ofShared();   // the lifetime of the zero-copy surface buffers
+    private long evaluations, lastEvaluateNanos;
+    private boolean closed;
+
+    /** One input or output: its surface, and the zero-copy buffer on it once handed out (with the CPU lock it holds). */
+    private static final class Slot {
+        final TensorSpec spec;
+        final AneSurface surface;
+        final boolean input;
+        TensorBuffer buffer;
+        AneSurface.Access held;
+
+        Slot(TensorSpec spec, AneSurface surface, boolean input) {
+            this.spec = spec;
+            this.surface = surface;
+            this.input = input;
+        }
+    }
+
+    AneKernel(String function, List<TensorSpec> inputs, List<TensorSpec> outputs, AneProgram program, String milText) {
+        this.function = function;
+        this.inputs = List.copyOf(inputs);
+        this.outputs = List.copyOf(outputs);
+        this.program = program;
+        this.milText = milText;
+        for (TensorSpec s : inputs) slots.put(s.name(), new Slot(s, program.input(s.name()), true));
+        for (TensorSpec s : outputs) slots.put(s.name(), new Slot(s, program.output(s.name()), false));
+    }
+
+    @Override public List<TensorSpec> inputs() { return inputs; }
+
+    @Override public List<TensorSpec> outputs() { return outputs; }
+
+    /** The program behind this kernel (hex id, directory, compile and load times, surfaces). */
+    public AneProgram program() { return program; }
+
+    /** The MIL text that was compiled. */
+    public String milText() { return milText; }
+
+    /** Wall time of the last {@link #evaluate}, copies included. */
+    public synchronized long lastEvaluateNanos() { return lastEvaluateNanos; }
+
+    public synchronized long evaluations() { return evaluations; }
+
+    /** The input's IOSurface as a buffer (always the same one): write it and pass it to evaluate, no copy. */
+    @Override
+    public synchronized TensorBuffer allocateInput(String name) { return surfaceBuffer(input(name).name()); }
+
+    /** The output's IOSurface as a buffer (always the same one): evaluate leaves the result there, no copy. */
+    @Override
+    public synchronized TensorBuffer allocateOutput(String name) { return surfaceBuffer(output(name).name()); }
+
+    private TensorBuffer surfaceBuffer(String name) {
+        checkOpen();
+        Slot s = slots.get(name);
+        if (s.buffer == null) {
+            s.held = s.surface.lockForWrite();
+            MemorySegment memory = s.held.segment().reinterpret(scope, null);
+            s.buffer = TensorBuffer.wrap(memory, s.spec.type());
+        }
+        return s.buffer;
+    }
+
+    @Override
+    public synchronized void evaluate(Map<String, TensorBuffer> in, Map<String, TensorBuffer> out) {
+        checkOpen();
+        long t0 = System.nanoTime();
+        for (TensorSpec spec : inputs) {
+            Slot s = slots.get(spec.name());
+            TensorBuffer b = check(in, spec, "input");
+            if (isSurface(s, b)) continue;
+            if (s.held != null) s.held.segment().copyFrom(b.segment());
+            else s.surface.write(b.segment());
+        }
+        for (TensorSpec spec : outputs) check(out, spec, "output");
+        for (Slot s : slots.values()) if (s.held != null) { s.held.close(); s.held = null; }
+        try {
+            program.evaluate();
+        } finally {
+            for (Slot s : slots.values()) if (s.buffer != null) s.held = s.surface.lockForWrite();
+        }
+        for (TensorSpec spec : outputs) {
+            Slot s = slots.get(spec.name());
+            TensorBuffer b = out.get(spec.name());
+            if (isSurface(s, b)) continue;
+            if (s.held != null) b.segment().copyFrom(s.held.segment());
+            else s.surface.read(b.segment());
+        }
+        evaluations++;
+        lastEvaluateNanos = System.nanoTime() - t0;
+    }
+
+    private static boolean isSurface(Slot s, TensorBuffer b) {
+        return s.buffer != null && (b == s.buffer || (b.segment().isNative() && b.segment().address() == s.buffer.segment().address()));
+    }
+
+    private TensorBuffer check(Map<String, TensorBuffer> m, TensorSpec s, String what) {
+        TensorBuffer b = m.get(s.name());
+        if (b == null) throw new IllegalArgumentException("[kernel] " + function + ": missing " + what + " '" + s.name() + "' " + s.type() + " (given: " + m.keySet() + ")");
+        if (!b.type().equals(s.type()))
+            throw new IllegalArgumentException("[kernel] " + function + ": " + what + " '" + s.name() + "' is " + b.type() + " but the function has " + s.type());
+        return b;
+    }
+
+    private void checkOpen() {
+        if (closed) throw new IllegalStateException("[kernel] " + function + " (ane) is closed");
+    }
+
+    /** Unlocks the surfaces, invalidates the zero-copy buffers, unloads the model and frees the surfaces. */
+    @Override
+    public synchronized void close() {
+        if (closed) return;
+        closed = true;
+        try {
+            for (Slot s : slots.values()) if (s.held != null) { s.held.close(); s.held = null; }
+            scope.close();
+        } finally {
+            program.close();
+        }
+    }
+
+    @Override public String toString() { return "AneKernel(" + function + ", " + program.hexId() + ")"; }
+}

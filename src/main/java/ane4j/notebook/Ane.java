@@ -1,0 +1,120 @@
+package ane4j.notebook;
+
+import ane4j.mil.MilParser;
+import ane4j.mil.Program;
+import ane4j.train.TrainOptions;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.WeakHashMap;
+
+/**
+ * The ane4j notebook API for plain Java cells and jshell scripts:
+ * <pre>
+ * var g = Mil.program().function("main", f -&gt; f.output(f.relu(f.input("x", Mil.fp16(1, 4, 1, 4))))).build();
+ * var k = Ane.compile(g);                 // a NotebookKernel
+ * k.run(Map.of("x", new float[16]));      // outputs by name
+ * var run = Ane.train("steps = 20; seed = 1");
+ * Ane.generate("Once upon a time");
+ * </pre>
+ * Work goes to the current {@link Session}: {@link #local()} (in this JVM) unless {@link #use} chose another.
+ */
+public final class Ane {
+    private static Session session;
+    private static final Set<NotebookKernel> LIVE = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
+
+    private Ane() {}
+
+    /** The current session, started on first use. */
+    public static synchronized Session session() {
+        if (session == null) session = defaultSession();
+        return session;
+    }
+
+    /** The session a notebook gets by default. */
+    static Session defaultSession() {
+        return local();
+    }
+
+    /** A session in this JVM on {@link ane4j.backend.Backends#select()}. */
+    public static Session local() {
+        return new LocalSession();
+    }
+
+    /** Makes {@code s} the current session (the previous one is closed). */
+    public static synchronized void use(Session s) {
+        if (session != null && session != s) session.close();
+        session = s;
+    }
+
+    /** Compiles the program's main function in the current session. */
+    public static NotebookKernel compile(Program program) {
+        return compile("kernel", program);
+    }
+
+    /** Parses MIL text (errors carry line:column) and compiles it. */
+    public static NotebookKernel compile(String milText) {
+        return compile("kernel", MilParser.parse(milText));
+    }
+
+    public static NotebookKernel compile(String name, Program program) {
+        Session s = session();
+        NotebookKernel k = new NotebookKernel(name, program, s.compile(program), s.status().backend());
+        LIVE.add(k);
+        return k;
+    }
+
+    static void released(NotebookKernel k) {
+        LIVE.remove(k);
+    }
+
+    /** Kernels compiled through this API and not closed (nor garbage-collected). */
+    public static int liveKernels() {
+        synchronized (LIVE) {
+            return (int) LIVE.stream().filter(k -> !k.isClosed()).count();
+        }
+    }
+
+    public static Session.Status status() {
+        return session().status();
+    }
+
+    /**
+     * Trains with a {@code key = value} configuration (lines or {@code ;}-separated; keys of {@link TrainOptions}, plus
+     * {@code compileBudget}), printing a progress line every 10%; returns the finished run.
+     */
+    public static TrainingRun train(String config) {
+        return TrainingRun.start(session(), config).follow(System.out);
+    }
+
+    public static TrainingRun train(Map<String, String> config) {
+        return train(String.join("\n", config.entrySet().stream().map(e -> e.getKey() + " = " + e.getValue()).toList()));
+    }
+
+    /** The last training run of this JVM, or null. */
+    public static TrainingRun lastRun() {
+        return TrainingRun.current();
+    }
+
+    /** Text from the last run's model: 64 tokens, temperature 0.8, top-p 0.9, seed 42. */
+    public static String generate(String prompt) {
+        return generate(prompt, 64, 0.8f, 0.9f, 42);
+    }
+
+    public static String generate(String prompt, int maxTokens, float temperature, float topP, long seed) {
+        TrainingRun run = TrainingRun.current();
+        if (run == null) throw new IllegalStateException("[generate] no model yet: train one with %%train or Ane.train(\"steps = 60\")");
+        return run.generate(prompt, maxTokens, temperature, topP, seed);
+    }
+
+    /** Whether this build has the benchmarks ({@code %bench}). */
+    public static boolean benchmarksAvailable() {
+        return BenchMagics.available();
+    }
+
+    /** The ane4j packages and classes a script imports (what the notebook kernel imports at start). */
+    public static List<String> imports() {
+        return List.of("ane4j.mil.*", "ane4j.backend.*", "ane4j.train.*", "ane4j.notebook.Ane", "ane4j.notebook.NotebookKernel", "ane4j.notebook.TrainingRun");
+    }
+}

@@ -1,0 +1,207 @@
+package ane4j.notebook;
+
+import ane4j.backend.Backend;
+import ane4j.backend.Backends;
+import ane4j.backend.CompileBudgetExceededException;
+import ane4j.backend.CountingBackend;
+import ane4j.backend.Kernel;
+import ane4j.backend.ref.RefBackend;
+import ane4j.mil.Dialect;
+import ane4j.mil.Program;
+import ane4j.model.ModelConfig;
+import ane4j.model.Parameters;
+import ane4j.model.Tokenizer;
+import ane4j.train.TrainOptions;
+import ane4j.train.Trainer;
+import ane4j.train.Trainer.StepMetrics;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.lang.reflect.RecordComponent;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A session in the notebook's own JVM on {@link Backends#select()}. When a training run reaches its compile budget
+ * (static weights recompile after every update), the backend is replaced in-process and the run resumes from the
+ * checkpoint written at that step, so the numbers are the same as without the restart.
+ */
+public final class LocalSession implements Session {
+    private final Backend backend;
+
+    /** On the backend {@link Backends} chooses ({@code -Dane4j.backend}, {@code ANE4J_BACKEND}, else automatic), without its log line. */
+    public LocalSession() {
+        this(Backends.choose(System.getProperty(Backends.PROPERTY), System.getenv(Backends.ENV),
+                System.getProperty("os.name", ""), System.getProperty("os.arch", "")).backend());
+    }
+
+    public LocalSession(Backend backend) {
+        this.backend = backend;
+    }
+
+    public Backend backend() {
+        return backend;
+    }
+
+    @Override
+    public Kernel compile(Program program) {
+        return backend.compile(program);
+    }
+
+    @Override
+    public Training train(TrainOptions options, Long compileBudget, Trainer.Listener listener) {
+        return new LocalTraining(options, compileBudget, listener);
+    }
+
+    @Override
+    public Status status() {
+        return new Status(backend.name(), chip(), Dialect.fromProperty(Dialect.IOS18).name().toLowerCase(Locale.ROOT),
+                backend.compileCount(), backend.compileBudget(), "none: in-process session (backend in the notebook JVM)");
+    }
+
+    @Override
+    public void close() {}
+
+    /** The Apple chip (macOS), else "none" with the OS and architecture. */
+    static String chip() {
+        String os = System.getProperty("os.name", ""), arch = System.getProperty("os.arch", "");
+        if (os.toLowerCase(Locale.ROOT).startsWith("mac")) {
+            try {
+                Process p = new ProcessBuilder("sysctl", "-n", "machdep.cpu.brand_string").redirectErrorStream(true).start();
+                String s = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+                if (p.waitFor(5, TimeUnit.SECONDS) && p.exitValue() == 0 && !s.isEmpty()) return s;
+            } catch (IOException e) {
+                return "unknown (" + arch + ")";
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return "none (" + os + " " + arch + ")";
+    }
+
+    /** A fresh backend for a training run: ref with the run's storage, or what {@link Backends} chooses. */
+    static Backend trainingBackend(TrainOptions o, Long budget) {
+        boolean mac = System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("mac");
+        if ("ref".equals(o.backend()) || (o.backend() == null && !mac && System.getProperty(Backends.PROPERTY) == null && System.getenv(Backends.ENV) == null)) {
+            return new RefBackend(new RefBackend.Options(o.storage().equals("fp32"), false, budget));
+        }
+        if (budget != null) System.setProperty(CountingBackend.BUDGET_PROPERTY, Long.toString(budget));
+        Backends.Selection s = Backends.choose(o.backend() != null ? o.backend() : System.getProperty(Backends.PROPERTY),
+                System.getenv(Backends.ENV), System.getProperty("os.name", ""), System.getProperty("os.arch", ""));
+        return s.backend();
+    }
+
+    /** The same options with {@code resume = true} (every other component copied, whatever the record holds). */
+    static TrainOptions resuming(TrainOptions o) {
+        try {
+            RecordComponent[] rc = TrainOptions.class.getRecordComponents();
+            Object[] args = new Object[rc.length];
+            Class<?>[] types = new Class<?>[rc.length];
+            for (int i = 0; i < rc.length; i++) {
+                types[i] = rc[i].getType();
+                args[i] = rc[i].getName().equals("resume") ? Boolean.TRUE : rc[i].getAccessor().invoke(o);
+            }
+            return TrainOptions.class.getDeclaredConstructor(types).newInstance(args);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("[train] cannot copy the options: " + e, e);
+        }
+    }
+
+    /** A run in this JVM; replaces the backend when it reaches its compile budget. */
+    static final class LocalTraining implements Training {
+        private final TrainOptions options;
+        private final Long budget;
+        private final Trainer.Listener listener;
+        private Trainer trainer;
+        private Backend backend;
+        private int restarts;
+        private volatile boolean stop;
+
+        LocalTraining(TrainOptions options, Long budget, Trainer.Listener listener) {
+            this.options = options;
+            this.budget = budget;
+            this.listener = listener != null ? listener : m -> {};
+            this.backend = trainingBackend(options, budget);
+            this.trainer = start(options, backend, false);
+        }
+
+        private Trainer start(TrainOptions o, Backend b, boolean restarting) {
+            // a restart reports itself in one line: the trainer's own "resumed from" note is left out
+            Trainer.Listener quiet = new Trainer.Listener() {
+                @Override public void onStep(StepMetrics m) { listener.onStep(m); }
+
+                @Override public void onMessage(String line) {
+                    if (!(restarting && line.startsWith("[train] resumed from"))) listener.onMessage(line);
+                }
+            };
+            try {
+                return new Trainer(o, b, quiet);
+            } catch (CompileBudgetExceededException e) {
+                throw new IllegalArgumentException("[train] compileBudget " + b.compileBudget() + " is too small: setting up the "
+                        + o.weights() + "-weights kernels alone needs more compiles; raise compileBudget", e);
+            }
+        }
+
+        @Override
+        public List<StepMetrics> run(long steps) {
+            List<StepMetrics> out = new ArrayList<>();
+            long target = Math.min(totalSteps(), trainer.nextStep() + Math.max(1, Math.min(steps, totalSteps())));
+            while (trainer.nextStep() < target && !stop) {
+                long before = trainer.history().size();
+                try {
+                    trainer.run(new Trainer.Listener() {
+                        @Override public void onStep(StepMetrics m) {
+                            out.add(m);
+                            listener.onStep(m);
+                        }
+
+                        @Override public void onMessage(String line) {
+                            listener.onMessage(line);
+                        }
+                    }, 1);
+                } catch (CompileBudgetExceededException e) {
+                    restart(e, before);
+                }
+            }
+            stop = false;   // a stop ends this call only; the next run() continues
+            return out;
+        }
+
+        /** The step that hit the budget is counted and its update applied: checkpoint it, start a new backend, resume. */
+        private void restart(CompileBudgetExceededException e, long historyBefore) {
+            long t0 = System.nanoTime();
+            long step = trainer.nextStep();
+            if (step >= totalSteps()) return;   // the last step's checkpoint is written; no more kernels are needed
+            if (trainer.history().size() == historyBefore)
+                throw new IllegalStateException("[train] compileBudget " + e.budget() + " is reached before one step completes; raise compileBudget", e);
+            float last = trainer.history().getLast().loss();
+            trainer.saveCheckpoint(last);
+            trainer.close();
+            restarts++;
+            backend = trainingBackend(options, budget);
+            trainer = start(resuming(options), backend, true);
+            listener.onMessage(String.format(Locale.ROOT, "backend restarted: compile budget %d reached — restored step %d, kernels recompiled in %.1f s (in-process session, restart %d)",
+                    e.budget(), step, (System.nanoTime() - t0) / 1e9, restarts));
+        }
+
+        @Override public void requestStop() { stop = true; }
+
+        @Override public long stepsDone() { return trainer.nextStep(); }
+
+        @Override public long totalSteps() { return options.steps(); }
+
+        @Override public ModelConfig config() { return trainer.config(); }
+
+        @Override public Parameters parameters() { return trainer.parameters(); }
+
+        @Override public Tokenizer tokenizer() { return trainer.tokenizer(); }
+
+        @Override public Path runDir() { return options.runDir(); }
+
+        @Override public int restarts() { return restarts; }
+
+        @Override public void close() { trainer.close(); }
+    }
+}

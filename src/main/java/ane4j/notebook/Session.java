@@ -1,0 +1,43 @@
+package ane4j.notebook;
+
+import ane4j.backend.Kernel;
+import ane4j.mil.MilParser;
+import ane4j.mil.Program;
+import ane4j.train.TrainOptions;
+import ane4j.train.Trainer;
+
+/**
+ * Where a notebook's backend work runs: compiling MIL into kernels and training. {@link LocalSession} runs it in the
+ * notebook's own JVM; a supervised worker runs it in a child JVM. {@link Ane} holds the notebook's current session.
+ */
+public interface Session extends AutoCloseable {
+
+    /** What the session is and where the work runs, for {@code %ane}. */
+    record Status(String backend, String chip, String dialect, long compiles, long compileBudget, String worker) {
+        /** Compiles left before the budget is reached ({@link Long#MAX_VALUE}: unlimited). */
+        public long compilesLeft() {
+            return compileBudget == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, compileBudget - compiles);
+        }
+    }
+
+    /** Compiles the program's main function. */
+    Kernel compile(Program program);
+
+    /** Parses MIL text and compiles it; parse errors are {@link ane4j.mil.MilParseException}s with line:column. */
+    default Kernel compile(String milText) {
+        return compile(MilParser.parse(milText));
+    }
+
+    /**
+     * Prepares a training run (model, data, kernels) without running a step yet.
+     *
+     * @param compileBudget compiles allowed per backend process before it is replaced (null: the backend's default)
+     * @param listener      receives every step and one-line messages (restarts, skipped updates)
+     */
+    Training train(TrainOptions options, Long compileBudget, Trainer.Listener listener);
+
+    Status status();
+
+    @Override
+    void close();
+}

@@ -1,0 +1,110 @@
+package ane4j.notebook;
+
+import ane4j.train.TrainOptions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import tech.tablesaw.api.Table;
+
+/** {@code %%train}, {@code %train status|stop|resume|plot|table|record} and {@code %generate}. */
+final class TrainMagics {
+
+    @Magic(value = "train", cell = true, help = "%%train [NAME] [--background] — the cell holds key = value lines (model, init, data, steps, lr, "
+            + "warmup, accum, clip, weightDecay, seed, backend, lossScaling, lossScale, storage, weights, runDir, checkpointEvery, keep, resume, "
+            + "compileBudget); trains with a live progress line and loss plot and returns the metrics table; NAME binds the TrainingRun")
+    Object trainCell(MagicCall call) {
+        String name = null;
+        boolean background = false;
+        StringBuilder config = new StringBuilder();
+        for (String a : call.args()) {
+            if (a.equals("--background")) background = true;
+            else if (a.contains("=")) config.append(a).append('\n');
+            else if (name == null) name = a;
+            else throw new MagicException("[%%train] unexpected argument '" + a + "'; the first line takes [NAME] [--background], the cell key = value lines");
+        }
+        config.append(call.body());
+        TrainingRun cur = TrainingRun.current();
+        if (cur != null && cur.running()) throw new MagicException("[%%train] a run is still running (" + cur.progressLine() + "); %train stop first");
+        TrainingRun run;
+        try {
+            Map<String, String> m = TrainingRun.parseConfig(config.toString());
+            Long budget = TrainingRun.compileBudget(m);
+            TrainOptions o = TrainOptions.of(TrainingRun.withDefaultRunDir(m));
+            run = TrainingRun.start(Ane.session(), o, budget);
+        } catch (IllegalArgumentException e) {
+            throw new MagicException(e.getMessage(), e);
+        }
+        if (name != null) call.bind(name, TrainingRun.class, run);
+        TrainOptions o = run.options();
+        System.out.println("training " + (o.init() != null ? o.init() : o.model()) + " on " + Ane.status().backend() + ": " + o.steps()
+                + " steps, seed " + o.seed() + ", " + o.weights() + " weights" + (run.compileBudget() != null ? ", compile budget " + run.compileBudget() : "")
+                + ", run dir " + o.runDir());
+        if (background) return "running in the background: %train status, %train plot, %train stop";
+        return run.followInNotebook(call.kernel());
+    }
+
+    @Magic(value = "train", help = "%train status|stop|resume|plot|table|record — the current training run (record: run.txt with seed, backend, JDK, OS)")
+    Object train(MagicCall call) {
+        TrainingRun run = TrainingRun.current();
+        if (run == null) throw new MagicException("[%train] no training run yet; start one with %%train");
+        String what = call.args().isEmpty() ? "status" : call.args().getFirst();
+        return switch (what) {
+            case "status" -> run.status();
+            case "stop" -> {
+                if (!run.running()) yield "not running: " + run.progressLine();
+                run.stop().await();
+                yield "stopped at step " + run.history().size() + "/" + run.options().steps() + "; %train resume continues";
+            }
+            case "resume" -> {
+                try {
+                    run.resume();
+                } catch (IllegalStateException e) {
+                    throw new MagicException(e.getMessage());
+                }
+                yield run.followInNotebook(call.kernel());
+            }
+            case "plot" -> {
+                if (run.history().isEmpty()) throw new MagicException("[%train] no steps yet to plot");
+                yield run.chart();
+            }
+            case "table", "metrics" -> run.table();
+            case "record" -> run.runTable();
+            default -> throw new MagicException("[%train] unknown '" + what + "'; use status, stop, resume, plot, table or record");
+        };
+    }
+
+    @Magic(value = "generate", help = "%generate [PROMPT] [--tokens N] [--temperature T] [--top-p P] [--seed S] — text from the current model")
+    String generate(MagicCall call) {
+        List<String> words = new ArrayList<>();
+        int tokens = 64;
+        float temperature = 0.8f, topP = 0.9f;
+        long seed = 42;
+        List<String> a = call.args();
+        for (int i = 0; i < a.size(); i++) {
+            String s = a.get(i);
+            if (!s.startsWith("--")) {
+                words.add(s);
+                continue;
+            }
+            if (i + 1 >= a.size()) throw new MagicException("[%generate] " + s + " needs a value");
+            String v = a.get(++i);
+            try {
+                switch (s) {
+                    case "--tokens" -> tokens = Integer.parseInt(v);
+                    case "--temperature" -> temperature = Float.parseFloat(v);
+                    case "--top-p", "--topP" -> topP = Float.parseFloat(v);
+                    case "--seed" -> seed = Long.parseLong(v);
+                    default -> throw new MagicException("[%generate] unknown option " + s + "; use --tokens, --temperature, --top-p, --seed");
+                }
+            } catch (NumberFormatException e) {
+                throw new MagicException("[%generate] " + s + " " + v + " is not a number");
+            }
+        }
+        String prompt = words.isEmpty() ? "Once upon a time" : String.join(" ", words);
+        try {
+            return Ane.generate(prompt, tokens, temperature, topP, seed);
+        } catch (IllegalStateException | IllegalArgumentException e) {
+            throw new MagicException(e.getMessage().replace("[generate]", "[%generate]"));
+        }
+    }
+}

@@ -1,0 +1,48 @@
+package ane4j.notebook;
+
+import ane4j.model.ModelConfig;
+import ane4j.model.Parameters;
+import ane4j.model.Tokenizer;
+import ane4j.train.Trainer.StepMetrics;
+import java.nio.file.Path;
+import java.util.List;
+
+/** A training run inside a {@link Session}: run it a few steps at a time, read its model. */
+public interface Training extends AutoCloseable {
+
+    /**
+     * Runs up to {@code steps} more micro-steps (fewer at the end of the run, or when {@link #requestStop} is called);
+     * returns the metrics of those steps.
+     */
+    List<StepMetrics> run(long steps);
+
+    /** Makes a running {@link #run} return after the current micro-step (from another thread). */
+    void requestStop();
+
+    /** Micro-steps done so far. */
+    long stepsDone();
+
+    /** Micro-steps of the whole run. */
+    long totalSteps();
+
+    default boolean finished() {
+        return stepsDone() >= totalSteps();
+    }
+
+    ModelConfig config();
+
+    /** The current weights (live: they change as the run goes on). */
+    Parameters parameters();
+
+    /** The tokenizer of the training data, or null when the data came without one. */
+    Tokenizer tokenizer();
+
+    /** The run directory: run.txt, metrics.jsonl, checkpoints. */
+    Path runDir();
+
+    /** How often the backend had to be replaced (compile budget reached, worker died). */
+    int restarts();
+
+    @Override
+    void close();
+}

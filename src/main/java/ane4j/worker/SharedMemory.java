@@ -1,0 +1,112 @@
+package ane4j.worker;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+
+/**
+ * The user's side of the shared tensors: one file per region, mapped read-write in the user's JVM and (by path) in the
+ * worker. Files live in {@code /dev/shm} when it has room (memory, no disk writes), else in {@code java.io.tmpdir}, in a
+ * directory per supervisor that is deleted on close. A region is found again from any segment inside it, so views of a
+ * shared buffer are passed without a copy too.
+ */
+final class SharedMemory implements AutoCloseable {
+    /** One shared file and its mapping in this JVM. */
+    record Region(long id, Path path, long size, Arena arena, MemorySegment segment) {
+        long base() { return segment.address(); }
+    }
+
+    private static final long SHM_HEADROOM = 256L << 20;
+    private final Path dir, fallbackDir;
+    private final TreeMap<Long, Region> byAddress = new TreeMap<>();
+    private final AtomicLong ids = new AtomicLong();
+
+    SharedMemory(Path preferred) {
+        String name = "ane4j-" + ProcessHandle.current().pid() + "-" + Long.toHexString(System.nanoTime());
+        try {
+            Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+            Path base = preferred != null ? preferred : Files.isDirectory(Path.of("/dev/shm")) && Files.isWritable(Path.of("/dev/shm")) ? Path.of("/dev/shm") : tmp;
+            this.dir = Files.createDirectories(base.resolve(name));
+            this.fallbackDir = base.equals(tmp) ? dir : tmp.resolve(name);
+        } catch (IOException e) {
+            throw new UncheckedIOException("[worker] cannot create the shared tensor directory: " + e.getMessage(), e);
+        }
+    }
+
+    Path dir() { return dir; }
+
+    /** A zeroed region of {@code bytes} bytes (at least 1). */
+    Region allocate(long bytes) {
+        long size = Math.max(1, bytes);
+        long id = ids.incrementAndGet();
+        Path d = dir;
+        try {
+            if (dir.getFileSystem().provider().getFileStore(dir).getUsableSpace() < size + SHM_HEADROOM) d = Files.createDirectories(fallbackDir);
+        } catch (IOException ignored) {
+            // keep the preferred directory; mapping reports the real problem
+        }
+        Path file = d.resolve("t" + id + ".bin");
+        Arena arena = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.allocate(1), size - 1);   // sets the length; the rest reads as zeros
+            Region r = new Region(id, file, size, arena, ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena));
+            synchronized (byAddress) { byAddress.put(r.base(), r); }
+            return r;
+        } catch (IOException e) {
+            arena.close();
+            throw new UncheckedIOException("[worker] cannot create a shared tensor file of " + size + " bytes in " + d + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The region holding all of {@code seg}, or null when it is not shared memory of this supervisor. */
+    Region find(MemorySegment seg) {
+        if (!seg.isNative()) return null;
+        synchronized (byAddress) {
+            Map.Entry<Long, Region> e = byAddress.floorEntry(seg.address());
+            if (e == null) return null;
+            Region r = e.getValue();
+            return seg.address() + seg.byteSize() <= r.base() + r.size() ? r : null;
+        }
+    }
+
+    void free(Region r) {
+        synchronized (byAddress) {
+            if (byAddress.remove(r.base()) == null) return;
+        }
+        r.arena().close();
+        try {
+            Files.deleteIfExists(r.path());
+        } catch (IOException ignored) {
+            // the directory goes on close
+        }
+    }
+
+    @Override
+    public void close() {
+        for (Region r : regions()) free(r);
+        for (Path d : new Path[] {dir, fallbackDir}) {
+            if (!Files.exists(d)) continue;
+            try (Stream<Path> s = Files.walk(d)) {
+                for (Path p : s.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
+            } catch (IOException ignored) {
+                // best effort: leftover files are in a directory named after this process
+            }
+        }
+    }
+
+    private java.util.List<Region> regions() {
+        synchronized (byAddress) { return new ArrayList<>(byAddress.values()); }
+    }
+}

@@ -1,0 +1,531 @@
+package ane4j.worker;
+
+import ane4j.backend.Backends;
+import ane4j.backend.CountingBackend;
+import ane4j.backend.TensorBuffer;
+import ane4j.backend.TensorSpec;
+import ane4j.backend.ref.RefBackend;
+import ane4j.mil.Dialect;
+import ane4j.mil.MilWriter;
+import ane4j.mil.Program;
+import ane4j.mil.TensorType;
+import ane4j.train.Checkpoint;
+import ane4j.train.TrainOptions;
+import ane4j.train.Trainer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+
+/**
+ * Runs all backend work (compile, evaluate, train) in a child JVM, the worker, so that the ANE compiler's leak and
+ * native faults never take the user's JVM down (DESIGN.md §1). The worker is started on first use with this JVM's
+ * java, class path and ane4j system properties. When it exits for a restart (its compile budget is spent; it
+ * checkpointed training first) or dies (killed, native crash, out of memory), the next worker recompiles every live
+ * kernel from the MIL text kept here, resumes training from the newest valid checkpoint, and the request in flight is
+ * retried; the log gets one line saying so. After {@link Options#maxRetries} deaths in a row without progress it gives
+ * up with an error naming the cause, and stays usable: the next request starts a fresh worker.
+ *
+ * <pre>{@code
+ * try (Supervisor s = new Supervisor()) {
+ *     RemoteKernel k = s.compile(program);            // a Kernel; its buffers are shared memory
+ *     TensorBuffer x = k.allocateInput("x"), y = k.allocateOutput("y");
+ *     k.evaluate(Map.of("x", x), Map.of("y", y));
+ *     s.train(TrainOptions.of(Map.of("steps", "200")), listener);   // blocks, streaming steps
+ * }
+ * }</pre>
+ */
+public final class Supervisor implements AutoCloseable {
+    public static final String MAIN_CLASS = "ane4j.worker.WorkerMain";
+
+    /**
+     * How to run the worker.
+     *
+     * @param backend          {@code ane} | {@code ref} | null (this JVM's {@code -Dane4j.backend}, else automatic)
+     * @param compileBudget    compiles per worker before a restart, or null ({@code -Dane4j.compileBudget}, else the backend's default)
+     * @param refStorage       {@code fp16} | {@code fp32} for the reference backend, or null
+     * @param heap             the worker's {@code -Xmx} ({@code 4g}), or null for the JVM default
+     * @param jvmOptions       more JVM options, before the main class
+     * @param systemProperties more {@code -D} properties (after the ane4j.* ones copied from this JVM)
+     * @param startTimeout     how long a worker may take to report ready
+     * @param requestTimeout   how long one request (compile, evaluate, training start) may take; the worker is stopped after
+     * @param maxRetries       restarts in a row without progress before giving up (and deaths during one request)
+     * @param sharedDir        where shared tensor files go, or null ({@code /dev/shm}, else {@code java.io.tmpdir})
+     * @param log              receives the worker's stderr and the supervisor's one-line notices
+     */
+    public record Options(String backend, Long compileBudget, String refStorage, String heap, List<String> jvmOptions,
+                          Map<String, String> systemProperties, Duration startTimeout, Duration requestTimeout, int maxRetries,
+                          Path sharedDir, Consumer<String> log) {
+        public Options {
+            jvmOptions = List.copyOf(jvmOptions);
+            systemProperties = Map.copyOf(systemProperties);
+            if (maxRetries < 1) throw new IllegalArgumentException("[worker] maxRetries must be at least 1, got " + maxRetries);
+        }
+
+        public static Options defaults() {
+            return new Options(null, null, null, null, List.of(), Map.of(), Duration.ofSeconds(60), Duration.ofMinutes(10), 3, null, System.err::println);
+        }
+
+        public Options withBackend(String b) { return new Options(b, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log); }
+        public Options withCompileBudget(long b) { return new Options(backend, b, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log); }
+        public Options withRefStorage(String s) { return new Options(backend, compileBudget, s, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log); }
+        public Options withHeap(String h) { return new Options(backend, compileBudget, refStorage, h, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log); }
+        public Options withJvmOptions(String... o) { return new Options(backend, compileBudget, refStorage, heap, List.of(o), systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log); }
+        public Options withSystemProperty(String k, String v) {
+            Map<String, String> m = new LinkedHashMap<>(systemProperties);
+            m.put(k, v);
+            return new Options(backend, compileBudget, refStorage, heap, jvmOptions, m, startTimeout, requestTimeout, maxRetries, sharedDir, log);
+        }
+        public Options withRequestTimeout(Duration d) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, d, maxRetries, sharedDir, log); }
+        public Options withMaxRetries(int n) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, n, sharedDir, log); }
+        public Options withLog(Consumer<String> l) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, l); }
+    }
+
+    /**
+     * What the supervisor knows: whether a worker runs (its pid, backend, compiles used of its budget), how often it was
+     * restarted, the live kernels, and the training run (null when none).
+     */
+    public record Status(boolean running, long workerPid, String backend, long compileCount, long compileBudget,
+                         int restarts, int liveKernels, TrainingSession.Status training) {}
+
+    private final Options options;
+    private final SharedMemory shared;
+    private final Object lock = new Object();
+    private final Map<Integer, RemoteKernel> live = java.util.Collections.synchronizedMap(new LinkedHashMap<>());  // changed under lock
+    private final Map<Long, SharedMemory.Region> userRegions = new LinkedHashMap<>();  // guarded by itself
+    private final AtomicInteger kernelIds = new AtomicInteger();
+    private final WorkerProcess.Events events = new Events();
+    private volatile WorkerProcess worker;        // written under lock
+    private volatile TrainingSession training;    // written under lock
+    private volatile int restarts;
+    private int streak;                           // deaths in a row without progress, under lock
+    private volatile boolean closed;
+
+    public Supervisor() { this(Options.defaults()); }
+
+    private final Thread cleanup;
+
+    public Supervisor(Options options) {
+        this.options = options;
+        this.shared = new SharedMemory(options.sharedDir());
+        // shared files live in memory (/dev/shm): delete them even when the user's JVM exits without close()
+        this.cleanup = new Thread(shared::close, "ane4j-supervisor-cleanup");
+        Runtime.getRuntime().addShutdownHook(cleanup);
+    }
+
+    public Options options() { return options; }
+
+    /** Starts the worker now instead of at the first request. @throws WorkerException when it cannot start */
+    public Supervisor start() {
+        ensureWorker();
+        return this;
+    }
+
+    /** The worker's command line. */
+    public List<String> command() {
+        List<String> c = new ArrayList<>();
+        c.add(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        if (options.heap() != null) c.add("-Xmx" + options.heap());
+        c.addAll(List.of("--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector",
+                "-XX:+ExitOnOutOfMemoryError", "-XX:+DisplayVMOutputToStderr"));
+        if (Supervisor.class.desiredAssertionStatus()) c.add("-ea");
+        c.add("-Djava.util.logging.SimpleFormatter.format=%4$s: %5$s%6$s%n");   // one line per log record
+        c.addAll(options.jvmOptions());
+        Map<String, String> props = new TreeMap<>();
+        for (String k : System.getProperties().stringPropertyNames()) if (k.startsWith("ane4j.")) props.put(k, System.getProperty(k));
+        if (options.backend() != null) props.put(Backends.PROPERTY, options.backend());
+        if (options.compileBudget() != null) props.put(CountingBackend.BUDGET_PROPERTY, Long.toString(options.compileBudget()));
+        if (options.refStorage() != null) props.put(RefBackend.STORAGE_PROPERTY, options.refStorage());
+        props.putAll(options.systemProperties());
+        props.forEach((k, v) -> c.add("-D" + k + "=" + v));
+        c.addAll(List.of("-cp", System.getProperty("java.class.path"), MAIN_CLASS));
+        return c;
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // kernels
+
+    /** Compiles the program's main function in the worker. Weights travel as files written next to the shared tensors. */
+    public RemoteKernel compile(Program program) {
+        int id = kernelIds.incrementAndGet();
+        Path dir = null;
+        if (!program.weights().isEmpty()) {
+            dir = shared.dir().resolve("kernels").resolve("k" + id);
+            try {
+                program.weights().writeTo(dir);
+            } catch (IOException e) {
+                throw new UncheckedIOException("[worker] cannot write the weights of kernel " + id + " to " + dir + ": " + e.getMessage(), e);
+            }
+        }
+        return compile(new RemoteKernel(this, id, MilWriter.write(program, Dialect.IOS18), program.main().name(), dir));
+    }
+
+    /** Compiles MIL text (its {@code main} or only function). */
+    public RemoteKernel compile(String milText) { return compile(milText, "", null); }
+
+    /**
+     * Compiles one function of MIL text.
+     *
+     * @param modelDir where {@code @model_path/} BLOBFILE paths resolve, or null
+     */
+    public RemoteKernel compile(String milText, String functionName, Path modelDir) {
+        return compile(new RemoteKernel(this, kernelIds.incrementAndGet(), milText, functionName == null ? "" : functionName, modelDir));
+    }
+
+    private RemoteKernel compile(RemoteKernel k) {
+        synchronized (lock) {
+            WorkerProcess w = ensureWorker();
+            if (live.size() + 1 > w.compileBudget)
+                throw new IllegalStateException("[worker] the compile budget of " + w.compileBudget + " cannot hold " + (live.size() + 1)
+                        + " live kernels; close kernels you no longer need or raise -D" + CountingBackend.BUDGET_PROPERTY);
+            Protocol.Reader r = call(Protocol.COMPILE, compileBody(k), "compiling kernel " + k.id()).reader();
+            k.specs(r.specs(), r.specs());
+            live.put(k.id(), k);
+        }
+        return k;
+    }
+
+    private static byte[] compileBody(RemoteKernel k) {
+        return new Protocol.Writer().i32(k.id()).str(k.functionName()).str(k.milText()).str(k.modelDir() == null ? "" : k.modelDir().toString()).bytes();
+    }
+
+    /** A zeroed tensor in shared memory, usable with any remote kernel without a copy; freed by {@link #free} or close. */
+    public TensorBuffer allocate(TensorType type) {
+        SharedMemory.Region r = allocateRegion(type.byteSize());
+        synchronized (userRegions) { userRegions.put(r.id(), r); }
+        return TensorBuffer.wrap(r.segment(), type);
+    }
+
+    /** Frees a buffer from {@link #allocate}. */
+    public void free(TensorBuffer buffer) {
+        SharedMemory.Region r = shared.find(buffer.segment());
+        synchronized (userRegions) {
+            if (r == null || userRegions.remove(r.id()) == null)
+                throw new IllegalArgumentException("[worker] " + buffer + " was not allocated by Supervisor.allocate (or is already freed)");
+        }
+        freeRegions(List.of(r));
+    }
+
+    SharedMemory.Region allocateRegion(long bytes) {
+        if (closed) throw new IllegalStateException("[worker] the supervisor is closed");
+        return shared.allocate(bytes);
+    }
+
+    void evaluate(RemoteKernel k, Map<String, TensorBuffer> in, Map<String, TensorBuffer> out) {
+        Protocol.Writer body = new Protocol.Writer().i32(k.id());
+        List<Runnable> copyBack = new ArrayList<>();
+        refs(body, k, k.inputs(), in, true, copyBack);
+        refs(body, k, k.outputs(), out, false, copyBack);
+        k.workerNanos(call(Protocol.EVALUATE, body.bytes(), "evaluating kernel " + k.id()).reader().i64());
+        for (Runnable r : copyBack) r.run();
+    }
+
+    /** Each tensor as (name, region, path, region size, offset, type); buffers outside shared memory go through a scratch copy. */
+    private void refs(Protocol.Writer w, RemoteKernel k, List<TensorSpec> specs, Map<String, TensorBuffer> given, boolean input, List<Runnable> copyBack) {
+        String what = input ? "input" : "output";
+        for (String name : given.keySet())
+            if (specs.stream().noneMatch(s -> s.name().equals(name)))
+                throw new IllegalArgumentException("[kernel] no " + what + " '" + name + "' (" + what + "s: " + specs.stream().map(TensorSpec::name).toList() + ")");
+        w.i32(specs.size());
+        for (TensorSpec s : specs) {
+            TensorBuffer b = given.get(s.name());
+            if (b == null) throw new IllegalArgumentException("[kernel] missing " + what + " '" + s.name() + "' (" + s.type() + ")");
+            if (!b.type().equals(s.type())) throw new IllegalArgumentException("[kernel] " + what + " '" + s.name() + "' is " + b.type() + " but the kernel wants " + s.type());
+            SharedMemory.Region r = shared.find(b.segment());
+            if (r == null) {
+                TensorBuffer scratch = k.scratch(what + ":" + s.name(), s.type());
+                TensorBuffer user = b;
+                if (input) scratch.copyFrom(user);
+                else copyBack.add(() -> user.copyFrom(scratch));
+                b = scratch;
+                r = shared.find(b.segment());
+            }
+            w.str(s.name()).i64(r.id()).str(r.path().toString()).i64(r.size()).i64(b.segment().address() - r.base()).type(s.type());
+        }
+    }
+
+    void release(RemoteKernel k, List<SharedMemory.Region> regions) {
+        synchronized (lock) { live.remove(k.id()); }
+        WorkerProcess w = worker;
+        if (w != null && !closed) w.post(Protocol.RELEASE_KERNEL, new Protocol.Writer().i32(k.id()).bytes());
+        freeRegions(regions);
+    }
+
+    private void freeRegions(List<SharedMemory.Region> regions) {
+        WorkerProcess w = worker;
+        for (SharedMemory.Region r : regions) {
+            if (w != null && !closed) w.post(Protocol.RELEASE_REGION, new Protocol.Writer().i64(r.id()).bytes());
+            shared.free(r);
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // training
+
+    /** Trains in the worker and blocks until the run ends; progress goes to {@code listener}. Returns one entry per step. */
+    public List<Trainer.StepMetrics> train(TrainOptions o, Trainer.Listener listener) { return startTraining(o, listener).await(); }
+
+    /**
+     * Starts a training run in the worker and returns at once. A run that is not a resume needs a run directory without
+     * checkpoints (a restart resumes from the newest one there).
+     */
+    public TrainingSession startTraining(TrainOptions o, Trainer.Listener listener) {
+        if (!o.resume()) {
+            List<Path> old = Checkpoint.list(o.runDir().resolve("checkpoints"));
+            if (!old.isEmpty())
+                throw new IllegalArgumentException("[train] " + o.runDir() + " already has checkpoints (newest " + old.getFirst().getFileName()
+                        + "); set resume = true to continue that run, or use another runDir");
+        }
+        TrainingSession s = new TrainingSession(this, o, listener);
+        synchronized (lock) {
+            TrainingSession t = training;
+            if (t != null && t.isActive()) throw new IllegalStateException("[train] a run is already training in " + t.runDir() + "; stop() it or wait for it");
+            training = s;
+            try {
+                ensureWorker();
+            } catch (RuntimeException e) {
+                s.finish(TrainingSession.State.FAILED, e.getMessage());
+                throw e;
+            }
+        }
+        TrainingSession.Status st = s.status();
+        if (st.state() == TrainingSession.State.FAILED) throw new WorkerException(st.error());
+        return s;
+    }
+
+    void stopTraining(TrainingSession s) {
+        s.requestStop();
+        WorkerProcess w = s.worker();
+        if (w != null && w.isAlive() && s.isActive()) w.post(Protocol.STOP_TRAINING, new byte[0]);
+    }
+
+    /** Starts training in {@code w} when a run is active and not yet there; returns the step it resumed at, or -1. */
+    private long attachTraining(WorkerProcess w) throws WorkerProcess.DiedException {
+        TrainingSession s = training;
+        if (s == null || !s.isActive() || s.worker() == w) return -1;
+        Map<String, String> m = Protocol.toMap(s.options());
+        m.put("resume", "true");   // the first start has no checkpoints (checked), so this is the same as a fresh start
+        int id = w.newId();
+        s.attach(w, id);
+        try {
+            long step = w.call(id, Protocol.TRAIN, new Protocol.Writer().map(m).bytes(), options.requestTimeout()).reader().i64();
+            if (s.stopRequested()) w.post(Protocol.STOP_TRAINING, new byte[0]);
+            return step;
+        } catch (WorkerProcess.DiedException e) {
+            throw e;
+        } catch (WorkerException e) {
+            s.finish(TrainingSession.State.FAILED, e.getMessage());
+            return -1;
+        } catch (TimeoutException e) {
+            w.kill();
+            throw new WorkerProcess.DiedException("did not start training within " + options.requestTimeout().toSeconds() + " s");
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // the worker's life
+
+    /** A request with retries across restarts. */
+    private Protocol.Frame call(byte type, byte[] body, String what) {
+        int deaths = 0;
+        while (true) {
+            WorkerProcess w = ensureWorker();
+            try {
+                Protocol.Frame f = w.call(type, body, options.requestTimeout());
+                w.madeProgress = true;
+                return f;
+            } catch (WorkerProcess.DiedException e) {
+                if (++deaths >= options.maxRetries() + 1)
+                    throw new WorkerException("[worker] " + what + ": the worker " + e.getMessage() + " (" + deaths + " times during this request); giving up on it");
+            } catch (TimeoutException e) {
+                w.kill();
+                throw new WorkerException("[worker] " + what + " took longer than " + options.requestTimeout().toSeconds()
+                        + " s; the worker was stopped (a new one starts with the next request)");
+            }
+        }
+    }
+
+    /** The live worker, starting or restarting it (restoring kernels and training) when needed. */
+    private WorkerProcess ensureWorker() {
+        synchronized (lock) {
+            while (true) {
+                if (closed) throw new IllegalStateException("[worker] the supervisor is closed");
+                WorkerProcess w = worker;
+                if (w != null && w.isAlive()) {
+                    try {
+                        attachTraining(w);
+                    } catch (WorkerProcess.DiedException e) {
+                        continue;
+                    }
+                    if (w.isAlive()) return w;
+                    continue;
+                }
+                String cause = null;
+                if (w != null) {
+                    cause = w.awaitDeath();
+                    streak = w.madeProgress ? 0 : streak + 1;
+                    worker = null;
+                    if (streak >= options.maxRetries()) giveUp(cause);
+                    restarts++;
+                    TrainingSession s = training;
+                    if (s != null && s.isActive()) s.restarted();
+                    if (streak > 0) sleep(100L << Math.min(streak - 1, 5));
+                }
+                long t0 = System.nanoTime();
+                w = WorkerProcess.start(command(), events, options.log(), options.startTimeout(), cause != null);
+                worker = w;
+                try {
+                    int n = restoreKernels(w);
+                    long step = attachTraining(w);
+                    w.quiet = false;
+                    if (cause != null)
+                        options.log().accept(String.format(java.util.Locale.ROOT, "worker restarted: %s — %s%d kernel%s recompiled in %.1f s", cause,
+                                step >= 0 ? "restored step " + step + ", " : "", n, n == 1 ? "" : "s", (System.nanoTime() - t0) / 1e9));
+                    if (w.isAlive()) return w;
+                } catch (WorkerProcess.DiedException e) {
+                    // died while restoring: the loop counts it as a death without progress
+                }
+            }
+        }
+    }
+
+    private int restoreKernels(WorkerProcess w) throws WorkerProcess.DiedException {
+        int n = 0;
+        List<RemoteKernel> all;
+        synchronized (live) { all = new ArrayList<>(live.values()); }
+        for (RemoteKernel k : all) {
+            try {
+                Protocol.Reader r = w.call(Protocol.COMPILE, compileBody(k), options.requestTimeout()).reader();
+                List<TensorSpec> in = r.specs(), out = r.specs();
+                if (!in.equals(k.inputs()) || !out.equals(k.outputs())) throw new WorkerException("[worker] kernel " + k.id() + " compiled to other inputs/outputs");
+                n++;
+            } catch (WorkerProcess.DiedException e) {
+                throw e;
+            } catch (WorkerException e) {
+                live.remove(k.id());
+                options.log().accept("[worker] kernel " + k.id() + " could not be recompiled after a restart and was dropped: " + e.getMessage());
+            } catch (TimeoutException e) {
+                w.kill();
+                throw new WorkerProcess.DiedException("did not recompile kernel " + k.id() + " within " + options.requestTimeout().toSeconds() + " s");
+            }
+        }
+        return n;
+    }
+
+    private void giveUp(String cause) {
+        int deaths = streak;
+        streak = 0;
+        TrainingSession s = training;
+        String where = s != null && s.isActive() ? " at step " + (s.maxStep() + 1) : "";
+        String hint = cause.contains("compile budget")
+                ? "; the budget cannot hold the live kernels plus one training update: raise -D" + CountingBackend.BUDGET_PROPERTY + " (Supervisor.Options.compileBudget)"
+                : "";
+        String msg = "[worker] gave up after " + deaths + " restarts without progress" + where + " (the worker " + cause + " each time)" + hint;
+        if (s != null && s.isActive()) s.finish(TrainingSession.State.FAILED, msg);
+        throw new WorkerException(msg);
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private final class Events implements WorkerProcess.Events {
+        @Override
+        public void onEvent(WorkerProcess w, Protocol.Frame f) {
+            TrainingSession s = training;
+            if (s == null || !s.owns(f.id(), w)) return;
+            Protocol.Reader r = f.reader();
+            switch (f.type()) {
+                case Protocol.STEP -> { if (s.onStep(Protocol.step(r))) w.madeProgress = true; }
+                case Protocol.MESSAGE -> s.onMessage(r.str());
+                case Protocol.TRAIN_END -> {
+                    int kind = r.i32();
+                    String msg = r.str();
+                    s.finish(kind == Protocol.END_DONE ? TrainingSession.State.DONE : kind == Protocol.END_STOPPED ? TrainingSession.State.STOPPED : TrainingSession.State.FAILED, msg);
+                }
+                default -> options.log().accept("[worker] unexpected frame type " + f.type() + " from the worker");
+            }
+        }
+
+        @Override
+        public void onDeath(WorkerProcess w, String cause) {
+            TrainingSession s = training;
+            if (closed || s == null || !s.isActive() || s.worker() != w) return;
+            // nobody may be waiting on a request: restart here so training continues
+            Thread.ofPlatform().daemon().name("ane4j-supervisor-restart").start(() -> {
+                try {
+                    ensureWorker();
+                } catch (RuntimeException e) {
+                    s.finish(TrainingSession.State.FAILED, e.getMessage());
+                }
+            });
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+
+    /** The worker's pid, or -1 when none runs. */
+    public long workerPid() {
+        WorkerProcess w = worker;
+        return w != null && w.isAlive() ? w.pid : -1;
+    }
+
+    public Status status() {
+        WorkerProcess w = worker;
+        TrainingSession s = training;
+        int kernels;
+        kernels = live.size();
+        TrainingSession.Status ts = s == null ? null : s.status();
+        if (w != null && w.isAlive()) {
+            try {
+                Protocol.Reader r = w.call(Protocol.STATUS, new byte[0], Duration.ofSeconds(30)).reader();
+                return new Status(true, w.pid, r.str(), r.i64(), r.i64(), restarts, kernels, ts);
+            } catch (WorkerException | TimeoutException e) {
+                // fall through: report what is known
+            }
+        }
+        return new Status(false, -1, w == null ? null : w.backend, -1, w == null ? -1 : w.compileBudget, restarts, kernels, ts);
+    }
+
+    /** Stops training (checkpointing it), shuts the worker down, and deletes the shared files. */
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        WorkerProcess w = worker;
+        if (w != null && w.isAlive()) {
+            try {
+                w.call(Protocol.SHUTDOWN, new byte[0], Duration.ofSeconds(60));
+            } catch (WorkerException | TimeoutException e) {
+                // killed below
+            }
+            try {
+                if (!w.process.waitFor(10, TimeUnit.SECONDS)) w.kill();
+            } catch (InterruptedException e) {
+                w.kill();
+                Thread.currentThread().interrupt();
+            }
+        }
+        TrainingSession s = training;
+        if (s != null) s.finish(TrainingSession.State.STOPPED, "");
+        shared.close();
+        try {
+            Runtime.getRuntime().removeShutdownHook(cleanup);
+        } catch (IllegalStateException e) {
+            // already shutting down: the hook runs anyway
+        }
+    }
+}

@@ -1,0 +1,162 @@
+package ane4j.worker;
+
+import ane4j.train.TrainOptions;
+import ane4j.train.Trainer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A training run in the supervised worker. The user's JVM keeps its identity (the options and run directory); the
+ * worker keeps its state and checkpoints it. Steps replayed after a restart are checked against the first time they
+ * ran (a difference is reported) and are not passed to the listener again. The listener is called from one thread
+ * of the session, in order; {@link #await} returns after it has seen every step.
+ */
+public final class TrainingSession {
+    public enum State { RUNNING, DONE, STOPPED, FAILED }
+
+    /** Where the run is: the next step to run, of how many; how often the worker was restarted under it. */
+    public record Status(State state, long nextStep, long steps, int restarts, String error) {}
+
+    private final Supervisor supervisor;
+    private final TrainOptions options;
+    private final Trainer.Listener listener;
+    private final TreeMap<Long, Trainer.StepMetrics> steps = new TreeMap<>();
+    private final CompletableFuture<List<Trainer.StepMetrics>> done = new CompletableFuture<>();
+    // the listener runs here, in order, so a listener that calls the supervisor cannot block the channel's reader
+    private final ExecutorService delivery = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("ane4j-train-events").factory());
+    private volatile State state = State.RUNNING;
+    private volatile int requestId = -1;
+    private volatile WorkerProcess worker;
+    private volatile int attachments;
+    private volatile String error;
+    private volatile boolean stopRequested;
+    private long maxStep = -1;
+    private int restarts;
+
+    TrainingSession(Supervisor supervisor, TrainOptions options, Trainer.Listener listener) {
+        this.supervisor = supervisor;
+        this.options = options;
+        this.listener = listener != null ? listener : m -> {};
+    }
+
+    public TrainOptions options() { return options; }
+
+    public java.nio.file.Path runDir() { return options.runDir(); }
+
+    void requestStop() { stopRequested = true; }
+
+    boolean stopRequested() { return stopRequested; }
+
+    boolean isActive() { return state == State.RUNNING; }
+
+    void attach(WorkerProcess w, int id) {
+        this.worker = w;
+        this.requestId = id;
+        attachments++;
+    }
+
+    /**
+     * The worker always starts training with {@code resume = true}; its "resumed from"/"no checkpoint" line is news only
+     * when the user asked for a resume, and only the first time (a restart says it in its own line).
+     */
+    private boolean hides(String line) {
+        boolean resumeLine = line.startsWith("[train] resumed from step") || line.startsWith("[train] no checkpoint in");
+        return resumeLine && (attachments > 1 || !options.resume());
+    }
+
+    WorkerProcess worker() { return worker; }
+
+    boolean owns(int id, WorkerProcess w) { return id == requestId && w == worker; }
+
+    synchronized void restarted() { restarts++; }
+
+    /** A step from the worker; true when it is new (not a replay after a restart). */
+    boolean onStep(Trainer.StepMetrics m) {
+        Trainer.StepMetrics first;
+        synchronized (this) {
+            first = steps.get(m.step());
+            if (first == null) {
+                steps.put(m.step(), m);
+                maxStep = Math.max(maxStep, m.step());
+            }
+        }
+        if (first == null) {
+            deliver(() -> listener.onStep(m));
+            return true;
+        }
+        if (Float.floatToRawIntBits(first.loss()) != Float.floatToRawIntBits(m.loss()))
+            onMessage("[worker] step " + m.step() + " replayed after a restart gave loss " + m.loss() + ", the first run " + first.loss() + ": the run is not deterministic");
+        return false;
+    }
+
+    void onMessage(String line) {
+        if (!hides(line)) deliver(() -> listener.onMessage(line));
+    }
+
+    private void deliver(Runnable r) {
+        try {
+            delivery.execute(r);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the run has ended; late events are dropped
+        }
+    }
+
+    synchronized void finish(State s, String message) {
+        if (state != State.RUNNING) return;
+        state = s;
+        if (s == State.FAILED) error = message;
+        List<Trainer.StepMetrics> h = history();
+        // completes after the listener has seen every step
+        deliver(() -> {
+            if (s == State.FAILED) done.completeExceptionally(new WorkerException(message));
+            else done.complete(h);
+        });
+        delivery.shutdown();
+    }
+
+    synchronized long maxStep() { return maxStep; }
+
+    /** The steps reported so far, one per step, in order. */
+    public synchronized List<Trainer.StepMetrics> history() { return new ArrayList<>(steps.values()); }
+
+    public synchronized Status status() { return new Status(state, maxStep + 1, options.steps(), restarts, error); }
+
+    /** Asks the worker to checkpoint and stop at the next step boundary; {@link #await} then returns. */
+    public void stop() { supervisor.stopTraining(this); }
+
+    /** Blocks until the run ends; returns the step history. @throws WorkerException when it failed */
+    public List<Trainer.StepMetrics> await() {
+        try {
+            return done.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new WorkerException("[worker] interrupted while waiting for training");
+        } catch (ExecutionException e) {
+            throw (WorkerException) e.getCause();
+        }
+    }
+
+    /** {@link #await()} with a limit. @throws WorkerException when it failed or did not end in time */
+    public List<Trainer.StepMetrics> await(Duration timeout) {
+        try {
+            return done.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new WorkerException("[worker] interrupted while waiting for training");
+        } catch (ExecutionException e) {
+            throw (WorkerException) e.getCause();
+        } catch (TimeoutException e) {
+            throw new WorkerException("[worker] training did not finish within " + timeout.toSeconds() + " s (at step " + (maxStep() + 1) + ")");
+        }
+    }
+
+    public boolean isDone() { return done.isDone(); }
+}

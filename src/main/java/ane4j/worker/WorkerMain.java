@@ -1,0 +1,298 @@
+package ane4j.worker;
+
+import ane4j.backend.Backend;
+import ane4j.backend.Backends;
+import ane4j.backend.CompileBudgetExceededException;
+import ane4j.backend.Kernel;
+import ane4j.backend.TensorBuffer;
+import ane4j.backend.TensorSpec;
+import ane4j.mil.MilParser;
+import ane4j.mil.Program;
+import ane4j.mil.TensorType;
+import ane4j.train.TrainOptions;
+import ane4j.train.Trainer;
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.FileDescriptor;
+import java.io.FileInputStream;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The worker JVM: owns one {@link Backend}, the compiled kernels and the training run, and serves the supervisor's
+ * requests on stdin/stdout ({@code package-info}). Requests are handled one at a time on the main thread; training runs
+ * on its own thread, one step at a time, so a checkpoint can be taken at any step boundary.
+ */
+public final class WorkerMain {
+    /** Test hook: halt (as if killed) when training is about to run this step. */
+    static final String HALT_AT_STEP_PROPERTY = "ane4j.worker.haltAtStep";
+
+    private final Backend backend;
+    private final DataInputStream in;
+    private final DataOutputStream out;
+    private final Map<Integer, Kernel> kernels = new HashMap<>();
+    private final Map<Long, Mapping> regions = new HashMap<>();
+    private final Object trainLock = new Object();
+    private final long haltAtStep = Long.getLong(HALT_AT_STEP_PROPERTY, -1);
+    private Trainer trainer;           // guarded by trainLock
+    private Thread trainThread;
+    private volatile boolean stopRequested;
+
+    private record Mapping(Arena arena, MemorySegment segment) {}
+
+    private WorkerMain(Backend backend, DataInputStream in, DataOutputStream out) {
+        this.backend = backend;
+        this.in = in;
+        this.out = out;
+    }
+
+    public static void main(String[] args) {
+        // frames own the real stdout; anything else printed goes to stderr, which the supervisor forwards
+        DataOutputStream out = new DataOutputStream(new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16));
+        PrintStream err = System.err;
+        System.setOut(err);
+        DataInputStream in = new DataInputStream(new BufferedInputStream(new FileInputStream(FileDescriptor.in), 1 << 16));
+        Backend backend;
+        try {
+            backend = Backends.select();
+        } catch (RuntimeException e) {
+            err.println(e.getMessage());
+            err.flush();
+            Runtime.getRuntime().halt(ExitCode.FAILED.code);
+            return;
+        }
+        new WorkerMain(backend, in, out).serve();
+    }
+
+    private void serve() {
+        send(0, Protocol.READY, new Protocol.Writer().i64(ProcessHandle.current().pid()).str(backend.name()).i64(backend.compileBudget()).bytes());
+        while (true) {
+            Protocol.Frame f;
+            try {
+                f = Protocol.read(in);
+            } catch (IOException e) {
+                f = null;
+            }
+            if (f == null) {
+                // the parent is gone: checkpoint training at the next step boundary and leave
+                stopTraining();
+                halt(ExitCode.ORPHANED);
+            }
+            try {
+                handle(f);
+            } catch (CompileBudgetExceededException e) {
+                exitForBudget(e);
+            } catch (RuntimeException | Error e) {
+                send(f.id(), Protocol.ERROR, new Protocol.Writer().str(message(e)).bytes());
+            }
+        }
+    }
+
+    private void handle(Protocol.Frame f) {
+        Protocol.Reader r = f.reader();
+        switch (f.type()) {
+            case Protocol.COMPILE -> {
+                int id = r.i32();
+                String function = r.str(), text = r.str(), modelDir = r.str();
+                Program p = modelDir.isEmpty() ? MilParser.parse(text) : MilParser.parse(text, Path.of(modelDir));
+                Kernel k = backend.compile(p, function.isEmpty() ? p.main().name() : function);
+                Kernel old = kernels.put(id, k);
+                if (old != null) old.close();
+                reply(f, new Protocol.Writer().specs(k.inputs()).specs(k.outputs()).i64(backend.compileCount()));
+            }
+            case Protocol.EVALUATE -> {
+                Kernel k = kernel(r.i32());
+                Map<String, TensorBuffer> ins = buffers(r), outs = buffers(r);
+                long t0 = System.nanoTime();
+                k.evaluate(ins, outs);
+                reply(f, new Protocol.Writer().i64(System.nanoTime() - t0));
+            }
+            case Protocol.RELEASE_KERNEL -> {
+                Kernel k = kernels.remove(r.i32());
+                if (k != null) k.close();
+                reply(f, new Protocol.Writer());
+            }
+            case Protocol.RELEASE_REGION -> {
+                Mapping m = regions.remove(r.i64());
+                if (m != null) m.arena().close();
+                reply(f, new Protocol.Writer());
+            }
+            case Protocol.TRAIN -> startTraining(f, TrainOptions.of(r.map()));
+            case Protocol.STOP_TRAINING -> {
+                stopRequested = true;
+                reply(f, new Protocol.Writer());
+            }
+            case Protocol.STATUS -> {
+                long step;
+                synchronized (trainLock) { step = trainer == null ? -1 : trainer.nextStep(); }
+                reply(f, new Protocol.Writer().str(backend.name()).i64(backend.compileCount()).i64(backend.compileBudget()).i32(kernels.size()).i64(step));
+            }
+            case Protocol.SHUTDOWN -> {
+                stopTraining();
+                reply(f, new Protocol.Writer());
+                halt(ExitCode.DONE);
+            }
+            default -> throw new IllegalArgumentException("[worker] unknown request type " + f.type());
+        }
+    }
+
+    private Kernel kernel(int id) {
+        Kernel k = kernels.get(id);
+        if (k == null) throw new IllegalStateException("[worker] no kernel " + id + " in this worker (it was released)");
+        return k;
+    }
+
+    /** {@code u32 n, n × (name, region id, path, region size, offset, type)}: views of the shared files. */
+    private Map<String, TensorBuffer> buffers(Protocol.Reader r) {
+        int n = r.i32();
+        Map<String, TensorBuffer> m = new LinkedHashMap<>();
+        for (int i = 0; i < n; i++) {
+            String name = r.str();
+            long region = r.i64();
+            String path = r.str();
+            long size = r.i64(), offset = r.i64();
+            TensorType type = r.type();
+            MemorySegment seg = map(region, path, size);
+            m.put(name, TensorBuffer.wrap(seg.asSlice(offset, type.byteSize()), type));
+        }
+        return m;
+    }
+
+    private MemorySegment map(long region, String path, long size) {
+        Mapping m = regions.get(region);
+        if (m == null) {
+            Arena arena = Arena.ofShared();
+            try (FileChannel ch = FileChannel.open(Path.of(path), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                m = new Mapping(arena, ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena));
+            } catch (IOException e) {
+                arena.close();
+                throw new IllegalStateException("[worker] cannot map the shared tensor file " + path + ": " + e.getMessage(), e);
+            }
+            regions.put(region, m);
+        }
+        return m.segment();
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // training
+
+    private void startTraining(Protocol.Frame f, TrainOptions o) {
+        if (trainThread != null && trainThread.isAlive())
+            throw new IllegalStateException("[worker] a training run is already in progress");
+        if (o.backend() != null && !o.backend().equals(backend.name()))
+            throw new IllegalArgumentException("[train] backend = " + o.backend() + " but the worker runs " + backend.name() + "; set Supervisor.Options.backend");
+        int id = f.id();
+        Trainer.Listener listener = new Trainer.Listener() {
+            @Override public void onStep(Trainer.StepMetrics m) { send(id, Protocol.STEP, Protocol.step(m)); }
+
+            @Override public void onMessage(String line) { send(id, Protocol.MESSAGE, new Protocol.Writer().str(line).bytes()); }
+        };
+        stopRequested = false;
+        Trainer t;
+        synchronized (trainLock) {
+            t = new Trainer(o, backend, listener);   // a budget exception here leaves the last checkpoint as it was
+            trainer = t;
+        }
+        reply(f, new Protocol.Writer().i64(t.nextStep()));
+        trainThread = Thread.ofPlatform().name("ane4j-train").start(() -> train(id, t, o, listener));
+    }
+
+    private void train(int id, Trainer t, TrainOptions o, Trainer.Listener listener) {
+        byte end = Protocol.END_DONE;
+        String msg = "";
+        try {
+            while (true) {
+                synchronized (trainLock) {
+                    if (t.nextStep() >= o.steps()) break;
+                    if (stopRequested) {
+                        t.saveCheckpoint(lastLoss(t));
+                        end = Protocol.END_STOPPED;
+                        break;
+                    }
+                    if (t.nextStep() == haltAtStep) halt(ExitCode.FAILED);
+                    t.run(listener, 1);
+                }
+            }
+        } catch (CompileBudgetExceededException e) {
+            exitForBudget(e);
+        } catch (RuntimeException | Error e) {
+            end = Protocol.END_FAILED;
+            msg = message(e);
+        } finally {
+            synchronized (trainLock) {
+                if (trainer == t) trainer = null;
+                t.close();
+            }
+        }
+        send(id, Protocol.TRAIN_END, new Protocol.Writer().i32(end).str(msg).bytes());
+    }
+
+    private static float lastLoss(Trainer t) {
+        return t.history().isEmpty() ? Float.NaN : t.history().getLast().loss();
+    }
+
+    /** Asks the training thread to checkpoint and stop at the next step boundary, and waits for it. */
+    private void stopTraining() {
+        stopRequested = true;
+        Thread t = trainThread;
+        if (t != null) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** The compile budget is spent: checkpoint training in flight (at a step boundary) and exit for a restart. */
+    private void exitForBudget(CompileBudgetExceededException e) {
+        synchronized (trainLock) {
+            if (trainer != null) trainer.saveCheckpoint(lastLoss(trainer));
+            send(0, Protocol.EXITING, new Protocol.Writer().i32(ExitCode.RESTART_BUDGET.code).str("compile budget " + e.budget() + " reached").bytes());
+            halt(ExitCode.RESTART_BUDGET);
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+
+    private void reply(Protocol.Frame f, Protocol.Writer body) { send(f.id(), Protocol.OK, body.bytes()); }
+
+    private void send(int id, byte type, byte[] body) {
+        synchronized (out) {
+            try {
+                Protocol.write(out, id, type, body);
+            } catch (IOException e) {
+                // the parent is gone; the read loop sees end of stream and exits
+            }
+        }
+    }
+
+    private void halt(ExitCode code) {
+        synchronized (out) {
+            try {
+                out.flush();
+            } catch (IOException ignored) {
+                // nothing to tell a parent that is gone
+            }
+        }
+        System.err.flush();
+        Runtime.getRuntime().halt(code.code);
+    }
+
+    private static String message(Throwable e) {
+        String m = e.getMessage();
+        if (m == null || m.isBlank()) m = e.toString();
+        return m.startsWith("[") ? m : "[worker] " + e.getClass().getSimpleName() + ": " + m;
+    }
+}

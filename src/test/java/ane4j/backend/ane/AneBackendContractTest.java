@@ -1,0 +1,277 @@
+package ane4j.backend.ane;
+
+import ane4j.backend.BackendException;
+import ane4j.backend.CompileBudgetExceededException;
+import ane4j.backend.Kernel;
+import ane4j.backend.TensorBuffer;
+import ane4j.backend.TensorSpec;
+import ane4j.backend.ane.ffm.FakeObjc;
+import ane4j.backend.ref.RefBackend;
+import ane4j.mil.AcceptancePrograms;
+import ane4j.mil.DType;
+import ane4j.mil.Mil;
+import ane4j.mil.MilWriter;
+import ane4j.mil.Program;
+import ane4j.model.ModelConfig;
+import ane4j.train.TrainingKernels;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * {@link AneBackend} end to end on the fake runtime, whose evaluate runs the reference interpreter on the surfaces
+ * ({@link RefOnFake}): a kernel compiled by the ANE path must give exactly what {@link RefBackend} gives directly.
+ */
+class AneBackendContractTest {
+    FakeObjc fake;
+    RefOnFake ane;
+    @TempDir Path tmp;
+
+    @BeforeEach
+    void setUp() {
+        fake = FakeObjc.get();
+        fake.setTmpdir(tmp);
+        ane = new RefOnFake(fake, tmp);
+    }
+
+    @AfterEach
+    void noViolations() {
+        ane.close();
+        assertNull(fake.hookFailure(), () -> "evaluate hook failed: " + fake.hookFailure());
+        assertEquals(List.of(), fake.errors(), "contract violations seen by the fake");
+        assertEquals(0, fake.poolDepth(), "every autorelease pool popped");
+    }
+
+    static AneBackend backend() { return new AneBackend(new AneBackend.Options(null, null, null, CompileBudget.LEAK_SUSPECT_AFTER)); }
+
+    static Map<String, TensorBuffer> randomInputs(Kernel k, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        Map<String, TensorBuffer> m = new LinkedHashMap<>();
+        for (TensorSpec s : k.inputs()) {
+            TensorBuffer b = TensorBuffer.allocate(s.type());
+            for (long i = 0; i < b.count(); i++) b.set(i, (float) (r.nextDouble() * 2 - 1));
+            m.put(s.name(), b);
+        }
+        return m;
+    }
+
+    /** Compiles through the ANE path and the reference backend, evaluates both on the same inputs, requires equal bits. */
+    void assertSameAsRef(String name, Program program) {
+        Map<String, TensorBuffer> viaAne, direct;
+        int before = ane.evaluated().size();
+        try (Kernel a = backend().compile(program); Kernel r = new RefBackend().compile(program)) {
+            assertEquals(r.inputs(), a.inputs(), name);
+            assertEquals(r.outputs(), a.outputs(), name);
+            Map<String, TensorBuffer> in = randomInputs(r, name.hashCode());
+            viaAne = a.evaluate(in);
+            direct = r.evaluate(in);
+        }
+        assertEquals(before + 1, ane.evaluated().size(), name + ": the fake's evaluate ran the program once");
+        for (String out : direct.keySet()) {
+            float[] want = direct.get(out).toFloatArray(), got = viaAne.get(out).toFloatArray();
+            boolean anyNonZero = false;
+            for (float v : want) anyNonZero |= v != 0;
+            assertTrue(anyNonZero, name + "/" + out + ": the reference output is not all zeros");
+            for (int i = 0; i < want.length; i++)
+                assertEquals(Float.floatToIntBits(want[i]), Float.floatToIntBits(got[i]), name + "/" + out + "[" + i + "]: " + want[i] + " vs " + got[i]);
+        }
+    }
+
+    @Test
+    void everyTinyAcceptanceProgramRoundTripsThroughTheAnePath() {
+        for (AcceptancePrograms.Case c : AcceptancePrograms.tinyCases()) assertSameAsRef(c.name(), c.program());
+    }
+
+    @Test
+    void a1ConvAndA4DynamicMatmulAtAneSizes() {
+        assertSameAsRef("a1", AcceptancePrograms.a1Conv(64, 64, AcceptancePrograms.uniform(7, 64 * 64, 0.125f)));
+        assertSameAsRef("a4", AcceptancePrograms.a4DynamicMatmul(64, 32, 64));
+    }
+
+    @Test
+    void everyTinyTrainingKernelRoundTripsThroughTheAnePath() {
+        List<String> names = new ArrayList<>();
+        for (TrainingKernels.Kernel k : new TrainingKernels(ModelConfig.parse("tiny")).all()) {
+            assertSameAsRef(k.name(), k.program());
+            names.add(k.name());
+        }
+        assertEquals(10, names.size(), names.toString());
+    }
+
+    @Test
+    void theCompiledTextIsTheWritersTextInTheChipsDialect() throws Exception {
+        Program p = AcceptancePrograms.a4DynamicMatmul(8, 4, 6);
+        AneBackend b = backend();
+        try (AneKernel k = (AneKernel) b.compile(p)) {
+            assertEquals(MilDialect.PROGRAM_1_3_IOS18, b.dialect(), "h16g (M4) → 1.3/ios18");
+            assertEquals(MilWriter.write(p, ane4j.mil.Dialect.IOS18), k.milText());
+            assertEquals(k.milText(), Files.readString(k.program().directory().resolve("model.mil")));
+        }
+        fake.setAneSubType("h14g");
+        AneBackend m2 = backend();
+        Program fp16Conv = Mil.program().function("main", f -> {
+            var x = f.input("x", Mil.fp16(1, 8, 1, 4));
+            f.output(f.named("y", f.conv(x, f.weight("W", Mil.fp16(8, 8, 1, 1), AcceptancePrograms.identity(8)))));
+        }).build();
+        try (AneKernel k = (AneKernel) m2.compile(fp16Conv)) {
+            assertEquals(MilDialect.PROGRAM_1_0_IOS16, m2.dialect(), "h14 (M2) → 1.0/ios16");
+            assertTrue(k.milText().startsWith("program(1.0)\n"), k.milText());
+            assertTrue(k.milText().contains("func main<ios16>"), k.milText());
+            Map<String, byte[]> files = fp16Conv.weights().encoded();
+            assertEquals(1, files.size());
+            for (var f : files.entrySet())
+                assertArrayEquals(f.getValue(), Files.readAllBytes(k.program().directory().resolve(f.getKey().substring("@model_path/".length()))));
+        }
+        AneBackend forced = new AneBackend(new AneBackend.Options(null, MilDialect.PROGRAM_1_3_IOS18, null, 100));
+        assertEquals(MilDialect.PROGRAM_1_3_IOS18, forced.dialect(), "the option overrides the chip");
+    }
+
+    @Test
+    void surfaceBuffersAreZeroCopyAndEvaluateSkipsTheirCopies() {
+        Program p = AcceptancePrograms.a4DynamicMatmul(8, 4, 6);
+        try (AneKernel k = (AneKernel) backend().compile(p); Kernel r = new RefBackend().compile(p)) {
+            TensorBuffer x = k.allocateInput("x"), y = k.allocateOutput("y");
+            assertSame(x, k.allocateInput("x"), "one buffer per surface");
+            Map<String, TensorBuffer> in = randomInputs(r, 3);
+            x.copyFrom(in.get("x"));
+            // the buffer is the surface: the bytes are already in the IOSurface the request binds
+            MemorySegmentView.assertSameBytes(in.get("x"), k.program().input("x"));
+
+            int logBefore = fake.log().size();
+            k.evaluate(Map.of("x", x), Map.of("y", y));
+            List<FakeObjc.Entry> during = fake.log().subList(logBefore, fake.log().size());
+            assertEquals(List.of("IOSurfaceUnlock", "IOSurfaceUnlock", "IOSurfaceLock", "IOSurfaceLock"),
+                    during.stream().map(FakeObjc.Entry::kind).filter(s -> s.startsWith("IOSurface")).toList(),
+                    "no copy: the held locks are dropped for the ANE and taken again, nothing else");
+            assertArrayEquals(r.evaluate(in).get("y").toFloatArray(), y.toFloatArray());
+
+            // plain buffers still work, and the surface buffers keep their contents
+            TensorBuffer y2 = TensorBuffer.allocate(y.type());
+            k.evaluate(in, Map.of("y", y2));
+            assertArrayEquals(y.toFloatArray(), y2.toFloatArray());
+            assertEquals(2, k.evaluations());
+            var wrongType = assertThrows(IllegalArgumentException.class,
+                    () -> k.evaluate(Map.of("x", TensorBuffer.allocate(DType.FP32, x.shape())), Map.of("y", y)));
+            assertTrue(wrongType.getMessage().startsWith("[kernel] main: input 'x' is fp32"), wrongType.getMessage());
+            k.close();
+            assertThrows(IllegalStateException.class, () -> x.get(0), "the surface buffer dies with the kernel");
+            assertThrows(IllegalStateException.class, () -> k.evaluate(in));
+        }
+        assertEquals(0, fake.liveObjects(), "leaked: " + fake.liveDescription());
+    }
+
+    @Test
+    void plainBuffersAreCopiedInsideLocks() {
+        Program p = AcceptancePrograms.a10QkT(2, 4, 8);   // two inputs, q and k
+        try (AneKernel k = (AneKernel) backend().compile(p); Kernel r = new RefBackend().compile(p)) {
+            Map<String, TensorBuffer> in = randomInputs(r, 5);
+            int logBefore = fake.log().size();
+            Map<String, TensorBuffer> out = k.evaluate(in);
+            List<String> locks = fake.log().subList(logBefore, fake.log().size()).stream().map(FakeObjc.Entry::kind)
+                    .filter(s -> s.startsWith("IOSurface")).toList();
+            assertEquals(List.of("IOSurfaceLock", "IOSurfaceUnlock", "IOSurfaceLock", "IOSurfaceUnlock", "IOSurfaceLock", "IOSurfaceUnlock"), locks,
+                    "write q, write k, read scores");
+            assertArrayEquals(r.evaluate(in).get("scores").toFloatArray(), out.get("scores").toFloatArray());
+        }
+    }
+
+    @Test
+    void theBudgetStopsTheCompilePastItBeforeTheFrameworkSeesIt() {
+        AneBackend b = new AneBackend(new AneBackend.Options(2L, null, null, 100));
+        Program p = AcceptancePrograms.a1Conv(8, 4);
+        b.compile(p).close();
+        b.compile(p).close();
+        int sends = (int) fake.log().stream().filter(FakeObjc.Entry::isAneSend).count();
+        var e = assertThrows(CompileBudgetExceededException.class, () -> b.compile(p));
+        assertEquals("[ane] compile 3 exceeds the compile budget of 2 (2 compiles done in this process); restart the worker "
+                + "process (the supervisor does this automatically) or raise -Dane4j.compileBudget", e.getMessage());
+        assertEquals(sends, fake.log().stream().filter(FakeObjc.Entry::isAneSend).count());
+        assertEquals(2, b.compileCount());
+        assertEquals(100, backend().compileBudget(), "default budget");
+    }
+
+    @Test
+    void aCompileFailingLikeTheLeakIsBudgetExhaustionAndEarlierFailuresAreNot() {
+        Program p = AcceptancePrograms.a1Conv(8, 4);
+        fake.setFailCompile("ANECCompile() FAILED: unsupported op");
+        var early = assertThrows(AneException.class, () -> backend().compile(p));
+        assertEquals("[compileWithQoS:options:error:] ANECCompile() FAILED: unsupported op", early.getMessage());
+        assertInstanceOf(BackendException.class, early, "ANE errors are backend errors");
+        fake.setFailCompile(null);
+
+        fake.setLeakAfter(2);
+        AneBackend b = new AneBackend(new AneBackend.Options(1000L, null, null, 2));
+        b.compile(p).close();
+        b.compile(p).close();
+        var leak = assertThrows(CompileBudgetExceededException.class, () -> b.compile(p));
+        assertTrue(leak.getMessage().startsWith("[ane.compile] compile failed after 2 earlier compiles in this process"), leak.getMessage());
+        assertTrue(leak.getMessage().endsWith("[compileWithQoS:options:error:] fake: ANECCompile() FAILED (emulated compiler leak after 2 compiles)"), leak.getMessage());
+        assertEquals(2, leak.count());
+        assertInstanceOf(AneException.class, leak.getCause());
+        assertEquals(0, fake.liveObjects(), "leaked: " + fake.liveDescription());
+    }
+
+    @Test
+    void theCompileCacheRestoresTheCompilerOutputsSoARestartedWorkerSkipsTheCompile() throws Exception {
+        Path cacheDir = tmp.resolve("cache");
+        CompileCache cache = new CompileCache(cacheDir);
+        AneBackend.Options withCache = new AneBackend.Options(null, null, cache, 100);
+        Program p = AcceptancePrograms.a1Conv(8, 4);
+        String hex;
+        try (AneKernel k = (AneKernel) new AneBackend(withCache).compile(p)) {
+            hex = k.program().hexId();
+            assertFalse(k.program().cacheHit());
+        }
+        assertEquals(1, fake.realCompiles());
+        assertEquals("<plist><!-- fake net " + hex + " --></plist>\n", Files.readString(cacheDir.resolve(hex).resolve("net.plist")));
+        assertEquals("fake data " + hex + "\n", Files.readString(cacheDir.resolve(hex).resolve("data")));
+        assertFalse(Files.exists(tmp.resolve(hex)), "the model directory itself is gone after close");
+
+        try (AneKernel k = (AneKernel) new AneBackend(withCache).compile(p); Kernel r = new RefBackend().compile(p)) {
+            assertTrue(k.program().cacheHit());
+            Map<String, TensorBuffer> in = randomInputs(r, 9);
+            assertArrayEquals(r.evaluate(in).get("y").toFloatArray(), k.evaluate(in).get("y").toFloatArray(), "a cached kernel runs");
+        }
+        assertEquals(1, fake.realCompiles(), "second compile restored from the cache");
+        assertEquals(1, fake.cacheHits());
+        FakeObjc.Entry hit = fake.log().stream().filter(e -> e.kind().equals("compileCacheHit")).findFirst().orElseThrow();
+        assertEquals("<plist><!-- fake net " + hex + " --></plist>", hit.args().get(0), "the restored file is the cached one");
+
+        new AneBackend(backend().options()).compile(p).close();
+        assertEquals(2, fake.realCompiles(), "without the cache the compile does its work");
+        assertNull(CompileCache.fromSystemProperties(), "off by default");
+    }
+
+    @Test
+    void nonFloatInputsAreRejectedWithTheFix() {
+        Program p = Mil.program().function("main", f -> {
+            var x = f.input("x", Mil.int32(1, 4, 1, 4));
+            f.output(f.named("y", f.cast(x, DType.FP16)));
+        }).build();
+        var e = assertThrows(BackendException.class, () -> backend().compile(p));
+        assertEquals("[ane] input 'x' is int32[1,4,1,4]; ANE kernel inputs and outputs are IOSurfaces of fp16 or fp32 (cast inside the program)", e.getMessage());
+    }
+
+    /** Compares a buffer with the bytes in a surface. */
+    static final class MemorySegmentView {
+        static void assertSameBytes(TensorBuffer expected, AneSurface surface) {
+            java.lang.foreign.MemorySegment got = java.lang.foreign.Arena.ofAuto().allocate(surface.bytes());
+            // x's surface is held locked by the kernel; read the base memory through a second (nested) lock
+            try (AneSurface.Access a = surface.lockForRead()) {
+                got.copyFrom(a.segment());
+            }
+            assertEquals(-1, got.mismatch(expected.segment()));
+        }
+    }
+}
