@@ -81,7 +81,7 @@ public final class Ane {
 
     public static NotebookKernel compile(String name, Program program) {
         Session s = session();
-        NotebookKernel k = new NotebookKernel(name, program, s.compile(program), s.status().backend());
+        NotebookKernel k = new NotebookKernel(name, program, s.compile(program), s.backendName());
         LIVE.add(k);
         return k;
     }
@@ -127,11 +127,6 @@ public final class Ane {
         TrainingRun run = TrainingRun.current();
         if (run == null) throw new IllegalStateException("[generate] no model yet: train one with %%train or Ane.train(\"steps = 60\")");
         return run.generate(prompt, maxTokens, temperature, topP, seed);
-    }
-
-    /** Whether this build has the benchmarks ({@code %bench}). */
-    public static boolean benchmarksAvailable() {
-        return BenchMagics.available();
     }
 
     /** The ane4j packages and classes a script imports (what the notebook kernel imports at start). */

@@ -32,8 +32,4 @@ final class BenchMagics {
         if (r.meta().get("json") != null) System.out.println("saved " + r.meta().get("json") + (r.meta().get("png") != null ? " and " + r.meta().get("png") : ""));
         return r.table();
     }
-
-    static boolean available() {
-        return true;
-    }
 }

@@ -38,6 +38,11 @@ public interface Session extends AutoCloseable {
 
     Status status();
 
+    /** The backend's name ({@code ane}, {@code ref}), without the rest of {@link #status()}. */
+    default String backendName() {
+        return status().backend();
+    }
+
     @Override
     void close();
 }

@@ -120,6 +120,11 @@ public final class WorkerSession implements Session {
                 Math.max(0, s.compileCount()), budget, w.toString());
     }
 
+    @Override
+    public String backendName() {
+        return mainBackend();
+    }
+
     private WorkerTraining activeRun() {
         synchronized (runs) {
             for (WorkerTraining r : runs.reversed()) if (r.active()) return r;

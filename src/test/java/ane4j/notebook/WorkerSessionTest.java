@@ -71,6 +71,21 @@ class WorkerSessionTest {
         assertTrue(after.worker().contains("restarts 1"), after.worker());
     }
 
+    @Test
+    void aDroppedKernelIsReleasedInTheWorker() throws Exception {
+        NotebookKernel kept = new NotebookKernel("kept", twice(), session.compile(twice()), "ref");
+        assertArrayEquals(new float[] {2f, 2f, 2f, 2f}, new NotebookKernel("dropped", twice(), session.compile(twice()), "ref").run(1f, 1f, 1f, 1f));
+        assertEquals(2, session.supervisor().status().liveKernels());
+        for (int i = 0; i < 100 && session.supervisor().status().liveKernels() > 1; i++) {
+            System.gc();
+            Thread.sleep(50);
+        }
+        assertEquals(1, session.supervisor().status().liveKernels(), "the unreachable kernel is released after GC; the kept one stays");
+        assertArrayEquals(new float[] {2f, 2f, 2f, 2f}, kept.run(1f, 1f, 1f, 1f));
+        kept.close();
+        assertEquals(0, session.supervisor().status().liveKernels());
+    }
+
     TrainingRun train(Session s, String name, String config) {
         return TrainingRun.start(s, "backend = ref\nrunDir = " + dir.resolve(name) + "\n" + config).await();
     }
