@@ -7,8 +7,9 @@ import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 
 /**
- * Where a notebook's backend work runs: compiling MIL into kernels and training. {@link LocalSession} runs it in the
- * notebook's own JVM; a supervised worker runs it in a child JVM. {@link Ane} holds the notebook's current session.
+ * Where a notebook's backend work runs: compiling MIL into kernels and training. {@link WorkerSession} (the default)
+ * runs it in a supervised child JVM; {@link LocalSession} runs it in the notebook's own JVM. {@link Ane} holds the
+ * notebook's current session.
  */
 public interface Session extends AutoCloseable {
 

@@ -42,7 +42,7 @@ public final class WorkerSession implements Session {
     private volatile WorkerTraining trainingInMain;
     private volatile boolean closed;
 
-    /** A worker with {@link Supervisor.Options#defaults()}; restart lines go to {@code System.out}, worker logs to {@code System.err}. */
+    /** A worker with {@link Supervisor.Options#defaults()}; restart lines go to {@code System.out}, worker warnings to {@code System.err}. */
     public WorkerSession() {
         this(Supervisor.Options.defaults().withLog(WorkerSession::print));
     }
@@ -54,10 +54,13 @@ public final class WorkerSession implements Session {
         this.main = new Supervisor(options.withLog(line -> route(line, trainingInMain)));
     }
 
-    /** Restart notices on stdout (they belong in the cell's output), the worker's own log on stderr. */
+    /**
+     * Restart notices on stdout (they belong in the cell's output), the worker's warnings and errors on stderr; its
+     * INFO lines (backend and BLAS chosen, at every start) are left out: {@code %ane} shows the backend.
+     */
     static void print(String line) {
         if (isRestart(line)) System.out.println(line);
-        else System.err.println(line);
+        else if (!line.startsWith("INFO: ")) System.err.println(line);
     }
 
     static boolean isRestart(String line) {
