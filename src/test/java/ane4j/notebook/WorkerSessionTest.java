@@ -132,6 +132,24 @@ class WorkerSessionTest {
     }
 
     @Test
+    void runAFewStepsAtATime() {
+        TrainingRun whole = train(new LocalSession(new RefBackend()), "whole", "steps = 8\nseed = 4\n");
+        double[] plain = whole.losses();
+        Training t = session.train(ane4j.train.TrainOptions.of(java.util.Map.of("steps", "8", "seed", "4", "backend", "ref",
+                "runDir", dir.resolve("parts").toString())), null, null);
+        var first = t.run(3);
+        assertTrue(first.size() == 3 || first.size() == 4, "3 steps, or one more when the stop reaches the worker late: " + first.size());
+        assertEquals(first.size(), t.stepsDone());
+        assertFalse(t.finished());
+        var rest = t.run(Long.MAX_VALUE);
+        assertTrue(t.finished());
+        double[] all = java.util.stream.Stream.concat(first.stream(), rest.stream()).mapToDouble(m -> m.loss()).toArray();
+        assertArrayEquals(plain, all, "two calls = one uninterrupted run");
+        assertArrayEquals(whole.training().parameters().data(), t.parameters().data(), "the newest checkpoint holds the final weights");
+        t.close();
+    }
+
+    @Test
     void aRunDirWithCheckpointsIsRefusedUnlessResumed() {
         train(session, "again", "steps = 2\nseed = 1\n");
         TrainingRun r = TrainingRun.start(session, "backend = ref\nrunDir = " + dir.resolve("again") + "\nsteps = 2\nseed = 1");
