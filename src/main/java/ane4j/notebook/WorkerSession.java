@@ -248,19 +248,30 @@ public final class WorkerSession implements Session {
             try {
                 ts = s.startTraining(resuming ? LocalSession.resuming(options) : options, l);
             } catch (WorkerException e) {
-                throw new IllegalStateException(e.getMessage(), e);
+                throw budgetHint(e);
             }
             session = ts;
             started = true;
             if (stop) ts.stop();
             try {
                 ts.await();
+            } catch (WorkerException e) {
+                throw budgetHint(e);
             } finally {
                 restartsBefore += ts.status().restarts();
                 session = null;
                 stop = false;
             }
             return new ArrayList<>(out);
+        }
+
+        /** A run whose own budget cannot hold one step is told so in the run configuration's terms. */
+        private RuntimeException budgetHint(WorkerException e) {
+            String m = e.getMessage() == null ? "" : e.getMessage();
+            var giveUp = java.util.regex.Pattern.compile("gave up after \\d+ restarts without progress( at step \\d+)?").matcher(m);
+            if (budget == null || !m.contains("compile budget " + budget + " reached") || !giveUp.find()) return e;
+            return new IllegalStateException("[train] compileBudget " + budget + " is too small for the " + options.weights()
+                    + "-weights kernels of one step: the worker " + giveUp.group() + "; raise compileBudget", e);
         }
 
         @Override

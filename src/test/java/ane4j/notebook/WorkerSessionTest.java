@@ -150,6 +150,17 @@ class WorkerSessionTest {
     }
 
     @Test
+    void budgetTooSmallForOneStepIsOneLine() {
+        TrainingRun r = TrainingRun.start(session, "backend = ref\nsteps = 3\nweights = static\ncompileBudget = 2\nrunDir = " + dir.resolve("small"));
+        var e = assertThrows(MagicException.class, r::await);
+        assertEquals("[train] compileBudget 2 is too small for the static-weights kernels of one step: the worker gave up after 3 restarts "
+                + "without progress at step 0; raise compileBudget", e.getMessage());
+        assertEquals(TrainingRun.State.FAILED, r.state());
+        assertArrayEquals(new float[] {2f, 2f, 2f, 2f}, new NotebookKernel("twice", twice(), session.compile(twice()), "ref").run(1f, 1f, 1f, 1f),
+                "the session stays usable");
+    }
+
+    @Test
     void aRunDirWithCheckpointsIsRefusedUnlessResumed() {
         train(session, "again", "steps = 2\nseed = 1\n");
         TrainingRun r = TrainingRun.start(session, "backend = ref\nrunDir = " + dir.resolve("again") + "\nsteps = 2\nseed = 1");
