@@ -38,7 +38,7 @@ public final class WorkerSession implements Session {
     private final Supervisor.Options options;
     private final Consumer<String> log;
     private final Supervisor main;
-    private final List<WorkerTraining> runs = new ArrayList<>();   // guarded by itself
+    private final List<WorkerTraining> runs = new ArrayList<>();   // the current run and runs with a worker of their own; guarded by itself
     private volatile WorkerTraining trainingInMain;
     private volatile boolean closed;
 
@@ -94,9 +94,10 @@ public final class WorkerSession implements Session {
         List<WorkerTraining> earlier;
         synchronized (runs) {
             earlier = new ArrayList<>(runs);
+            runs.removeIf(r -> !r.active());
             runs.add(t);
         }
-        // a stopped earlier run keeps no idle worker: a resume starts a new one
+        // a stopped earlier run keeps no idle worker (a resume starts a new one), and the session forgets it
         for (WorkerTraining r : earlier) if (!r.active()) r.releaseWorker();
         return t;
     }
@@ -198,6 +199,9 @@ public final class WorkerSession implements Session {
                 if (options.backend() != null) o = o.withBackend(options.backend());
                 if (budget != null) o = o.withCompileBudget(budget);
                 own = new Supervisor(o);
+                synchronized (runs) {
+                    if (!runs.contains(this)) runs.add(this);   // closed with the session
+                }
             }
             return own;
         }
