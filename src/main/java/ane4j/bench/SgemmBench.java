@@ -19,19 +19,24 @@ import java.util.Random;
 
 /**
  * Square row-major sgemm GFLOPS (2·n³ / median time) for OpenBLAS via FFM, OpenBLAS via FFM on {@code float[]}, and the
- * pure-Java fallback, next to numpy's {@code np.matmul} (same machine, same run, same sizes, timed in a
- * {@code /usr/bin/python3 -c} child per size so that both see the same load). A second table times small products on
+ * pure-Java fallback, next to numpy's {@code np.matmul} (same machine, same run, same sizes), timed in a
+ * {@code /usr/bin/python3 -c} child that runs one product per request, so that the contestants alternate call by call
+ * and see the same load on a shared machine. {@code maxdiff} compares OpenBLAS's C with the Java fallback's. A
+ * second table times small products on
  * {@code float[]} through the critical (heap-access) downcall against copying to native memory.
  *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -cp target/classes ane4j.bench.SgemmBench
- *      [--sizes 256,512,1024,2048,4096] [--reps 7] [--java-max 4096] [--scalar] [--python /usr/bin/python3]
+ *      [--sizes 256,512,1024,2048,4096] [--reps 9] [--java-max 4096] [--scalar] [--python /usr/bin/python3]
  * </pre>
+ *
+ * <p>{@link #run} is {@code ane4j bench sgemm} (the bench framework's table, chart and JSON, plus A4's overhead).
  */
 public final class SgemmBench {
     private SgemmBench() {}
 
-    static final String NUMPY = """
+    /** Times {@code reps} products of one size (argv: n reps) and prints the median seconds. */
+    static final String NUMPY_ONCE = """
             import sys, time, numpy as np
             n, reps = int(sys.argv[1]), int(sys.argv[2])
             rng = np.random.default_rng(0)
@@ -45,9 +50,23 @@ public final class SgemmBench {
             print(ts[len(ts) // 2])
             """;
 
+    /** A numpy child that times one {@code np.matmul(a, b, out=c)} per size read from stdin. */
+    static final String NUMPY = """
+            import sys, time, numpy as np
+            rng = np.random.default_rng(0); cache = {}
+            for line in sys.stdin:
+                n = int(line)
+                if n not in cache:
+                    cache = {n: (rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32),
+                                 np.empty((n, n), dtype=np.float32))}
+                a, b, c = cache[n]
+                t = time.perf_counter(); np.matmul(a, b, out=c); dt = time.perf_counter() - t
+                print(dt, flush=True)
+            """;
+
     public static void main(String[] args) throws Exception {
         int[] sizes = {256, 512, 1024, 2048, 4096};
-        int maxReps = 7, javaMax = 4096;
+        int maxReps = 9, javaMax = 4096;
         boolean scalar = false;
         String python = "/usr/bin/python3";
         for (int i = 0; i < args.length; i++) {
@@ -71,19 +90,43 @@ public final class SgemmBench {
         System.out.println("env    : OPENBLAS_CORETYPE=" + System.getenv("OPENBLAS_CORETYPE")
                 + " OPENBLAS_NUM_THREADS=" + System.getenv("OPENBLAS_NUM_THREADS")
                 + " cores=" + Runtime.getRuntime().availableProcessors());
+        System.out.println("GFLOPS = 2n³ / median time; contestants alternate call by call so that they share the load;");
+        System.out.println("x/np = median over repetitions of numpy's time / x's time in the same repetition");
         System.out.println();
-        System.out.printf(Locale.ROOT, "%6s %12s %12s %7s %12s %7s %12s %7s%s%n", "n", "numpy GF/s", "ffm GF/s",
-                "ffm/np", "ffm[] GF/s", "[]/np", "java GF/s", "java/np", scalar ? "  scalar GF/s" : "");
-        for (int n : sizes) {
-            int reps = repsFor(n, maxReps);
-            double np = gflops(n, numpy(python, n, reps));
-            double ffm = openBlas.map(s -> gflops(n, timeSegments(s, n, reps))).orElse(Double.NaN);
-            double ffmHeap = openBlas.map(s -> gflops(n, timeArrays(s, n, reps))).orElse(Double.NaN);
-            double jv = n <= javaMax ? gflops(n, timeSegments(java, n, Math.min(reps, 3))) : Double.NaN;
-            String sc = scalar && n <= javaMax
-                    ? String.format(Locale.ROOT, " %12.1f", gflops(n, timeSegments(Blas.javaScalar(), n, Math.min(reps, 3)))) : "";
-            System.out.printf(Locale.ROOT, "%6d %12.1f %12.1f %6.0f%% %12.1f %6.0f%% %12.1f %6.0f%%%s%n",
-                    n, np, ffm, 100 * ffm / np, ffmHeap, 100 * ffmHeap / np, jv, 100 * jv / np, sc);
+        System.out.printf(Locale.ROOT, "%6s %10s %10s %7s %10s %7s %10s %7s%s %9s%n", "n", "numpy", "ffm", "ffm/np",
+                "ffm[]", "[]/np", "java", "java/np", scalar ? "     scalar" : "", "maxdiff");
+        jitWarmUp(java, scalar);
+        try (Numpy numpy = new Numpy(python)) {
+            for (int n : sizes) {
+                int reps = n >= 4096 ? Math.min(maxReps, 3) : maxReps;
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment a = random(arena, n * n, 1), b = random(arena, n * n, 2);
+                    MemorySegment c = arena.allocate(4L * n * n, 64), cj = arena.allocate(4L * n * n, 64);
+                    float[] ah = randomArray(n * n, 1), bh = randomArray(n * n, 2), ch = new float[n * n];
+                    List<Contestant> all = new ArrayList<>();
+                    Contestant np = new Contestant("numpy", reps, () -> numpy.time(n));
+                    all.add(np);
+                    Contestant ffm = openBlas.map(s -> new Contestant("ffm", reps, timed(() -> square(s, n, a, b, c)))).orElse(null);
+                    Contestant heap = openBlas.map(s -> new Contestant("ffm[]", reps,
+                            timed(() -> s.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, n, n, n, 1f, ah, 0, n, bh, 0, n, 0f, ch, 0, n))))
+                            .orElse(null);
+                    Contestant jv = n <= javaMax ? new Contestant("java", n <= 1024 ? reps : Math.min(reps, n <= 2048 ? 5 : 3), timed(() -> square(java, n, a, b, cj))) : null;
+                    Contestant sc = scalar && n <= javaMax
+                            ? new Contestant("scalar", Math.min(reps, 3), timed(() -> square(Blas.javaScalar(), n, a, b, cj))) : null;
+                    for (Contestant x : new Contestant[]{ffm, heap, jv, sc}) if (x != null) all.add(x);
+                    for (Contestant x : all) x.warmUp();
+                    for (int r = 0; r < reps; r++) for (Contestant x : all) x.measure(r);
+                    double g = gflops(n, np.median());
+                    double gf = ffm == null ? Double.NaN : gflops(n, ffm.median());
+                    double gh = heap == null ? Double.NaN : gflops(n, heap.median());
+                    double gj = jv == null ? Double.NaN : gflops(n, jv.median());
+                    String scs = sc == null ? (scalar ? String.format("%11s", "-") : "")
+                            : String.format(Locale.ROOT, " %10.1f", gflops(n, sc.median()));
+                    String diff = ffm != null && jv != null ? String.format(Locale.ROOT, "%9.1e", maxRelDiff(c, cj, n * n)) : "        -";
+                    System.out.printf(Locale.ROOT, "%6d %10.1f %10.1f %6.0f%% %10.1f %6.0f%% %10.1f %6.0f%%%s %s%n",
+                            n, g, gf, 100 * np.ratio(ffm), gh, 100 * np.ratio(heap), gj, 100 * np.ratio(jv), scs, diff);
+                }
+            }
         }
         if (openBlas.isPresent()) smallHeapTable(openBlas.get());
     }
@@ -157,8 +200,6 @@ public final class SgemmBench {
         return n >= 4096 ? Math.min(maxReps, 3) : n >= 2048 ? Math.min(maxReps, 5) : maxReps;
     }
 
-    static double gflops(int n, double seconds) { return 2.0 * n * n * n / seconds / 1e9; }
-
     /** Median seconds of {@code reps} calls on native segments, after one warm-up call. */
     static double timeSegments(Sgemm s, int n, int reps) {
         try (Arena arena = Arena.ofConfined()) {
@@ -168,10 +209,119 @@ public final class SgemmBench {
         }
     }
 
-    /** Median seconds on {@code float[]} operands (the heap path: critical downcall or copy, see NativeSgemm). */
-    static double timeArrays(Sgemm s, int n, int reps) {
-        float[] a = randomArray(n * n, 1), b = randomArray(n * n, 2), c = new float[n * n];
-        return median(() -> s.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, n, n, n, 1f, a, 0, n, b, 0, n, 0f, c, 0, n), reps);
+    /** Runs numpy's matmul in a child process and returns its median seconds. */
+    static double numpy(String python, int n, int reps) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of(python, "-c", NUMPY_ONCE, String.valueOf(n), String.valueOf(reps)));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        if (p.waitFor() != 0) throw new IllegalStateException("[bench] numpy failed (" + python + "): " + out);
+        return Double.parseDouble(out);
+    }
+
+    /** Runs the Java kernels for at least 3 s first: on a loaded machine C2 needs that long, and the first row of
+     *  the table would otherwise time the interpreter. */
+    static void jitWarmUp(Sgemm java, boolean scalar) {
+        try (Arena arena = Arena.ofConfined()) {
+            int n = 192;
+            MemorySegment a = random(arena, n * n, 1), b = random(arena, n * n, 2), c = arena.allocate(4L * n * n, 64);
+            long end = System.nanoTime() + 3_000_000_000L;
+            for (int i = 0; i < 20 || System.nanoTime() < end; i++) {
+                square(java, n, a, b, c);
+                if (scalar) square(Blas.javaScalar(), n, a, b, c);
+            }
+        }
+    }
+
+    interface Timed { double seconds() throws Exception; }
+
+    static Timed timed(Runnable call) {
+        return () -> {
+            long t0 = System.nanoTime();
+            call.run();
+            return (System.nanoTime() - t0) / 1e9;
+        };
+    }
+
+    static void square(Sgemm s, int n, MemorySegment a, MemorySegment b, MemorySegment c) {
+        s.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, n, n, n, 1f, a, 0, n, b, 0, n, 0f, c, 0, n);
+    }
+
+    /** One column of the table: its warm-up and its timings. */
+    static final class Contestant {
+        final String name;
+        final Timed call;
+        final double[] times;
+
+        Contestant(String name, int reps, Timed call) {
+            this.name = name;
+            this.call = call;
+            this.times = new double[reps];
+        }
+
+        /** At least 2 calls and 1 s, so that C2 has compiled the Java kernels. */
+        void warmUp() throws Exception {
+            long end = System.nanoTime() + 1_000_000_000L;
+            for (int i = 0; i < 2 || System.nanoTime() < end; i++) call.seconds();
+        }
+
+        void measure(int rep) throws Exception {
+            if (rep < times.length) times[rep] = call.seconds();
+        }
+
+        /** Median over paired repetitions of this time / other's time, i.e. other's speed relative to this; each
+         *  pair ran back to back, so a load change between repetitions cancels out. */
+        double ratio(Contestant other) {
+            if (other == null) return Double.NaN;
+            double[] r = new double[Math.min(times.length, other.times.length)];
+            for (int i = 0; i < r.length; i++) r[i] = times[i] / other.times[i];
+            Arrays.sort(r);
+            return r[r.length / 2];
+        }
+
+        double median() {
+            double[] t = times.clone();
+            Arrays.sort(t);
+            return t[t.length / 2];
+        }
+    }
+
+    static double gflops(int n, double seconds) { return 2.0 * n * n * n / seconds / 1e9; }
+
+    static double maxRelDiff(MemorySegment x, MemorySegment y, int count) {
+        double max = 0, scale = 0;
+        for (int i = 0; i < count; i++) {
+            float u = x.getAtIndex(ValueLayout.JAVA_FLOAT, i), v = y.getAtIndex(ValueLayout.JAVA_FLOAT, i);
+            max = Math.max(max, Math.abs(u - v));
+            scale = Math.max(scale, Math.abs(u));
+        }
+        return max / Math.max(scale, 1e-30);
+    }
+
+    /** The numpy child process. */
+    static final class Numpy implements AutoCloseable {
+        private final Process process;
+        private final java.io.BufferedWriter in;
+        private final java.io.BufferedReader out;
+
+        Numpy(String python) throws IOException {
+            process = new ProcessBuilder(python, "-c", NUMPY).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            in = new java.io.BufferedWriter(new java.io.OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
+            out = new java.io.BufferedReader(new java.io.InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        }
+
+        double time(int n) throws IOException {
+            in.write(n + "\n");
+            in.flush();
+            String line = out.readLine();
+            if (line == null) throw new IllegalStateException("[bench] numpy child exited; is numpy installed for this python?");
+            return Double.parseDouble(line.strip());
+        }
+
+        @Override
+        public void close() throws IOException {
+            in.close();
+            process.destroy();
+        }
     }
 
     /** Small products on float[]: the critical downcall (what Sgemm does here) against an explicit copy. */
@@ -211,15 +361,6 @@ public final class SgemmBench {
         }
         Arrays.sort(t);
         return t[reps / 2];
-    }
-
-    /** Runs numpy's matmul in a child process and returns its median seconds. */
-    static double numpy(String python, int n, int reps) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(List.of(python, "-c", NUMPY, String.valueOf(n), String.valueOf(reps)));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-        if (p.waitFor() != 0) throw new IllegalStateException("[bench] numpy failed (" + python + "): " + out);
-        return Double.parseDouble(out);
     }
 
     static MemorySegment random(Arena arena, int count, long seed) {

@@ -3,9 +3,17 @@ package ane4j.cli;
 import ane4j.backend.Backend;
 import ane4j.backend.Backends;
 import ane4j.backend.ref.RefBackend;
+import ane4j.model.EmbeddedCorpus;
 import ane4j.model.Generator;
+import ane4j.model.ModelConfig;
+import ane4j.model.ParameterLayout;
+import ane4j.model.Parameters;
+import ane4j.model.Tokenizer;
+import ane4j.train.Checkpoint;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
+import ane4j.worker.Supervisor;
+import java.nio.file.Files;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -23,49 +31,115 @@ final class TrainCommand {
 
     static final String USAGE = "train [--model tiny|stories15m|stories110m|qwen3-0.6b|FILE] [--init FILE.bin|.safetensors] [--data TOKENS.bin] "
             + "[--steps N] [--lr F] [--accum N] [--backend ane|ref] [--weights dynamic|static] [--storage fp16|fp32] "
-            + "[--loss-scaling static|dynamic|none] [--compile-budget N] [--run-dir DIR] [--resume]";
+            + "[--loss-scaling static|dynamic|none] [--attention fused|threestage] [--compile-budget N] [--run-dir DIR] [--resume] [--in-process]";
 
     static int run(String[] args, PrintStream out) {
         if (java.util.Arrays.asList(args).contains("--help") || java.util.Arrays.asList(args).contains("-h")) {
             out.println("usage: ane4j " + USAGE + "\n\noptions and defaults:");
             TrainOptions.DEFAULTS.forEach((k, v) -> out.printf("  --%-16s %s%n", k, v.isEmpty() ? "(none)" : v));
             out.println("  --compileBudget    (backend default: 100 on the ANE, unlimited on ref)");
+            out.println("  --inProcess        train in this JVM instead of a supervised worker JVM");
+            out.println("  --heap             the worker's -Xmx (e.g. 8g)");
             return 0;
         }
         Map<String, String> opts = parse(args);
         String budget = opts.remove("compileBudget");
+        boolean inProcess = Boolean.parseBoolean(opts.remove("inProcess"));
+        String heap = opts.remove("heap");
+        opts.put("runDir", runDir(opts));
         TrainOptions o;
         try {
             o = TrainOptions.of(opts);
         } catch (IllegalArgumentException e) {
             throw new CliException(e.getMessage() + "\n  usage: ane4j " + USAGE);
         }
-        Backend backend = backend(o, budget);
-        out.printf("ane4j train: %s on %s, %d steps, run dir %s%n", o.init() != null ? o.init() : o.model(), backend.name(), o.steps(), o.runDir());
         long t0 = System.nanoTime();
         Progress progress = new Progress(out);
-        try (Trainer trainer = new Trainer(o, backend, progress)) {
-            out.printf("model %s: %,d parameters (dim %d, %d layers, %d heads), seq %d, %s weights, %s storage, loss scaling %s%n",
-                    trainer.config().name(), trainer.parameters().data().length, trainer.config().dim(), trainer.config().nLayers(),
-                    trainer.config().nHeads(), trainer.config().seqLen(), o.weights(), o.storage(), o.lossScaling());
-            List<Trainer.StepMetrics> h = trainer.run(progress, 0);
-            progress.finish();
-            if (h.isEmpty()) return 0;
-            double secs = (System.nanoTime() - t0) / 1e9;
-            int window = Math.max(1, Math.min(10, h.size() / 2));
-            float first = mean(h, 0, window), last = mean(h, h.size() - window, h.size());
-            out.printf(Locale.ROOT, "loss %.3f → %.3f (mean of first/last %d steps) in %.1f s; metrics: %s%n", first, last, window, secs, o.runDir().resolve("metrics.jsonl"));
-            Path png = o.runDir().resolve("loss.png");
-            plot(h, png);
-            out.println("loss plot: " + png);
-            if (trainer.tokenizer() != null && trainer.tokenizer().vocabSize() <= trainer.config().vocabSize()) {
-                String sample = new Generator(trainer.parameters(), trainer.tokenizer()).generate("Once upon a time", Math.min(80, trainer.config().seqLen()), 0.8f, 0.9f, o.seed());
-                out.println("sample: " + sample.replace('\n', ' '));
-            } else {
-                out.println("sample: skipped (no tokenizer.bin matching the model next to the data)");
+        List<Trainer.StepMetrics> h;
+        Parameters params;
+        Tokenizer tokenizer;
+        if (inProcess) {
+            Backend backend = backend(o, budget);
+            out.printf("ane4j train: %s on %s (in process), %d steps, run dir %s%n", o.init() != null ? o.init() : o.model(), backend.name(), o.steps(), o.runDir());
+            try (Trainer trainer = new Trainer(o, backend, progress)) {
+                describe(out, o, trainer.config(), trainer.parameters().data().length);
+                h = trainer.run(progress, 0);
+                params = trainer.parameters();
+                tokenizer = trainer.tokenizer();
             }
+        } else {
+            // the worker's INFO records (e.g. which BLAS it loaded, once per worker) are noise here; warnings pass
+            Supervisor.Options so = Supervisor.Options.defaults().withLog(line -> { if (!line.startsWith("INFO: ")) progress.onMessage(line); })
+                    .withRefStorage(o.storage());
+            if (o.backend() != null) so = so.withBackend(o.backend());
+            if (budget != null) so = so.withCompileBudget(Long.parseLong(budget));
+            if (heap != null) so = so.withHeap(heap);
+            out.printf("ane4j train: %s in a supervised worker JVM, %d steps, run dir %s%n", o.init() != null ? o.init() : o.model(), o.steps(), o.runDir());
+            try (Supervisor supervisor = new Supervisor(so)) {
+                h = supervisor.train(o, progress);
+                Supervisor.Status st = supervisor.status();
+                out.printf("worker: backend %s, %d compiles, %d restart%s%n", st.backend(), st.compileCount(), st.restarts(), st.restarts() == 1 ? "" : "s");
+            }
+            Checkpoint.Contents c = Checkpoint.loadNewest(o.runDir().resolve("checkpoints"), progress::onMessage);
+            if (c == null) throw new CliException("training ended without a checkpoint in " + o.runDir());
+            params = new Parameters(new ParameterLayout(c.state().config()), c.params());
+            describe(out, o, c.state().config(), c.params().length);
+            tokenizer = o.data() == null ? EmbeddedCorpus.tokenizer() : tokenizerBeside(o.data());
+        }
+        progress.finish();
+        if (h.isEmpty()) return 0;
+        double secs = (System.nanoTime() - t0) / 1e9;
+        int window = Math.max(1, Math.min(10, h.size() / 2));
+        float first = mean(h, 0, window), last = mean(h, h.size() - window, h.size());
+        out.printf(Locale.ROOT, "loss %.3f → %.3f (mean of first/last %d steps) in %.1f s; metrics: %s%n", first, last, window, secs, o.runDir().resolve("metrics.jsonl"));
+        Path png = o.runDir().resolve("loss.png");
+        plot(h, png);
+        out.println("loss plot: " + png);
+        if (tokenizer != null && tokenizer.vocabSize() <= params.config().vocabSize()) {
+            String sample = new Generator(params, tokenizer).generate("Once upon a time", Math.min(80, params.config().seqLen()), 0.8f, 0.9f, o.seed());
+            out.println("sample: " + sample.replace('\n', ' '));
+        } else {
+            out.println("sample: skipped (no tokenizer.bin matching the model next to the data)");
         }
         return 0;
+    }
+
+    private static void describe(PrintStream out, TrainOptions o, ModelConfig c, int nParams) {
+        out.printf("model %s: %,d parameters (dim %d, %d layers, %d heads), seq %d, %s weights, %s storage, loss scaling %s%n",
+                c.name(), nParams, c.dim(), c.nLayers(), c.nHeads(), c.seqLen(), o.weights(), o.storage(), o.lossScaling());
+    }
+
+    private static Tokenizer tokenizerBeside(Path data) {
+        Path tok = data.resolveSibling("tokenizer.bin");
+        return Files.exists(tok) ? Tokenizer.read(tok) : null;
+    }
+
+    /**
+     * The run directory: the one given; with --resume and none given, the one runs/latest points at; otherwise a new
+     * runs/&lt;model&gt;-&lt;time&gt;, which runs/latest then points at.
+     */
+    static String runDir(Map<String, String> opts) {
+        if (opts.containsKey("runDir")) return opts.get("runDir");
+        Path runs = Path.of("runs"), latest = runs.resolve("latest");
+        if (Boolean.parseBoolean(opts.getOrDefault("resume", "false"))) {
+            if (!Files.exists(latest)) throw new CliException("--resume without --run-dir needs runs/latest; there is none (give --run-dir DIR)");
+            try {
+                return latest.toRealPath().toString();
+            } catch (IOException e) {
+                throw new CliException("cannot resolve " + latest + ": " + e.getMessage());
+            }
+        }
+        String model = Path.of(opts.getOrDefault("init", opts.getOrDefault("model", "tiny"))).getFileName().toString().replaceAll("[^A-Za-z0-9._-]", "_");
+        String stamp = java.time.LocalDateTime.now().format(java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
+        Path dir = runs.resolve(model + "-" + stamp);
+        try {
+            Files.createDirectories(dir);
+            Files.deleteIfExists(latest);
+            Files.createSymbolicLink(latest, dir.getFileName());
+        } catch (IOException | UnsupportedOperationException e) {
+            // symlinks are a convenience; the run directory is printed anyway
+        }
+        return dir.toString();
     }
 
     static Backend backend(TrainOptions o, String budget) {

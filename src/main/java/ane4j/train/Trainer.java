@@ -206,7 +206,7 @@ public final class Trainer implements AutoCloseable {
             if (atCheckpoint || (nextStep == o.steps())) saveCheckpoint(loss);
             // new weights into the kernels last: with static weights this recompiles, and a compile-budget exception
             // thrown here leaves a consistent state (update applied, step counted) for saveCheckpoint
-            if (staleWeights) {
+            if (staleWeights && nextStep < o.steps()) {
                 step.stageWeights(params.data());
                 staleWeights = false;
             }

@@ -74,10 +74,11 @@ class SupervisedTrainingTest {
             });
             assertSameRun(ref, runDir, h);
             List<String> restarts = log.matching("worker restarted: ");
-            assertEquals(6, restarts.size(), log.lines.toString());
+            // steps 10, 20, …, 50: the weights after the last update are never staged, so 60 steps need 5 restarts
+            assertEquals(5, restarts.size(), log.lines.toString());
             for (int i = 0; i < restarts.size(); i++)
                 assertTrue(restarts.get(i).startsWith("worker restarted: compile budget 82 reached — restored step " + 10 * (i + 1) + ", 0 kernels recompiled in "), restarts.get(i));
-            assertEquals(6, s.status().restarts());
+            assertEquals(5, s.status().restarts());
             // the restart lines say it all: no per-restart "resumed from" lines, no non-determinism warnings
             assertEquals(List.of(), messages);
         }
