@@ -83,11 +83,6 @@ public final class WorkerSession implements Session {
     }
 
     @Override
-    public Kernel compile(String milText) {
-        return compile(ane4j.mil.MilParser.parse(milText));
-    }
-
-    @Override
     public Training train(TrainOptions options, Long compileBudget, Trainer.Listener listener) {
         if (closed) throw new IllegalStateException("[worker] the session is closed");
         WorkerTraining t = new WorkerTraining(options, compileBudget, listener);
