@@ -211,8 +211,10 @@ public final class WorkerSession implements Session {
             Supervisor s = own != null ? own : used;
             if (s == null) return "not started";
             Supervisor.Status st = s.status();
-            String b = budget != null ? "compile budget " + budget : st.compileBudget() == Long.MAX_VALUE ? "compile budget unlimited" : "compile budget " + st.compileBudget();
-            return (st.running() ? "pid " + st.workerPid() : "not running") + ", " + st.backend() + ", " + b + ", restarts " + restarts();
+            String backend = st.backend() != null ? st.backend() : options.backend() != null ? options.backend() : "auto";
+            String b = budget != null ? "compile budget " + budget
+                    : st.compileBudget() == Long.MAX_VALUE ? "compile budget unlimited" : st.compileBudget() > 0 ? "compile budget " + st.compileBudget() : "default compile budget";
+            return (st.running() ? "pid " + st.workerPid() : "exited") + ", " + backend + ", " + b + ", restarts " + restarts();
         }
 
         @Override

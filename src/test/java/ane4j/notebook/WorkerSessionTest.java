@@ -102,7 +102,8 @@ class WorkerSessionTest {
         assertTrue(lines.getFirst().startsWith("worker restarted: compile budget 40 reached — restored step "), lines.getFirst());
         assertTrue(log.stream().noneMatch(WorkerSession::isRestart), "the run's restarts are not in the session log: " + log);
         assertArrayEquals(local.losses(), worker.losses(), "restarts in a worker do not change the numbers");
-        assertTrue(worker.runTable().toString().contains("the run's own"), "the budget gives the run a worker of its own");
+        String where = TrainingRunTest.value(worker.runTable(), "environment.worker");
+        assertTrue(where.startsWith("supervised worker JVM (the run's own: exited, ref, compile budget 40, restarts " + worker.restarts()), where);
 
         // %generate: the worker's newest checkpoint holds the same weights as the in-process trainer's
         float[] mine = local.training().parameters().data(), theirs = worker.training().parameters().data();
