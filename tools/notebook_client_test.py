@@ -5,7 +5,7 @@
 
 A %%mil cell (rich kernel display, values), a broken %%mil cell (positioned error), a fluent-API cell (highlighted MIL),
 a %%train cell with a small compile budget (display_data image/png, update_display_data, restarts as one line each,
-text/html metrics table), %train/%generate, and — when the session runs a worker — a killed worker the kernel survives.
+text/html metrics table), %train/%generate, and a killed worker (SIGKILL to the pid %ane shows) the kernel survives.
 Run by ane4j.notebook.NotebooksTest (mvn test). Exit status 0 when every check passes.
 """
 import base64
@@ -103,7 +103,8 @@ def main():
         check(any("step 8/8" in u["data"].get("text/plain", "") for u in ud), "the progress line reaches step 8/8")
         out = stdout(msgs)
         restarts = [l for l in out.splitlines() if "restarted" in l]
-        check(len(restarts) >= 1, f"restarts appear as one line each ({len(restarts)}):\n" + out)
+        check(len(restarts) >= 1 and all(l.startswith("worker restarted: compile budget 40 reached — restored step ") for l in restarts),
+              f"the worker restarts on its compile budget, one line each ({len(restarts)}):\n" + out)
         res = of(msgs, "execute_result")
         html = res[0]["data"].get("text/html", "") if res else ""
         check("<th>loss</th>" in html and html.count("<tr>") == 9, "the cell returns the metrics table as text/html (8 rows)")
@@ -121,16 +122,24 @@ def main():
         reply, msgs = run(kc, "%generate Once upon a time --tokens 12 --seed 5")
         check(result_text(msgs).startswith("Once upon a time") and len(result_text(msgs)) > 20, "%generate: " + result_text(msgs))
 
-        # a killed worker: only when the session runs one (pid in %ane's worker row)
-        reply, msgs = run(kc, "Ane.status().worker()")
-        pid = re.search(r"pid (\d+)", result_text(msgs))
+        # a killed worker: the session's worker (pid in %ane's worker row) dies under the notebook
+        reply, msgs = run(kc, "%ane")
+        res = of(msgs, "execute_result")
+        ane = res[0]["data"].get("text/html", "") if res else ""
+        pid = re.search(r"pid (\d+)", ane)
+        check(pid is not None and "restarts 0" in ane and "live kernels" in ane and "compile budget" in ane,
+              "%ane shows the worker's pid, restarts, compile budget and live kernels:\n" + ane[:1500])
         if pid:
             os.kill(int(pid.group(1)), signal.SIGKILL)
             time.sleep(0.5)
             reply, msgs = run(kc, "java.util.Arrays.toString(twice.run(1f, 1f, 1f, 1f))")
             check(reply["status"] == "ok" and result_text(msgs) == "[2.0, 2.0, 2.0, 2.0]", "the kernel survives a killed worker: " + str(of(msgs, "error"))[:300])
-        else:
-            print("skip killed-worker check: the session runs in-process (" + result_text(msgs) + ")", flush=True)
+            lines = [l for l in (stdout(msgs) + "".join(s["text"] for s in of(msgs, "stream") if s["name"] == "stderr")).splitlines() if "restarted" in l]
+            check(len(lines) == 1 and lines[0].startswith("worker restarted: killed") and "recompiled" in lines[0],
+                  f"one restart line naming the cause: {lines}")
+            reply, msgs = run(kc, "Ane.status().worker()")
+            new_pid = re.search(r"pid (\d+)", result_text(msgs))
+            check(new_pid is not None and new_pid.group(1) != pid.group(1) and "restarts 1" in result_text(msgs), "a new worker: " + result_text(msgs))
         reply, msgs = run(kc, "6 * 7")
         check(result_text(msgs) == "42", "the kernel still answers")
     finally:

@@ -18,9 +18,14 @@ import java.util.WeakHashMap;
  * var run = Ane.train("steps = 20; seed = 1");
  * Ane.generate("Once upon a time");
  * </pre>
- * Work goes to the current {@link Session}: {@link #local()} (in this JVM) unless {@link #use} chose another.
+ * Work goes to the current {@link Session}: by default a {@link WorkerSession} (kernels and training in a supervised
+ * child JVM that restarts itself when its compile budget is spent or it dies); {@code -Dane4j.session=local} or
+ * {@code Ane.use(Ane.local())} keeps everything in this JVM instead.
  */
 public final class Ane {
+    /** {@code worker} (default) or {@code local}: the session a notebook or script starts with. */
+    public static final String SESSION_PROPERTY = "ane4j.session";
+
     private static Session session;
     private static final Set<NotebookKernel> LIVE = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
@@ -32,14 +37,30 @@ public final class Ane {
         return session;
     }
 
-    /** The session a notebook gets by default. */
+    /** The session a notebook gets by default: the supervised worker, unless {@code -Dane4j.session=local}. */
     static Session defaultSession() {
-        return local();
+        String s = System.getProperty(SESSION_PROPERTY, "worker").strip();
+        return switch (s) {
+            case "worker" -> worker();
+            case "local" -> local();
+            default -> throw new IllegalArgumentException("[session] -D" + SESSION_PROPERTY + "=" + s + " must be worker or local");
+        };
     }
 
     /** A session in this JVM on {@link ane4j.backend.Backends#select()}. */
     public static Session local() {
         return new LocalSession();
+    }
+
+    /** A session on a supervised worker JVM with the default options. */
+    public static Session worker() {
+        return new WorkerSession();
+    }
+
+    /** Closes the current session (its worker checkpoints training in flight and exits); the next call starts a new one. */
+    public static synchronized void shutdown() {
+        if (session != null) session.close();
+        session = null;
     }
 
     /** Makes {@code s} the current session (the previous one is closed). */
@@ -60,7 +81,7 @@ public final class Ane {
 
     public static NotebookKernel compile(String name, Program program) {
         Session s = session();
-        NotebookKernel k = new NotebookKernel(name, program, s.compile(program), s.status().backend());
+        NotebookKernel k = new NotebookKernel(name, program, s.compile(program), s.backendName());
         LIVE.add(k);
         return k;
     }
@@ -106,11 +127,6 @@ public final class Ane {
         TrainingRun run = TrainingRun.current();
         if (run == null) throw new IllegalStateException("[generate] no model yet: train one with %%train or Ane.train(\"steps = 60\")");
         return run.generate(prompt, maxTokens, temperature, topP, seed);
-    }
-
-    /** Whether this build has the benchmarks ({@code %bench}). */
-    public static boolean benchmarksAvailable() {
-        return BenchMagics.available();
     }
 
     /** The ane4j packages and classes a script imports (what the notebook kernel imports at start). */

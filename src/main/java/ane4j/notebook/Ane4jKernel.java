@@ -333,6 +333,7 @@ public final class Ane4jKernel extends BaseKernel {
     @Override
     public void onShutdown(boolean restarting) {
         super.onShutdown(restarting);
+        Ane.shutdown();
         evaluator.close();
     }
 

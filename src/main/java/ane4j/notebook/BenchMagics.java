@@ -1,78 +1,35 @@
 package ane4j.notebook;
 
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.util.LinkedHashMap;
+import ane4j.bench.Bench;
+import ane4j.bench.BenchOptions;
+import ane4j.bench.BenchResult;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
- * {@code %bench NAME [key=value…]}: a benchmark of {@code ane4j.bench.Bench} ({@code Bench.run(name, options)}) shown as
- * its plot and table. Bound at run time, so a build without the benchmarks says so in one line.
+ * {@code %bench NAME [options]}: a benchmark of {@link Bench} shown as its plot and table. Options as on the command
+ * line ({@code --quick --model tiny}); {@code key=value} words mean {@code --key=value}.
  */
 final class BenchMagics {
-    static final String BENCH = "ane4j.bench.Bench";
 
-    @Magic(value = "bench", help = "%bench NAME [key=value…] — run a benchmark of ane4j.bench (peak, int8, step, compile); shows its plot and table")
-    Object bench(MagicCall call) throws Exception {
-        if (call.args().isEmpty()) throw new MagicException("[%bench] needs a benchmark name, e.g. %bench compile");
-        Method run = runMethod();
-        if (run == null) throw new MagicException("[%bench] benchmarks are not available in this build (" + BENCH + ".run is missing)");
+    @Magic(value = "bench", help = "%bench NAME [--quick] [--no-save] [--option value | key=value …] — a benchmark of ane4j.bench (peak, int8, step, "
+            + "compile, sgemm) in this JVM; shows its plot, prints its summary and notes, returns its table (the JSON and PNG go to runs/bench unless --no-save)")
+    Object bench(MagicCall call) {
+        if (call.args().isEmpty()) throw new MagicException("[%bench] needs a benchmark name (" + String.join(", ", Bench.NAMES) + "), e.g. %bench compile --quick");
         String name = call.args().getFirst();
-        List<String> rest = call.args().subList(1, call.args().size());
-        Object options;
-        Class<?> type = run.getParameterTypes()[1];
-        if (type.isAssignableFrom(Map.class)) {
-            Map<String, String> m = new LinkedHashMap<>();
-            for (String a : rest) {
-                String s = a.startsWith("--") ? a.substring(2) : a;
-                int eq = s.indexOf('=');
-                if (eq <= 0) throw new MagicException("[%bench] '" + a + "' is not key=value (e.g. steps=5)");
-                m.put(s.substring(0, eq), s.substring(eq + 1));
-            }
-            options = m;
-        } else if (type == String[].class) {
-            options = rest.toArray(String[]::new);
-        } else if (type.isAssignableFrom(List.class)) {
-            options = List.copyOf(rest);
-        } else {
-            throw new MagicException("[%bench] " + BENCH + ".run takes a " + type.getSimpleName() + "; this build's %bench cannot call it");
-        }
-        Object result;
+        List<String> words = new ArrayList<>();
+        for (String a : call.args().subList(1, call.args().size())) words.add(!a.startsWith("--") && a.indexOf('=') > 0 ? "--" + a : a);
+        BenchResult r;
         try {
-            result = run.invoke(null, name, options);
-        } catch (InvocationTargetException e) {
-            if (e.getCause() instanceof RuntimeException r && r.getMessage() != null && r.getMessage().startsWith("[")) throw new MagicException(r.getMessage(), r);
-            throw e.getCause() instanceof Exception x ? x : e;
+            r = Bench.run(name, BenchOptions.parse(words.toArray(String[]::new)));
+        } catch (IllegalArgumentException e) {
+            throw new MagicException(e.getMessage().replace("[bench]", "[%bench]"), e);
         }
-        Object chart = call0(result, "chart");
+        var chart = r.chart();
         if (chart != null) call.display(chart);
-        Object table = call0(result, "table");
-        return table != null ? table : result;
-    }
-
-    static boolean available() {
-        return runMethod() != null;
-    }
-
-    private static Method runMethod() {
-        try {
-            Class<?> c = Class.forName(BENCH);
-            for (Method m : c.getMethods()) {
-                if (m.getName().equals("run") && m.getParameterCount() == 2 && m.getParameterTypes()[0] == String.class
-                        && java.lang.reflect.Modifier.isStatic(m.getModifiers())) return m;
-            }
-            return null;
-        } catch (ClassNotFoundException e) {
-            return null;
-        }
-    }
-
-    private static Object call0(Object target, String method) throws Exception {
-        try {
-            return target.getClass().getMethod(method).invoke(target);
-        } catch (NoSuchMethodException e) {
-            return null;
-        }
+        r.summary().forEach((k, v) -> System.out.println(k + ": " + v));
+        r.notes().forEach(n -> System.out.println("note: " + n));
+        if (r.meta().get("json") != null) System.out.println("saved " + r.meta().get("json") + (r.meta().get("png") != null ? " and " + r.meta().get("png") : ""));
+        return r.table();
     }
 }

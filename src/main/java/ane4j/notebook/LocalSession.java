@@ -62,6 +62,11 @@ public final class LocalSession implements Session {
     }
 
     @Override
+    public String backendName() {
+        return backend.name();
+    }
+
+    @Override
     public void close() {}
 
     /** The Apple chip (macOS), else "none" with the OS and architecture. */

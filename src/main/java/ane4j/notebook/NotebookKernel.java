@@ -4,6 +4,8 @@ import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
 import ane4j.mil.Program;
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -18,13 +20,19 @@ public final class NotebookKernel implements Kernel {
     private final Program program;
     private final Kernel kernel;
     private final String backend;
+    private final Cleaner.Cleanable release;
     private volatile boolean closed;
+
+    // a kernel the notebook dropped (a cell's temporary, a reassigned variable) is released in the backend after GC,
+    // so a worker does not keep and recompile it
+    private static final Cleaner CLEANER = Cleaner.create(Thread.ofPlatform().daemon().name("ane4j-kernel-cleaner").factory());
 
     NotebookKernel(String name, Program program, Kernel kernel, String backend) {
         this.name = name;
         this.program = program;
         this.kernel = kernel;
         this.backend = backend;
+        this.release = CLEANER.register(this, kernel::close);
     }
 
     public String name() { return name; }
@@ -45,7 +53,11 @@ public final class NotebookKernel implements Kernel {
     @Override
     public void evaluate(Map<String, TensorBuffer> inputs, Map<String, TensorBuffer> outputs) {
         if (closed) throw new IllegalStateException("[kernel] " + name + " is closed; compile it again");
-        kernel.evaluate(inputs, outputs);
+        try {
+            kernel.evaluate(inputs, outputs);
+        } finally {
+            Reference.reachabilityFence(this);   // not released by the cleaner while it runs
+        }
     }
 
     /**
@@ -99,7 +111,7 @@ public final class NotebookKernel implements Kernel {
     public void close() {
         if (closed) return;
         closed = true;
-        kernel.close();
+        release.clean();
         Ane.released(this);
     }
 

@@ -7,8 +7,9 @@ import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 
 /**
- * Where a notebook's backend work runs: compiling MIL into kernels and training. {@link LocalSession} runs it in the
- * notebook's own JVM; a supervised worker runs it in a child JVM. {@link Ane} holds the notebook's current session.
+ * Where a notebook's backend work runs: compiling MIL into kernels and training. {@link WorkerSession} (the default)
+ * runs it in a supervised child JVM; {@link LocalSession} runs it in the notebook's own JVM. {@link Ane} holds the
+ * notebook's current session.
  */
 public interface Session extends AutoCloseable {
 
@@ -37,6 +38,11 @@ public interface Session extends AutoCloseable {
     Training train(TrainOptions options, Long compileBudget, Trainer.Listener listener);
 
     Status status();
+
+    /** The backend's name ({@code ane}, {@code ref}), without the rest of {@link #status()}. */
+    default String backendName() {
+        return status().backend();
+    }
 
     @Override
     void close();

@@ -36,7 +36,7 @@ final class TrainMagics {
         }
         if (name != null) call.bind(name, TrainingRun.class, run);
         TrainOptions o = run.options();
-        System.out.println("training " + (o.init() != null ? o.init() : o.model()) + " on " + Ane.status().backend() + ": " + o.steps()
+        System.out.println("training " + (o.init() != null ? o.init() : o.model()) + " on " + (o.backend() != null ? o.backend() : Ane.status().backend()) + ": " + o.steps()
                 + " steps, seed " + o.seed() + ", " + o.weights() + " weights" + (run.compileBudget() != null ? ", compile budget " + run.compileBudget() : "")
                 + ", run dir " + o.runDir());
         if (background) return "running in the background: %train status, %train plot, %train stop";

@@ -43,6 +43,11 @@ public interface Training extends AutoCloseable {
     /** How often the backend had to be replaced (compile budget reached, worker died). */
     int restarts();
 
+    /** Where the run trains, for the run record (null: as the session's status says). */
+    default String worker() {
+        return null;
+    }
+
     @Override
     void close();
 }

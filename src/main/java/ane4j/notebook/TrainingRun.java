@@ -386,8 +386,9 @@ public final class TrainingRun {
         Session.Status s = session.status();
         key.append("environment.chip");
         value.append(s.chip());
+        Training t = training;
         key.append("environment.worker");
-        value.append(s.worker());
+        value.append(t != null && t.worker() != null ? t.worker() : s.worker());
         key.append("environment.compileBudget");
         value.append(compileBudget == null ? "backend default" : compileBudget.toString());
         key.append("environment.restarts");

@@ -47,6 +47,7 @@ public final class WorkerMain {
     private final long haltAtStep = Long.getLong(HALT_AT_STEP_PROPERTY, -1);
     private Trainer trainer;           // guarded by trainLock
     private Thread trainThread;
+    private volatile Thread trainEnding;   // a training thread past its last step: it only closes and sends TRAIN_END
     private volatile boolean stopRequested;
 
     private record Mapping(Arena arena, MemorySegment segment) {}
@@ -188,7 +189,16 @@ public final class WorkerMain {
     // training
 
     private void startTraining(Protocol.Frame f, TrainOptions o) {
-        if (trainThread != null && trainThread.isAlive())
+        Thread previous = trainThread;
+        // the parent may send TRAIN as soon as it has TRAIN_END, while that thread is still returning
+        if (previous != null && previous.isAlive() && previous == trainEnding) {
+            try {
+                previous.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (previous != null && previous.isAlive())
             throw new IllegalStateException("[worker] a training run is already in progress");
         if (o.backend() != null && !o.backend().equals(backend.name()))
             throw new IllegalArgumentException("[train] backend = " + o.backend() + " but the worker runs " + backend.name() + "; set Supervisor.Options.backend");
@@ -230,6 +240,7 @@ public final class WorkerMain {
             end = Protocol.END_FAILED;
             msg = message(e);
         } finally {
+            trainEnding = Thread.currentThread();
             synchronized (trainLock) {
                 if (trainer == t) trainer = null;
                 t.close();

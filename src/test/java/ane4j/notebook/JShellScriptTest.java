@@ -15,7 +15,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The notebook API from plain jshell (JDK 25, default remote execution) with the documented start line:
  * {@code jshell --class-path CP -R--enable-native-access=ALL-UNNAMED -R--add-modules=jdk.incubator.vector tools/ane4j.jsh script}.
- * The script's training run must give the same losses as the same run in this JVM.
+ * The script's default session is the supervised worker; its training run must give the same losses as the same run
+ * in this JVM (in-process session).
  */
 class JShellScriptTest {
     @TempDir
@@ -34,6 +35,7 @@ class JShellScriptTest {
                 var run = Ane.train("steps = 5; seed = 21; backend = ref; runDir = %s");
                 System.out.println("losses " + Arrays.toString(run.losses()));
                 System.out.println("text " + Ane.generate("Once upon a time", 8, 0.8f, 0.9f, 3).length());
+                System.out.println("worker " + Ane.status().worker());
                 /exit
                 """.formatted(dir.resolve("run").toString().replace("\\", "\\\\")));
         JupyterClientTest.Result r = JupyterClientTest.exec(List.of(jshell.toString(), "--class-path", cp,
@@ -47,6 +49,7 @@ class JShellScriptTest {
         assertArrayEquals(here, there, "the jshell run and this JVM's run give the same losses");
         assertTrue(r.out().lines().anyMatch(l -> l.startsWith("text ") && Integer.parseInt(l.substring(5)) > 16), r.out());
         assertFalse(r.out().contains("Exception"), r.out());
+        assertTrue(r.out().lines().anyMatch(l -> l.startsWith("worker supervised JVM, pid ")), "the script's default session is the worker:\n" + r.out());
         assertTrue(cp.contains(File.pathSeparator), "a real class path: " + cp);
     }
 }

@@ -1,0 +1,337 @@
+package ane4j.notebook;
+
+import ane4j.backend.Kernel;
+import ane4j.backend.ref.RefBackend;
+import ane4j.mil.Dialect;
+import ane4j.mil.Program;
+import ane4j.model.EmbeddedCorpus;
+import ane4j.model.ModelConfig;
+import ane4j.model.ParameterLayout;
+import ane4j.model.Parameters;
+import ane4j.model.Tokenizer;
+import ane4j.train.Checkpoint;
+import ane4j.train.TrainOptions;
+import ane4j.train.Trainer;
+import ane4j.train.Trainer.StepMetrics;
+import ane4j.worker.Supervisor;
+import ane4j.worker.TrainingSession;
+import ane4j.worker.WorkerException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.Consumer;
+
+/**
+ * A session on the supervised worker ({@link Supervisor}): kernels compile and run in a child JVM, and so does
+ * training, so a compile-budget restart, a native crash or a killed worker costs the notebook one printed line
+ * ({@code worker restarted: …}) and nothing else.
+ * <p>
+ * Kernels live in the session's own worker. A training run uses that worker too when it fits its settings (backend,
+ * reference storage, no compile budget of its own); otherwise it gets a worker of its own with those settings, closed
+ * when the run ends. Runs resume after a stop from the checkpoint the worker writes when it stops; {@link
+ * Training#parameters()} (and so {@code %generate}) reads the newest checkpoint of the run. A step limit smaller than
+ * the rest of the run ({@code run(n)}) may be passed by one step: the stop reaches the worker at a step boundary.
+ */
+public final class WorkerSession implements Session {
+    private final Supervisor.Options options;
+    private final Consumer<String> log;
+    private final Supervisor main;
+    private final List<WorkerTraining> runs = new ArrayList<>();   // the current run and runs with a worker of their own; guarded by itself
+    private volatile WorkerTraining trainingInMain;
+    private volatile boolean closed;
+
+    /** A worker with {@link Supervisor.Options#defaults()}; restart lines go to {@code System.out}, worker warnings to {@code System.err}. */
+    public WorkerSession() {
+        this(Supervisor.Options.defaults().withLog(WorkerSession::print));
+    }
+
+    /** A worker with these options; its log lines go to {@code options.log()}, restart lines of a training run to the run. */
+    public WorkerSession(Supervisor.Options options) {
+        this.options = options;
+        this.log = options.log();
+        this.main = new Supervisor(options.withLog(line -> route(line, trainingInMain)));
+    }
+
+    /**
+     * Restart notices on stdout (they belong in the cell's output), the worker's warnings and errors on stderr; its
+     * INFO lines (backend and BLAS chosen, at every start) are left out: {@code %ane} shows the backend.
+     */
+    static void print(String line) {
+        if (isRestart(line)) System.out.println(line);
+        else if (!line.startsWith("INFO: ")) System.err.println(line);
+    }
+
+    static boolean isRestart(String line) {
+        return line.startsWith("worker restarted");
+    }
+
+    private void route(String line, WorkerTraining run) {
+        if (run != null && run.active() && isRestart(line)) run.message(line);
+        else log.accept(line);
+    }
+
+    /** The session's worker (kernels, and training runs that fit it). */
+    public Supervisor supervisor() {
+        return main;
+    }
+
+    @Override
+    public Kernel compile(Program program) {
+        return main.compile(program);
+    }
+
+    @Override
+    public Training train(TrainOptions options, Long compileBudget, Trainer.Listener listener) {
+        if (closed) throw new IllegalStateException("[worker] the session is closed");
+        WorkerTraining t = new WorkerTraining(options, compileBudget, listener);
+        List<WorkerTraining> earlier;
+        synchronized (runs) {
+            earlier = new ArrayList<>(runs);
+            runs.removeIf(r -> !r.active());
+            runs.add(t);
+        }
+        // a stopped earlier run keeps no idle worker (a resume starts a new one), and the session forgets it
+        for (WorkerTraining r : earlier) if (!r.active()) r.releaseWorker();
+        return t;
+    }
+
+    /** Starts the worker when it is not running yet, so the status shows its pid. */
+    @Override
+    public Status status() {
+        String startError = null;
+        try {
+            if (main.workerPid() < 0) main.start();
+        } catch (RuntimeException e) {
+            startError = e.getMessage();
+        }
+        Supervisor.Status s = main.status();
+        String backend = s.backend() != null ? s.backend() : options.backend() != null ? options.backend() : "auto";
+        StringBuilder w = new StringBuilder();
+        if (s.running()) w.append("supervised JVM, pid ").append(s.workerPid());
+        else w.append("not running").append(startError != null ? " (" + startError + ")" : " (starts with the next request)");
+        w.append(" · restarts ").append(s.restarts()).append(" · ").append(s.liveKernels()).append(s.liveKernels() == 1 ? " kernel" : " kernels");
+        WorkerTraining t = activeRun();
+        if (t != null && t.own != null) w.append(" · training run in its own worker: ").append(t.describeWorker());
+        long budget = s.compileBudget() < 0 ? Long.MAX_VALUE : s.compileBudget();
+        return new Status(backend, LocalSession.chip(), Dialect.fromProperty(Dialect.IOS18).name().toLowerCase(Locale.ROOT),
+                Math.max(0, s.compileCount()), budget, w.toString());
+    }
+
+    @Override
+    public String backendName() {
+        return mainBackend();
+    }
+
+    private WorkerTraining activeRun() {
+        synchronized (runs) {
+            for (WorkerTraining r : runs.reversed()) if (r.active()) return r;
+            return null;
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        List<WorkerTraining> all;
+        synchronized (runs) {
+            all = new ArrayList<>(runs);
+        }
+        for (WorkerTraining r : all) r.releaseWorker();
+        main.close();
+    }
+
+    /** The run's settings the worker is started with: backend, compile budget, reference storage. */
+    private boolean fitsMain(TrainOptions o, Long budget) {
+        if (budget != null) return false;
+        String b = mainBackend();
+        if (o.backend() != null && !o.backend().equals(b)) return false;
+        if (!"ref".equals(b)) return true;
+        String storage = options.refStorage() != null ? options.refStorage() : System.getProperty(RefBackend.STORAGE_PROPERTY, "fp16").strip();
+        return storage.equals(o.storage());
+    }
+
+    private String mainBackend() {
+        if (main.workerPid() < 0) main.start();
+        return main.status().backend();
+    }
+
+    /** A training run in a worker: the session's, or one of its own. */
+    final class WorkerTraining implements Training {
+        private final TrainOptions options;
+        private final Long budget;
+        private final Trainer.Listener listener;
+        private volatile Supervisor own;          // the run's own worker, or null
+        private volatile Supervisor used;         // the worker of the last run() call
+        private volatile TrainingSession session;
+        private volatile boolean stop, started;
+        private volatile long done;
+        private volatile int restartsBefore;
+        private Parameters cached;
+        private Path cachedFrom;
+
+        WorkerTraining(TrainOptions options, Long budget, Trainer.Listener listener) {
+            this.options = options;
+            this.budget = budget;
+            this.listener = listener != null ? listener : m -> {};
+        }
+
+        boolean active() {
+            TrainingSession s = session;
+            return s != null && !s.isDone();
+        }
+
+        void message(String line) {
+            listener.onMessage(line);
+        }
+
+        private synchronized Supervisor supervisor() {
+            if (fitsMain(options, budget)) return main;
+            if (own == null) {
+                Supervisor.Options o = WorkerSession.this.options.withLog(line -> route(line, this)).withRefStorage(options.storage());
+                if (options.backend() != null) o = o.withBackend(options.backend());
+                if (budget != null) o = o.withCompileBudget(budget);
+                own = new Supervisor(o);
+                synchronized (runs) {
+                    if (!runs.contains(this)) runs.add(this);   // closed with the session
+                }
+            }
+            return own;
+        }
+
+        synchronized void releaseWorker() {
+            Supervisor s = own;
+            own = null;
+            if (s != null) s.close();
+        }
+
+        String describeWorker() {
+            Supervisor s = own != null ? own : used;
+            if (s == null) return "not started";
+            Supervisor.Status st = s.status();
+            String backend = st.backend() != null ? st.backend() : options.backend() != null ? options.backend() : "auto";
+            String b = budget != null ? "compile budget " + budget
+                    : st.compileBudget() == Long.MAX_VALUE ? "compile budget unlimited" : st.compileBudget() > 0 ? "compile budget " + st.compileBudget() : "default compile budget";
+            return (st.running() ? "pid " + st.workerPid() : "exited") + ", " + backend + ", " + b + ", restarts " + restarts();
+        }
+
+        @Override
+        public List<StepMetrics> run(long steps) {
+            List<StepMetrics> out = java.util.Collections.synchronizedList(new ArrayList<>());
+            if (finished() || stop) {
+                stop = false;
+                return out;
+            }
+            long limit = steps >= totalSteps() - done ? Long.MAX_VALUE : Math.max(1, steps);
+            boolean resuming = started;
+            Supervisor s = supervisor();
+            used = s;
+            Trainer.Listener l = new Trainer.Listener() {
+                @Override public void onStep(StepMetrics m) {
+                    out.add(m);
+                    done = Math.max(done, m.step() + 1);
+                    listener.onStep(m);
+                    if (out.size() >= limit) {
+                        TrainingSession ts = session;
+                        if (ts != null) ts.stop();
+                    }
+                }
+
+                @Override public void onMessage(String line) {
+                    // continuing after a stop: the worker's "resumed from" line is no news
+                    if (!(resuming && line.startsWith("[train] resumed from step"))) listener.onMessage(line);
+                }
+            };
+            TrainingSession ts;
+            if (s == main) trainingInMain = this;
+            try {
+                ts = s.startTraining(resuming ? LocalSession.resuming(options) : options, l);
+            } catch (WorkerException e) {
+                throw budgetHint(e);
+            }
+            session = ts;
+            started = true;
+            if (stop) ts.stop();
+            try {
+                ts.await();
+            } catch (WorkerException e) {
+                throw budgetHint(e);
+            } finally {
+                restartsBefore += ts.status().restarts();
+                session = null;
+                stop = false;
+            }
+            return new ArrayList<>(out);
+        }
+
+        /** A run whose own budget cannot hold one step is told so in the run configuration's terms. */
+        private RuntimeException budgetHint(WorkerException e) {
+            String m = e.getMessage() == null ? "" : e.getMessage();
+            var giveUp = java.util.regex.Pattern.compile("gave up after \\d+ restarts without progress( at step \\d+)?").matcher(m);
+            if (budget == null || !m.contains("compile budget " + budget + " reached") || !giveUp.find()) return e;
+            return new IllegalStateException("[train] compileBudget " + budget + " is too small for the " + options.weights()
+                    + "-weights kernels of one step: the worker " + giveUp.group() + "; raise compileBudget", e);
+        }
+
+        @Override
+        public void requestStop() {
+            stop = true;
+            TrainingSession ts = session;
+            if (ts != null) ts.stop();
+        }
+
+        @Override public long stepsDone() { return done; }
+
+        @Override public long totalSteps() { return options.steps(); }
+
+        /** The model of the newest checkpoint (the worker writes one at the end, at a stop, and every checkpointEvery steps). */
+        @Override
+        public ModelConfig config() {
+            return parameters().config();
+        }
+
+        /** The weights of the run's newest valid checkpoint (loaded again only when a newer one appears). */
+        @Override
+        public synchronized Parameters parameters() {
+            Path dir = options.runDir().resolve("checkpoints");
+            List<Path> all = Checkpoint.list(dir);
+            if (!all.isEmpty() && all.getFirst().equals(cachedFrom)) return cached;
+            Checkpoint.Contents c = Checkpoint.loadNewest(dir, listener::onMessage);
+            if (c == null) throw new IllegalStateException("[train] no checkpoint in " + dir + " yet: the worker writes one at the end of the run, "
+                    + "when it is stopped, and every checkpointEvery steps");
+            cached = new Parameters(new ParameterLayout(c.state().config()), c.params());
+            cachedFrom = Checkpoint.pathFor(dir, c.state().step());
+            return cached;
+        }
+
+        /** The training data's tokenizer, as the worker's trainer found it. */
+        @Override
+        public Tokenizer tokenizer() {
+            if (options.data() == null) return EmbeddedCorpus.tokenizer();
+            Path tok = options.data().resolveSibling("tokenizer.bin");
+            return Files.exists(tok) ? Tokenizer.read(tok) : null;
+        }
+
+        @Override public Path runDir() { return options.runDir(); }
+
+        @Override
+        public int restarts() {
+            TrainingSession s = session;
+            return restartsBefore + (s == null ? 0 : s.status().restarts());
+        }
+
+        @Override
+        public String worker() {
+            Supervisor s = used;
+            return "supervised worker JVM" + (s == null ? "" : s == main ? " (the session's)" : " (the run's own: " + describeWorker() + ")");
+        }
+
+        @Override
+        public void close() {
+            requestStop();
+            releaseWorker();
+        }
+    }
+}
