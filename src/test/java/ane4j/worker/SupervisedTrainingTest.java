@@ -86,7 +86,9 @@ class SupervisedTrainingTest {
 
     @Test
     void sigkillAtRandomMomentsEndsBitIdenticalAndLeavesLoadableCheckpoints() throws Exception {
-        Map<String, String> refOpts = WorkerTestSupport.trainOptions(dir, dir.resolve("ref"), STEPS, "dynamic", 3);
+        // long enough that 12 kills (each waiting for progress, then up to 120 ms) fit before the end even when the
+        // machine is loaded and steps are fast
+        Map<String, String> refOpts = WorkerTestSupport.trainOptions(dir, dir.resolve("ref"), 4 * STEPS, "dynamic", 3);
         Reference ref = inProcess(refOpts);
         var log = new WorkerTestSupport.Log();
         Path runDir = dir.resolve("supervised");
@@ -105,7 +107,7 @@ class SupervisedTrainingTest {
                 if (session.isDone()) break;
                 boolean inWrite = kills % 2 == 1;
                 Path fresh = inWrite ? awaitFreshTemp(ckpts, session) : null;
-                if (!inWrite) Thread.sleep(rnd.nextInt(300));
+                if (!inWrite) Thread.sleep(rnd.nextInt(120));
                 long pid = s.workerPid();
                 if (pid < 0 || session.isDone()) continue;
                 ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
