@@ -107,7 +107,7 @@ public final class RefKernel implements Kernel {
     /** Converts a buffer into fp32 floats, in two halves on two threads when large. */
     private static void toFloats(TensorBuffer b, MemorySegment dst) {
         long n = b.count();
-        if (b.dtype() == DType.FP16 && n >= (1 << 16)) {
+        if (b.dtype() == DType.FP16 && n >= (1 << 22)) {
             long mid = n / 2;
             Future<?> f = ForkJoinPool.commonPool().submit(() -> fp16ToFloats(b.segment(), dst, mid, n));
             fp16ToFloats(b.segment(), dst, 0, mid);
@@ -118,9 +118,31 @@ public final class RefKernel implements Kernel {
         for (long i = 0; i < n; i++) dst.setAtIndex(F, i, b.get(i));
     }
 
+    /** fp16 → fp32 through heap chunks: the array loop is one that C2 vectorises (F16C/AVX-512), the segment loop is not. */
     private static void fp16ToFloats(MemorySegment src, MemorySegment dst, long from, long to) {
-        for (long i = from; i < to; i++) dst.setAtIndex(F, i, Float.float16ToFloat(src.getAtIndex(H, i)));
+        short[] h = new short[CHUNK];
+        float[] f = new float[CHUNK];
+        for (long i = from; i < to; i += CHUNK) {
+            int n = (int) Math.min(CHUNK, to - i);
+            MemorySegment.copy(src, H, i * 2, h, 0, n);
+            for (int k = 0; k < n; k++) f[k] = Float.float16ToFloat(h[k]);
+            MemorySegment.copy(f, 0, dst, F, i * 4, n);
+        }
     }
+
+    /** fp32 → fp16 (round to nearest even), chunked like {@link #fp16ToFloats}. */
+    private static void floatsToFp16(MemorySegment src, long srcOff, MemorySegment dst, long from, long to) {
+        short[] h = new short[CHUNK];
+        float[] f = new float[CHUNK];
+        for (long i = from; i < to; i += CHUNK) {
+            int n = (int) Math.min(CHUNK, to - i);
+            MemorySegment.copy(src, F, (srcOff + i) * 4, f, 0, n);
+            for (int k = 0; k < n; k++) h[k] = Float.floatToFloat16(f[k]);
+            MemorySegment.copy(h, 0, dst, H, i * 2, n);
+        }
+    }
+
+    private static final int CHUNK = 4096;
 
     private static void join(Future<?> f) {
         try {
@@ -137,7 +159,12 @@ public final class RefKernel implements Kernel {
             switch (b.dtype()) {
                 case FP32 -> MemorySegment.copy(s, v.off * 4, d, 0, n * 4);
                 case FP16 -> {
-                    for (long i = 0; i < n; i++) d.setAtIndex(H, i, Float.floatToFloat16(s.getAtIndex(F, v.off + i)));
+                    if (n >= (1 << 22)) {
+                        long mid = n / 2, off = v.off;
+                        Future<?> f = ForkJoinPool.commonPool().submit(() -> floatsToFp16(s, off, d, mid, n));
+                        floatsToFp16(s, off, d, 0, mid);
+                        join(f);
+                    } else floatsToFp16(s, v.off, d, 0, n);
                 }
                 default -> { for (long i = 0; i < n; i++) b.set(i, s.getAtIndex(F, v.off + i)); }
             }
