@@ -38,9 +38,9 @@ public record TrainOptions(
         m.put("model", "tiny");
         m.put("init", "");
         m.put("data", "");
-        m.put("steps", "300");
+        m.put("steps", "2000");
         m.put("lr", "3e-3");
-        m.put("warmup", "20");
+        m.put("warmup", "50");
         m.put("accum", "1");
         m.put("clip", "1.0");
         m.put("weightDecay", "0.1");
