@@ -505,11 +505,16 @@ public enum Op {
             throw c.err("indices must be an integer tensor, found %s", idx.dtype());
         int axis = c.axis("axis", c.integer("axis"), x.rank());
         int batchDims = c.integer("batch_dims");
-        if (batchDims != 0) throw c.err("batch_dims %d is not supported (only 0)", batchDims);
-        int[] out = new int[x.rank() - 1 + idx.rank()];
+        if (batchDims < 0 || batchDims > axis || batchDims > idx.rank())
+            throw c.err("batch_dims %d must be between 0 and min(axis %d, rank of indices %d)", batchDims, axis, idx.rank());
+        for (int i = 0; i < batchDims; i++)
+            if (x.shape()[i] != idx.shape()[i])
+                throw c.err("batch_dims %d: x %s and indices %s differ in dimension %d", batchDims, Shapes.str(x.shape()), Shapes.str(idx.shape()), i);
+        // x.shape[:axis] + indices.shape[batch_dims:] + x.shape[axis+1:]
+        int[] out = new int[x.rank() - 1 + idx.rank() - batchDims];
         int o = 0;
         for (int i = 0; i < axis; i++) out[o++] = x.shape()[i];
-        for (int d : idx.shape()) out[o++] = d;
+        for (int i = batchDims; i < idx.rank(); i++) out[o++] = idx.shape()[i];
         for (int i = axis + 1; i < x.rank(); i++) out[o++] = x.shape()[i];
         return List.of(x.withShape(out));
     }

@@ -230,6 +230,11 @@ class OpInferenceTest {
         assertEquals(fp16(4, 3), type(fp16(1), f -> f.gather(input(f, fp16(4, 10)), f.ints(1, 2, 3), 1)));
         fails("[gather] indices must be an integer tensor, found fp16", fp16(1), f -> f.gather(input(f, fp16(4, 10)), input(f, fp16(3)), 0));
         fails("axis 2 is out of range for rank 2", fp16(1), f -> f.gather(input(f, fp16(4, 10)), f.ints(1), 2));
+        // batch_dims 1: x [2,5,3], indices [2,4] along axis 1 → [2,4,3]
+        assertEquals(fp16(2, 4, 3), type(fp16(1), f -> f.apply(Op.GATHER, Map.of("x", Arg.of(input(f, fp16(2, 5, 3))),
+                "indices", Arg.of(f.constant(Literal.of(int32(2, 4), new int[8]))), "axis", Arg.of(f.int32(1)), "batch_dims", Arg.of(f.int32(1))), Map.of()).get(0)));
+        fails("batch_dims 1: x [2,5,3] and indices [3,4] differ in dimension 0", fp16(1), f -> f.apply(Op.GATHER, Map.of("x", Arg.of(input(f, fp16(2, 5, 3))),
+                "indices", Arg.of(f.constant(Literal.of(int32(3, 4), new int[12]))), "axis", Arg.of(f.int32(1)), "batch_dims", Arg.of(f.int32(1))), Map.of()));
     }
 
     @Test

@@ -928,27 +928,31 @@ final class Planner {
     }
 
     /** gather along axis; a negative index counts from the end of the axis (as coremltools/numpy); out of range is an error. */
+    /** gather with batch_dims b: for each of the leading b dimensions (shared by x and indices) an ordinary gather. */
     private void gather(Value out) {
         T x = contig(in("x")), idx = contig(in("indices"));
         int axis = axis("axis", x.rank());
-        long outer = 1, inner = 1;
-        for (int i = 0; i < axis; i++) outer *= x.shape[i];
+        int b = lit("batch_dims").intValue();
+        long batches = 1, outer = 1, inner = 1, ni = 1;
+        for (int i = 0; i < b; i++) batches *= x.shape[i];
+        for (int i = b; i < axis; i++) outer *= x.shape[i];
         for (int i = axis + 1; i < x.rank(); i++) inner *= x.shape[i];
+        for (int i = b; i < idx.rank(); i++) ni *= idx.shape[i];
         int dim = x.shape[axis];
-        long ni = idx.count();
         T o = newOut(out.shape(), out.dtype());
-        long fo = outer, fi = inner;
+        long fb = batches, fo = outer, fi = inner, fn = ni;
         String name = out.name();
         add(() -> {
             MemorySegment xs = x.st.seg, is = idx.st.seg, os = o.st.seg;
-            for (long a = 0; a < fo; a++)
-                for (long j = 0; j < ni; j++) {
-                    int ix = (int) is.getAtIndex(F, idx.off + j);
-                    if (ix < 0) ix += dim;
-                    if (ix < 0 || ix >= dim)
-                        throw new BackendException("[gather] index " + (int) is.getAtIndex(F, idx.off + j) + " of '" + name + "' is out of range for axis " + axis + " of size " + dim);
-                    MemorySegment.copy(xs, (x.off + (a * dim + ix) * fi) * 4, os, ((a * ni + j) * fi) * 4, fi * 4);
-                }
+            for (long bt = 0; bt < fb; bt++)
+                for (long a = 0; a < fo; a++)
+                    for (long j = 0; j < fn; j++) {
+                        int raw = (int) is.getAtIndex(F, idx.off + bt * fn + j), ix = raw < 0 ? raw + dim : raw;
+                        if (ix < 0 || ix >= dim)
+                            throw new BackendException("[gather] index " + raw + " of '" + name + "' is out of range for axis " + axis + " of size " + dim);
+                        long row = bt * fo + a;
+                        MemorySegment.copy(xs, (x.off + (row * dim + ix) * fi) * 4, os, ((row * fn + j) * fi) * 4, fi * 4);
+                    }
         });
         def(out, o);
     }

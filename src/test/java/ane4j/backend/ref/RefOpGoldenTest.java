@@ -35,8 +35,7 @@ class RefOpGoldenTest {
     static Stream<Case> cases() { return OpGolden.allCases().stream(); }
 
     /** Cases the MIL model (ane4j.mil, not this backend) rejects while building; reported to the MIL owner. */
-    static final Map<String, String> MIL_GAPS = Map.of(
-            "gather/fp16_batch_dims1", "gather batch_dims > 0 is rejected");
+    static final Map<String, String> MIL_GAPS = Map.of();
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
