@@ -55,8 +55,10 @@ final class MilCommand {
         String text;
         try {
             text = Files.readString(path, StandardCharsets.UTF_8);
-        } catch (IOException | java.io.UncheckedIOException e) {
-            throw new CliException("cannot read " + file + ": " + e.getMessage());
+        } catch (IOException e) {
+            throw CliException.cannotRead(path, e);
+        } catch (java.io.UncheckedIOException e) {
+            throw CliException.cannotRead(path, e.getCause());
         }
         Path modelDir = noWeights || sub.equals("fmt") ? null : weights != null ? Path.of(weights) : absoluteParent(path);
         MilParser.Parsed parsed;

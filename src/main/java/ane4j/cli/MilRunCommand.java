@@ -49,7 +49,7 @@ final class MilRunCommand {
         try {
             text = Files.readString(mil);
         } catch (IOException e) {
-            throw new CliException("cannot read " + mil + ": " + e.getMessage());
+            throw CliException.cannotRead(mil, e);
         }
         Path dir = weights != null ? weights : mil.toAbsolutePath().getParent();
         try {

@@ -40,7 +40,7 @@ public final class Npy {
         try {
             all = Files.readAllBytes(file);
         } catch (IOException e) {
-            throw new CliException("[npy] cannot read " + file + ": " + e.getMessage());
+            throw CliException.cannotRead(file, e);
         }
         if (all.length < 10 || !java.util.Arrays.equals(all, 0, 6, MAGIC, 0, 6)) throw new CliException("[npy] " + file + " is not a .npy file (no \\x93NUMPY magic)");
         ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);

@@ -46,6 +46,10 @@ final class TrainCommand {
         String budget = opts.remove("compileBudget");
         boolean inProcess = Boolean.parseBoolean(opts.remove("inProcess"));
         String heap = opts.remove("heap");
+        if (budget != null && !budget.matches("[1-9]\\d{0,17}"))
+            throw new CliException("--compile-budget " + budget + " is not a positive whole number (e.g. --compile-budget 100)");
+        if (heap != null && !heap.matches("\\d+[kKmMgGtT]?"))
+            throw new CliException("--heap " + heap + " is not a JVM heap size (e.g. --heap 8g)");
         opts.put("runDir", runDir(opts));
         TrainOptions o;
         try {

@@ -29,6 +29,13 @@ final class LeFiles {
         public void close() { arena.close(); }
     }
 
+    /** "no such file" / "permission denied" / the I/O message: the reason part of a one-line error. */
+    static String reason(IOException e) {
+        if (e instanceof java.nio.file.NoSuchFileException) return "no such file";
+        if (e instanceof java.nio.file.AccessDeniedException) return "permission denied";
+        return e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
+    }
+
     static Mapped map(Path file, String tag) {
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
@@ -37,7 +44,7 @@ final class LeFiles {
             return new Mapped(arena, seg);
         } catch (IOException e) {
             arena.close();
-            throw new ModelFormatException("[" + tag + "] cannot read " + file + ": " + e, e);
+            throw new ModelFormatException("[" + tag + "] cannot read " + file + ": " + reason(e), e);
         }
     }
 

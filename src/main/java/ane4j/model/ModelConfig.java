@@ -162,7 +162,7 @@ public record ModelConfig(
         try {
             lines = Files.readAllLines(file);
         } catch (IOException e) {
-            throw new ModelFormatException("[config] cannot read " + file + ": " + e.getMessage(), e);
+            throw new ModelFormatException("[config] cannot read " + file + ": " + LeFiles.reason(e), e);
         }
         Map<String, String> values = new LinkedHashMap<>();
         Map<String, Integer> lineOf = new LinkedHashMap<>();

@@ -81,7 +81,7 @@ class MilCommandTest {
         assertEquals(1, run("mil").code());
         Result r = run("mil", "check", "does-not-exist.mil");
         assertEquals(1, r.code());
-        assertTrue(r.err().startsWith("ane4j mil: cannot read does-not-exist.mil"), r.err());
+        assertTrue(r.err().startsWith("ane4j mil: cannot read does-not-exist.mil: no such file"), r.err());
         assertEquals(1, run("mil", "fmt", "examples/a1-conv.mil", "--dialect", "ios99").code());
         assertEquals(1, run("mil", "check", "examples/a1-conv.mil", "--bogus").code());
         assertTrue(run("help").out().contains("mil check FILE.mil"));

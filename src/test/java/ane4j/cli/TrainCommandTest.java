@@ -42,6 +42,12 @@ class TrainCommandTest {
         assertTrue(r.err().startsWith("ane4j train: [config] unknown model 'nosuch'"), r.err());
         r = run("train", "--init", dir.resolve("missing.bin").toString(), "--run-dir", dir.toString());
         assertEquals(1, r.code());
-        assertTrue(r.err().contains("missing.bin"), r.err());
+        assertTrue(r.err().contains("missing.bin: no such file"), r.err());
+        r = run("train", "--compile-budget", "abc", "--run-dir", dir.toString());
+        assertEquals(1, r.code());
+        assertTrue(r.err().startsWith("ane4j train: --compile-budget abc is not a positive whole number"), r.err());
+        r = run("train", "--heap", "1q", "--run-dir", dir.toString());
+        assertEquals(1, r.code());
+        assertTrue(r.err().startsWith("ane4j train: --heap 1q is not a JVM heap size"), r.err());
     }
 }
