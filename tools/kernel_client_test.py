@@ -14,35 +14,7 @@ import time
 from jupyter_client.manager import start_new_kernel
 
 KERNEL = sys.argv[1] if len(sys.argv) > 1 else "ane4j"
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def run(kc, code, timeout=60):
-    """Executes one cell; returns (reply content, iopub messages of this cell up to idle)."""
-    msg_id = kc.execute(code)
-    out = []
-    while True:
-        m = kc.get_iopub_msg(timeout=timeout)
-        if m["parent_header"].get("msg_id") != msg_id:
-            continue
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            break
-        out.append(m)
-    reply = kc.get_shell_msg(timeout=timeout)
-    while reply["parent_header"].get("msg_id") != msg_id:
-        reply = kc.get_shell_msg(timeout=timeout)
-    return reply["content"], out
-
-
-def of(msgs, kind):
-    return [m["content"] for m in msgs if m["msg_type"] == kind]
+from kernel_client import ANSI, check, failures, of, run
 
 
 def main():

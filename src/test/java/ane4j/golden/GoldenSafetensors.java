@@ -70,7 +70,13 @@ public final class GoldenSafetensors {
             throw bad(source, "header length " + headerLen + " is impossible for a file of " + bytes.length + " bytes");
         }
         String json = new String(bytes, 8, (int) headerLen, java.nio.charset.StandardCharsets.UTF_8);
-        if (!(Json.parse(json, source) instanceof Map<?, ?> header)) {
+        Object parsed;
+        try {
+            parsed = Json.parse(json);
+        } catch (IllegalArgumentException e) {
+            throw bad(source, "bad JSON header: " + e.getMessage());
+        }
+        if (!(parsed instanceof Map<?, ?> header)) {
             throw bad(source, "header is not a JSON object");
         }
         int dataStart = 8 + (int) headerLen;
@@ -188,169 +194,5 @@ public final class GoldenSafetensors {
         Entry e = get(name);
         if (!e.dtype.equals(dtype)) throw bad(source, "tensor '" + name + "' is " + e.dtype + ", not " + dtype);
         return e;
-    }
-
-    /** Minimal JSON parser: objects (insertion-ordered maps), arrays, strings, integers as Long, other numbers as Double, booleans, null. */
-    static final class Json {
-        private final String s;
-        private final String source;
-        private int i;
-
-        private Json(String s, String source) {
-            this.s = s;
-            this.source = source;
-        }
-
-        static Object parse(String text, String source) {
-            Json p = new Json(text, source);
-            Object v = p.value();
-            p.ws();
-            if (p.i != p.s.length()) throw p.error("trailing characters");
-            return v;
-        }
-
-        private IllegalArgumentException error(String what) {
-            return bad(source, "bad JSON header at character " + i + ": " + what);
-        }
-
-        private void ws() {
-            while (i < s.length() && " \t\r\n".indexOf(s.charAt(i)) >= 0) i++;
-        }
-
-        private char peek() {
-            if (i >= s.length()) throw error("unexpected end");
-            return s.charAt(i);
-        }
-
-        private void expect(char c) {
-            if (peek() != c) throw error("expected '" + c + "' but found '" + s.charAt(i) + "'");
-            i++;
-        }
-
-        private Object value() {
-            ws();
-            char c = peek();
-            return switch (c) {
-                case '{' -> object();
-                case '[' -> array();
-                case '"' -> string();
-                case 't' -> literal("true", Boolean.TRUE);
-                case 'f' -> literal("false", Boolean.FALSE);
-                case 'n' -> literal("null", null);
-                default -> {
-                    if (c == '-' || (c >= '0' && c <= '9')) yield number();
-                    throw error("unexpected character '" + c + "'");
-                }
-            };
-        }
-
-        private Object literal(String word, Object v) {
-            if (!s.startsWith(word, i)) throw error("expected " + word);
-            i += word.length();
-            return v;
-        }
-
-        private Map<String, Object> object() {
-            expect('{');
-            Map<String, Object> m = new LinkedHashMap<>();
-            ws();
-            if (peek() == '}') {
-                i++;
-                return m;
-            }
-            while (true) {
-                ws();
-                String k = string();
-                ws();
-                expect(':');
-                if (m.containsKey(k)) throw error("duplicate key '" + k + "'");
-                m.put(k, value());
-                ws();
-                if (peek() == ',') {
-                    i++;
-                } else {
-                    expect('}');
-                    return m;
-                }
-            }
-        }
-
-        private List<Object> array() {
-            expect('[');
-            List<Object> a = new ArrayList<>();
-            ws();
-            if (peek() == ']') {
-                i++;
-                return a;
-            }
-            while (true) {
-                a.add(value());
-                ws();
-                if (peek() == ',') {
-                    i++;
-                } else {
-                    expect(']');
-                    return a;
-                }
-            }
-        }
-
-        private String string() {
-            expect('"');
-            StringBuilder b = new StringBuilder();
-            while (true) {
-                char c = peek();
-                i++;
-                if (c == '"') return b.toString();
-                if (c != '\\') {
-                    if (c < 0x20) throw error("control character in string");
-                    b.append(c);
-                    continue;
-                }
-                char e = peek();
-                i++;
-                switch (e) {
-                    case '"', '\\', '/' -> b.append(e);
-                    case 'b' -> b.append('\b');
-                    case 'f' -> b.append('\f');
-                    case 'n' -> b.append('\n');
-                    case 'r' -> b.append('\r');
-                    case 't' -> b.append('\t');
-                    case 'u' -> {
-                        if (i + 4 > s.length()) throw error("short \\u escape");
-                        try {
-                            b.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
-                        } catch (NumberFormatException ex) {
-                            throw error("bad \\u escape");
-                        }
-                        i += 4;
-                    }
-                    default -> throw error("bad escape \\" + e);
-                }
-            }
-        }
-
-        private Object number() {
-            int start = i;
-            if (peek() == '-') i++;
-            boolean integral = true;
-            while (i < s.length()) {
-                char c = s.charAt(i);
-                if (c >= '0' && c <= '9') {
-                    i++;
-                } else if (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
-                    integral = false;
-                    i++;
-                } else {
-                    break;
-                }
-            }
-            String t = s.substring(start, i);
-            try {
-                return integral ? (Object) Long.parseLong(t) : (Object) Double.parseDouble(t);
-            } catch (NumberFormatException ex) {
-                throw error("bad number '" + t + "'");
-            }
-        }
     }
 }

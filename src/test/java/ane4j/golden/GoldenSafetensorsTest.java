@@ -192,7 +192,7 @@ class GoldenSafetensorsTest {
 
     @Test
     void jsonParserHandlesEscapesNumbersAndNesting() {
-        Object v = GoldenSafetensors.Json.parse(" {\"a\\\"b\\u0041\\n\": [1, -2, 3.5e1, true, null, {}], \"c\": \"\\/\"} ", "t");
+        Object v = Json.parse(" {\"a\\\"b\\u0041\\n\": [1, -2, 3.5e1, true, null, {}], \"c\": \"\\/\"} ");
         Map<?, ?> m = (Map<?, ?>) v;
         List<Object> expected = new ArrayList<>();
         expected.add(1L);
@@ -203,8 +203,8 @@ class GoldenSafetensorsTest {
         expected.add(Map.of());
         assertEquals(expected, m.get("a\"bA\n"));
         assertEquals("/", m.get("c"));
-        assertMessage("duplicate key", () -> GoldenSafetensors.Json.parse("{\"a\":1,\"a\":2}", "t"));
-        assertMessage("trailing", () -> GoldenSafetensors.Json.parse("{} x", "t"));
+        assertMessage("duplicate key", () -> GoldenSafetensors.parse(fileBytes("{\"a\":1,\"a\":2}", new byte[0]), "t"));
+        assertMessage("expected end of input", () -> GoldenSafetensors.parse(fileBytes("{} x", new byte[0]), "t"));
     }
 
     private static byte[] fileBytes(String header, byte[] data) {

@@ -180,8 +180,6 @@ final class Planner {
         if (out.dtype == DType.FP16 && !opt.fp32Storage()) {
             Storage s = out.st;
             add(() -> { r.run(); roundFp16(s.seg, 0, s.floats); });
-        } else if (out.dtype.isInteger() || out.dtype == DType.BOOL) {
-            add(r);
         } else add(r);
     }
 
