@@ -1,5 +1,6 @@
 """Shared helpers of the jupyter_client test scripts (kernel_client_test.py, notebook_client_test.py)."""
 import re
+import sys
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 failures = []
@@ -30,3 +31,11 @@ def run(kc, code, timeout=60):
 
 def of(msgs, kind):
     return [m["content"] for m in msgs if m["msg_type"] == kind]
+
+
+def finish():
+    """Exit status 1 with a count when a check failed, else 'all checks passed'."""
+    if failures:
+        print(f"{len(failures)} check(s) failed", flush=True)
+        sys.exit(1)
+    print("all checks passed", flush=True)

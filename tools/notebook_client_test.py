@@ -18,7 +18,7 @@ import time
 from jupyter_client.manager import start_new_kernel
 
 KERNEL = sys.argv[1] if len(sys.argv) > 1 else "ane4j"
-from kernel_client import ANSI, check, failures, of
+from kernel_client import ANSI, check, failures, finish, of
 from kernel_client import run as run_cell
 
 
@@ -124,10 +124,7 @@ def main():
         kc.stop_channels()
         km.shutdown_kernel(now=True)
 
-    if failures:
-        print(f"{len(failures)} check(s) failed", flush=True)
-        sys.exit(1)
-    print("all checks passed", flush=True)
+    finish()
 
 
 if __name__ == "__main__":

@@ -50,6 +50,14 @@ public final class TensorBuffer {
     }
 
     /** A buffer of {@code type} filled from {@code values}. */
+    /** A buffer of uniform values in ±scale from a seed (probe and test inputs). */
+    public static TensorBuffer random(TensorType type, long seed, float scale) {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(seed);
+        TensorBuffer b = allocate(type);
+        for (long i = 0; i < b.count(); i++) b.set(i, (float) ((r.nextDouble() * 2 - 1) * scale));
+        return b;
+    }
+
     public static TensorBuffer of(TensorType type, float... values) {
         TensorBuffer b = allocate(type);
         b.copyFrom(values);
