@@ -50,7 +50,7 @@ final class Accelerate {
             if (symbol.isEmpty()) return Probe.missing(FRAMEWORK + " has none of " + SGEMM_SYMBOLS);
             Symbol s = symbol.get();
             String description = "Accelerate via FFM (" + s.name() + (s.deprecated() ? ", deprecated interface: macOS < 13.3" : "") + ")";
-            return new Probe(new NativeSgemm("accelerate", description, 0, s.address()), s.name());
+            return new Probe(new NativeSgemm("accelerate", description, 0, false, s.address()), s.name());
         } catch (RuntimeException | LinkageError e) {
             return Probe.missing(FRAMEWORK + ": " + e.getMessage());
         }

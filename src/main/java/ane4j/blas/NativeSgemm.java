@@ -15,11 +15,18 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 /**
  * {@code cblas_sgemm} (LP64: every integer is a C {@code int}) called through FFM, for OpenBLAS and Accelerate.
  *
+ * <p>Threads: with {@code parallel > 1} the library itself runs single-threaded (OpenBLAS: {@code
+ * openblas_set_num_threads(1)}) and this class splits a large product into row or column blocks of C, one
+ * single-threaded call per block, on the caller plus {@code parallel − 1} pool threads. OpenBLAS's own workers
+ * busy-wait between calls; on a machine with few cores they took the cores from the Java work around the calls (the
+ * reference backend's elementwise ops, a second thread's GEMMs) and ran small GEMMs at a fraction of one core's speed.
+ * A block boundary is a multiple of 64 rows/columns, so each element of C is computed by the same kernel code path.
+ *
  * <p>Native segments are passed as they are. Heap segments (e.g. {@code float[]}) cannot be passed to an ordinary
- * downcall: small products use a second, {@link Linker.Option#critical(boolean) critical} handle that may read the
- * Java heap directly (no copy; the calling thread cannot reach a safepoint until it returns, which is why it is only
- * used for short calls), and larger ones copy the heap operands into a per-thread native scratch block, whose O(n²)
- * cost is small next to the O(n³) product.
+ * downcall: products up to {@link #CRITICAL_MAX_MACS} use a second, {@link Linker.Option#critical(boolean) critical}
+ * handle that reads the Java heap in place (the calling thread cannot reach a safepoint until it returns: a GC waits
+ * for the call, tens of milliseconds at most for the training step's largest products); larger ones copy the heap
+ * operands into a per-thread native scratch block.
  */
 @SuppressWarnings("restricted") // FFM downcalls are this class's job
 final class NativeSgemm extends Sgemm {
@@ -29,22 +36,48 @@ final class NativeSgemm extends Sgemm {
             JAVA_INT, JAVA_INT, JAVA_INT, JAVA_FLOAT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_FLOAT, ADDRESS, JAVA_INT);
 
     /** Products up to this many multiply-adds (M·N·K) use the critical handle on heap arrays instead of a copy. */
-    static final long CRITICAL_MAX_MACS = Long.getLong("ane4j.blas.criticalMaxMacs", 1L << 21);
+    static final long CRITICAL_MAX_MACS = Long.getLong("ane4j.blas.criticalMaxMacs", 1L << 34);
+
+    /** Products from this many multiply-adds are split across threads (below, one block is faster than a hand-off). */
+    static final long SPLIT_MIN_MACS = Long.getLong("ane4j.blas.splitMinMacs", 1L << 20);
+
+    /** Block boundaries are multiples of this (rows or columns of C). */
+    private static final int BLOCK_ALIGN = 64;
 
     private final String name;
     private final String description;
     private final int threads;
     private final MethodHandle sgemm;
     private final MethodHandle sgemmCritical;
+    private final long criticalMaxMacs;
+    private final ThreadPool pool;
 
-    NativeSgemm(String name, String description, int threads, MemorySegment symbol) {
+    /**
+     * @param threads  threads used for a large product (0 if unknown: the library's own threading is left alone)
+     * @param parallel whether this class does the threading (the library is then set to one thread by the caller)
+     */
+    NativeSgemm(String name, String description, int threads, boolean parallel, MemorySegment symbol) {
+        this(name, description, threads, parallel, symbol, CRITICAL_MAX_MACS);
+    }
+
+    private NativeSgemm(String name, String description, int threads, boolean parallel, MemorySegment symbol, long criticalMaxMacs) {
         this.name = name;
         this.description = description;
         this.threads = threads;
+        this.criticalMaxMacs = criticalMaxMacs;
+        this.pool = parallel && threads > 1 ? ThreadPool.shared(threads - 1) : null;
         Linker linker = Linker.nativeLinker();
         this.sgemm = linker.downcallHandle(symbol, SGEMM);
         this.sgemmCritical = linker.downcallHandle(symbol, SGEMM, Linker.Option.critical(true));
+        this.symbol = symbol;
+        this.parallel = parallel;
     }
+
+    private final MemorySegment symbol;
+    private final boolean parallel;
+
+    /** The same library with another heap-copy threshold (tests: {@code 0} forces the copy path). */
+    NativeSgemm withCriticalMaxMacs(long macs) { return new NativeSgemm(name, description, threads, parallel, symbol, macs); }
 
     @Override public String name() { return name; }
     @Override public int threads() { return threads; }
@@ -56,9 +89,13 @@ final class NativeSgemm extends Sgemm {
                  MemorySegment b, long bOffset, int ldb,
                  float beta, MemorySegment c, long cOffset, int ldc) {
         boolean heap = !a.isNative() || !b.isNative() || !c.isNative();
-        if (!heap || (long) m * n * k <= CRITICAL_MAX_MACS) {
-            call(heap ? sgemmCritical : sgemm, layout, transA, transB, m, n, k, alpha,
-                    slice(a, aOffset), lda, slice(b, bOffset), ldb, beta, slice(c, cOffset), ldc);
+        if (!heap || (long) m * n * k <= criticalMaxMacs) {
+            MethodHandle h = heap ? sgemmCritical : sgemm;
+            int parts = pool == null || (long) m * n * k < SPLIT_MIN_MACS || ThreadPool.isWorker() ? 1 : threads;
+            if (layout == Layout.COL_MAJOR) {
+                // column-major C (m×n) is row-major Cᵀ (n×m) = op(B)ᵀ·op(A)ᵀ: one code path for the split
+                splitRowMajor(h, parts, transB, transA, n, m, k, alpha, b, bOffset, ldb, a, aOffset, lda, beta, c, cOffset, ldc);
+            } else splitRowMajor(h, parts, transA, transB, m, n, k, alpha, a, aOffset, lda, b, bOffset, ldb, beta, c, cOffset, ldc);
             return;
         }
         long aFloats = span(layout, transA == Transpose.YES ? k : m, transA == Transpose.YES ? m : k, lda);
@@ -76,6 +113,46 @@ final class NativeSgemm extends Sgemm {
         call(sgemm, layout, transA, transB, m, n, k, alpha, na, lda, nb, ldb, beta, nc, ldc);
         if (!c.isNative()) copyOut(nc, c, cOffset, layout == Layout.ROW_MAJOR ? m : n, layout == Layout.ROW_MAJOR ? n : m, ldc);
     }
+
+    /**
+     * Row-major {@code C = alpha·op(A)·op(B) + beta·C} in {@code parts} blocks of C's rows (or of its columns when C is
+     * wider than tall), one library call per block, on the pool and the calling thread.
+     */
+    private void splitRowMajor(MethodHandle h, int parts, Transpose ta, Transpose tb, int m, int n, int k, float alpha,
+                               MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
+                               float beta, MemorySegment c, long cOff, int ldc) {
+        boolean byRows = m >= n;
+        int extent = byRows ? m : n;
+        int blocks = Math.min(parts, Math.max(1, extent / BLOCK_ALIGN));
+        if (blocks <= 1) {
+            call(h, Layout.ROW_MAJOR, ta, tb, m, n, k, alpha, slice(a, aOff), lda, slice(b, bOff), ldb, beta, slice(c, cOff), ldc);
+            return;
+        }
+        pool.run(blocks, i -> {
+            int from = align(extent * (long) i / blocks), to = i == blocks - 1 ? extent : align(extent * (long) (i + 1) / blocks);
+            if (to <= from) return;
+            if (byRows) {
+                // rows [from, to) of C and of op(A): A stored M×K (row from·lda) or K×M (column from)
+                long aAt = aOff + (ta == Transpose.NO ? (long) from * lda : from);
+                call(h, Layout.ROW_MAJOR, ta, tb, to - from, n, k, alpha, at(a, aAt), lda, at(b, bOff), ldb, beta, at(c, cOff + (long) from * ldc), ldc);
+            } else {
+                // columns [from, to) of C and of op(B): B stored K×N (column from) or N×K (row from·ldb)
+                long bAt = bOff + (tb == Transpose.NO ? from : (long) from * ldb);
+                call(h, Layout.ROW_MAJOR, ta, tb, m, to - from, k, alpha, at(a, aOff), lda, at(b, bAt), ldb, beta, at(c, cOff + from), ldc);
+            }
+        });
+    }
+
+    /**
+     * Operand at {@code offset} floats, passable from any thread: a native segment as its bare address (it may belong
+     * to a confined arena; the caller keeps it alive, as it waits for every block), a heap segment as a slice.
+     */
+    private static MemorySegment at(MemorySegment seg, long offset) {
+        if (!seg.isNative()) return slice(seg, offset);
+        return MemorySegment.ofAddress(seg.address() + offset * Float.BYTES);
+    }
+
+    private static int align(long x) { return (int) (x / BLOCK_ALIGN * BLOCK_ALIGN); }
 
     /** Copies back only the {@code outer} runs of {@code inner} floats of C: the gaps between them (ld > inner) were
      *  never copied in when beta == 0 and must keep the caller's values. */
@@ -134,6 +211,18 @@ final class NativeSgemm extends Sgemm {
 
     // ---------------------------------------------------------------------------------------------------------------
     // optional informational symbols
+
+    /** Calls {@code void symbol(int)} if the library has it; true if it did. */
+    static boolean setThreads(SymbolLookup lookup, String symbol, int threads) {
+        return lookup.find(symbol).map(s -> {
+            try {
+                Linker.nativeLinker().downcallHandle(s, FunctionDescriptor.ofVoid(JAVA_INT)).invokeExact(threads);
+                return true;
+            } catch (Throwable t) {
+                return false;
+            }
+        }).orElse(false);
+    }
 
     static int intFunction(SymbolLookup lookup, String symbol) {
         return lookup.find(symbol).map(s -> {

@@ -29,13 +29,15 @@ final class OpenBlas {
                     continue;
                 }
                 int threads = NativeSgemm.intFunction(lookup, "openblas_get_num_threads");
+                // the threading is done by NativeSgemm (see there): the library runs each call on one thread
+                boolean parallel = threads > 1 && NativeSgemm.setThreads(lookup, "openblas_set_num_threads", 1);
                 String config = NativeSgemm.stringFunction(lookup, "openblas_get_config");
                 String core = NativeSgemm.stringFunction(lookup, "openblas_get_corename");
                 String description = "OpenBLAS via FFM (" + library
                         + (config.isEmpty() ? "" : ", " + config)
                         + (core.isEmpty() ? "" : ", core " + core)
-                        + (threads > 0 ? ", " + threads + " threads" : "") + ")";
-                return new Probe(new NativeSgemm("openblas", description, threads, symbol.get()), library);
+                        + (threads > 0 ? ", " + threads + " threads" + (parallel ? " split by ane4j" : "") : "") + ")";
+                return new Probe(new NativeSgemm("openblas", description, threads, parallel, symbol.get()), library);
             } catch (RuntimeException | LinkageError e) {
                 failures.add(library + ": " + e.getMessage());
             }

@@ -1,5 +1,6 @@
 package ane4j.train;
 
+import ane4j.blas.VectorMath;
 import ane4j.model.ModelConfig;
 import ane4j.model.RopeStyle;
 
@@ -141,42 +142,64 @@ public final class CpuOps {
      * ignored (no loss, no gradient) but still counted in S, as the seed's loss does for every position.
      */
     public static float crossEntropy(float[] dlogits, float[] logits, int[] targets, int vocab, int seq, float gradScale) {
-        // positions split into chunks, each chunk streams over the V rows (contiguous in S); exp once per element
-        int chunks = Math.min(seq, Math.max(1, Runtime.getRuntime().availableProcessors()) * 2);
-        double[] losses = new double[chunks];
-        java.util.stream.IntStream.range(0, chunks).parallel().forEach(k -> {
-            int s0 = (int) ((long) seq * k / chunks), s1 = (int) ((long) seq * (k + 1) / chunks), w = s1 - s0;
-            // max over the vocabulary, for numerical stability
-            float[] max = new float[w];
-            java.util.Arrays.fill(max, Float.NEGATIVE_INFINITY);
-            for (int v = 0; v < vocab; v++) for (int j = 0, i = v * seq + s0; j < w; j++, i++) max[j] = Math.max(max[j], logits[i]);
-            // e = exp(logit − max) into dlogits, softmax denominators in double
-            double[] sum = new double[w];
-            for (int v = 0; v < vocab; v++)
-                for (int j = 0, i = v * seq + s0; j < w; j++, i++) {
-                    double e = Math.exp(logits[i] - max[j]);
-                    sum[j] += e;
-                    if (dlogits != null) dlogits[i] = (float) e;
-                }
-            double loss = 0;
-            for (int j = 0; j < w; j++) {
-                int t = targets[s0 + j];
-                if (t >= 0) loss -= logits[t * seq + s0 + j] - max[j] - Math.log(sum[j]);
-            }
-            losses[k] = loss;
-            if (dlogits == null) return;
-            // dlogits = (softmax − onehot)/S · gradScale
-            float[] mul = new float[w];
-            for (int j = 0; j < w; j++) mul[j] = (float) (gradScale / (sum[j] * seq));
-            float sub = gradScale / seq;
-            for (int v = 0; v < vocab; v++) for (int j = 0, i = v * seq + s0; j < w; j++, i++) dlogits[i] *= mul[j];
-            for (int j = 0; j < w; j++) {
-                int t = targets[s0 + j];
-                if (t >= 0) dlogits[t * seq + s0 + j] -= sub;
-            }
+        // the vocabulary is cut into CE_BLOCKS row ranges (a fixed count: the result does not depend on the machine);
+        // every pass streams its rows of S contiguous logits, so each inner loop is a long vectorisable row
+        int blocks = Math.min(CE_BLOCKS, vocab);
+        // max over the vocabulary per position, for numerical stability
+        float[][] maxes = new float[blocks][];
+        java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> {
+            float[] m = new float[seq];
+            java.util.Arrays.fill(m, Float.NEGATIVE_INFINITY);
+            for (int v = vocab * b / blocks, ve = vocab * (b + 1) / blocks; v < ve; v++)
+                for (int j = 0, i = v * seq; j < seq; j++, i++) m[j] = Math.max(m[j], logits[i]);
+            maxes[b] = m;
         });
+        float[] max = maxes[0];
+        for (int b = 1; b < blocks; b++) for (int j = 0; j < seq; j++) max[j] = Math.max(max[j], maxes[b][j]);
+        // e = exp(logit − max) into dlogits (or a scratch row); softmax denominators: float over ≤ 256 rows, then double
+        double[][] sums = new double[blocks][];
+        java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> {
+            double[] sum = new double[seq];
+            float[] part = new float[seq], row = new float[seq];
+            int n = 0;
+            for (int v = vocab * b / blocks, ve = vocab * (b + 1) / blocks; v < ve; v++) {
+                int i = v * seq;
+                for (int j = 0; j < seq; j++) row[j] = logits[i + j] - max[j];
+                float[] e = dlogits != null ? dlogits : row;
+                int at = dlogits != null ? i : 0;
+                VectorMath.exp(row, 0, e, at, seq);
+                for (int j = 0; j < seq; j++) part[j] += e[at + j];
+                if (++n == 256 || v == ve - 1) {
+                    for (int j = 0; j < seq; j++) { sum[j] += part[j]; part[j] = 0f; }
+                    n = 0;
+                }
+            }
+            sums[b] = sum;
+        });
+        double[] sum = new double[seq];
+        for (double[] part : sums) for (int j = 0; j < seq; j++) sum[j] += part[j];
         double loss = 0;
-        for (double l : losses) loss += l;
+        for (int j = 0; j < seq; j++) {
+            int t = targets[j];
+            if (t >= 0) loss -= logits[t * seq + j] - max[j] - Math.log(sum[j]);
+        }
+        if (dlogits != null) {
+            // dlogits = (softmax − onehot)/S · gradScale
+            float[] mul = new float[seq];
+            for (int j = 0; j < seq; j++) mul[j] = (float) (gradScale / (sum[j] * seq));
+            java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> {
+                for (int v = vocab * b / blocks, ve = vocab * (b + 1) / blocks; v < ve; v++)
+                    for (int j = 0, i = v * seq; j < seq; j++, i++) dlogits[i] *= mul[j];
+            });
+            float sub = gradScale / seq;
+            for (int j = 0; j < seq; j++) {
+                int t = targets[j];
+                if (t >= 0) dlogits[t * seq + j] -= sub;
+            }
+        }
         return (float) (loss / seq);
     }
+
+    /** Vocabulary row ranges of {@link #crossEntropy}. */
+    private static final int CE_BLOCKS = 16;
 }

@@ -142,12 +142,57 @@ class SgemmTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
     void largeHeapProductTakesTheCopyPathAndStillMatches(Sgemm impl) {
-        // > NativeSgemm.CRITICAL_MAX_MACS: heap operands are copied to native scratch memory and C copied back
-        assertTrue(160L * 160 * 160 > NativeSgemm.CRITICAL_MAX_MACS);
+        // above the critical threshold (0 here) heap operands are copied to native scratch memory and C copied back
+        if (impl instanceof NativeSgemm ns) impl = ns.withCriticalMaxMacs(0);
         runCase(impl, new Case(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, 160, 161, 160, 0.5f, 2f, 7, 9, 13, 3), false);
         runCase(impl, new Case(Layout.COL_MAJOR, Transpose.NO, Transpose.YES, 161, 160, 160, 1f, 1f, 1, 2, 3, 1), false);
         // beta == 0: C is not copied in, and the padding between its rows must survive the copy back
         runCase(impl, new Case(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, 170, 150, 140, -1f, 0f, 0, 0, 5, 4), false);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void productsSplitAcrossThreadsMatchInEveryLayoutAndTranspose(Sgemm impl) {
+        // ≥ NativeSgemm.SPLIT_MIN_MACS and ≥ 2 blocks of 64: split by rows (M ≥ N) and by columns (N > M), with offsets,
+        // padded leading dimensions and beta ≠ 0, on native segments and on heap arrays
+        assertTrue(200L * 150 * 64 >= NativeSgemm.SPLIT_MIN_MACS);
+        for (Layout layout : Layout.values())
+            for (Transpose ta : Transpose.values())
+                for (Transpose tb : Transpose.values())
+                    for (boolean native_ : new boolean[] {true, false}) {
+                        runCase(impl, new Case(layout, ta, tb, 200, 150, 64, 0.5f, 2f, 3, 5, 7, 2), native_);
+                        runCase(impl, new Case(layout, ta, tb, 130, 260, 64, 1f, 0f, 1, 0, 2, 1), native_);
+                    }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void concurrentCallersShareThePoolAndGetTheirOwnResults(Sgemm impl) throws Exception {
+        // the training step's main and weight-gradient threads call at once; each result must equal its lone result
+        int n = 192;
+        Random r = new Random(11);
+        float[][] a = new float[4][], b = new float[4][], expected = new float[4][];
+        for (int t = 0; t < 4; t++) {
+            a[t] = random(r, n * n);
+            b[t] = random(r, n * n);
+            expected[t] = new float[n * n];
+            impl.matmul(a[t], b[t], expected[t], n, n, n);
+        }
+        var pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+        try {
+            List<java.util.concurrent.Future<float[]>> results = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int i = t;
+                results.add(pool.submit(() -> {
+                    float[] c = new float[n * n];
+                    for (int rep = 0; rep < 20; rep++) impl.matmul(a[i], b[i], c, n, n, n);
+                    return c;
+                }));
+            }
+            for (int t = 0; t < 4; t++) org.junit.jupiter.api.Assertions.assertArrayEquals(expected[t], results.get(t).get(), "caller " + t);
+        } finally {
+            pool.shutdownNow();
+        }
     }
 
     @ParameterizedTest(name = "{0}")

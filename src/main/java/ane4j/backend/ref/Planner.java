@@ -2,6 +2,7 @@ package ane4j.backend.ref;
 
 import ane4j.backend.BackendException;
 import ane4j.backend.TensorSpec;
+import ane4j.blas.VectorMath;
 import ane4j.mil.Arg;
 import ane4j.mil.DType;
 import ane4j.mil.Function;
@@ -85,6 +86,14 @@ final class Planner {
         List<T> outs = new ArrayList<>();
         for (Value v : fn.outputs()) {
             T t = get(v);
+            if (!t.isContiguous()) {
+                // a strided output (e.g. a transposed view) is made dense here, by the tiled copy, not element by element
+                T dense = newOut(t.shape, t.dtype), strided = t;
+                Iter it = Iter.of(dense.shape, dense, strided);
+                steps.add(new RefKernel.Step("copy (output " + v.name() + ")", () -> copy(it, dense.st.seg, strided.st.seg)));
+                step++;
+                t = dense;
+            }
             t.st.lastUse = Integer.MAX_VALUE;
             outs.add(t);
         }
@@ -173,7 +182,13 @@ final class Planner {
 
     private void def(Value v, T t) { vals.put(v.name(), t); }
 
-    private void add(Runnable r) { steps.add(new RefKernel.Step(cur.op().milName() + " " + cur.outputs().get(0).name(), r)); }
+    /** Shapes appended to the next step's label (shown by the profile). */
+    private String labelExtra = "";
+
+    private void add(Runnable r) {
+        steps.add(new RefKernel.Step(cur.op().milName() + " " + cur.outputs().get(0).name() + labelExtra, r));
+        labelExtra = "";
+    }
 
     /** Adds the op's computation and, for fp16 outputs with fp16 storage, the rounding of its (dense) result. */
     private void addRounded(Runnable r, T out) {
@@ -219,10 +234,55 @@ final class Planner {
 
     private static void copy(Iter it, MemorySegment d, MemorySegment s) {
         long di = it.inner[0], si = it.inner[1];
+        int nd = it.dims.length;
+        // a transpose of the last two merged dims (dst contiguous along the row, src along the dim above it): tiles
+        if (nd >= 2 && di == 1 && si != 1 && it.strides[1][nd - 2] == 1 && it.strides[0][nd - 2] >= it.rowLen) {
+            transposeCopy(it, d, s);
+            return;
+        }
         it.runParallel((o, n) -> {
             if (di == 1 && si == 1) MemorySegment.copy(s, o[1] * 4, d, o[0] * 4, n * 4L);
             else for (int i = 0; i < n; i++) d.setAtIndex(F, o[0] + i * di, s.getAtIndex(F, o[1] + i * si));
         });
+    }
+
+    private static final int TILE = 64;
+
+    /**
+     * dst[.., i, j] = src[.., j·sj + i] (the last two merged dims swapped) in TILE×TILE tiles through heap arrays: each
+     * tile is read as TILE contiguous runs of src and written as TILE contiguous runs of dst.
+     */
+    private static void transposeCopy(Iter it, MemorySegment d, MemorySegment s) {
+        int nd = it.dims.length;
+        int rows = it.dims[nd - 2], cols = it.rowLen;
+        long dRow = it.strides[0][nd - 2], sCol = it.inner[1];
+        long outer = 1;
+        for (int i = 0; i < nd - 2; i++) outer *= it.dims[i];
+        int rowTiles = (rows + TILE - 1) / TILE, colTiles = (cols + TILE - 1) / TILE;
+        long tasks = outer * rowTiles;
+        java.util.function.LongConsumer task = t -> {
+            long b = t / rowTiles;
+            int i0 = (int) (t % rowTiles) * TILE, ih = Math.min(TILE, rows - i0);
+            // offsets of the outer index b in both operands
+            long dOff = it.base[0], sOff = it.base[1];
+            for (int i = nd - 3; i >= 0; i--) {
+                long idx = b % it.dims[i];
+                b /= it.dims[i];
+                dOff += idx * it.strides[0][i];
+                sOff += idx * it.strides[1][i];
+            }
+            float[] tile = new float[TILE * TILE], run = new float[TILE];
+            for (int j0 = 0; j0 < cols; j0 += TILE) {
+                int jw = Math.min(TILE, cols - j0);
+                for (int j = 0; j < jw; j++) MemorySegment.copy(s, F, (sOff + (j0 + j) * sCol + i0) * 4, tile, j * TILE, ih);
+                for (int i = 0; i < ih; i++) {
+                    for (int j = 0; j < jw; j++) run[j] = tile[j * TILE + i];
+                    MemorySegment.copy(run, 0, d, F, (dOff + (i0 + i) * dRow + j0) * 4, jw);
+                }
+            }
+        };
+        if (tasks >= 2 && outer * rows * cols >= Iter.PARALLEL_MIN) java.util.stream.LongStream.range(0, tasks).parallel().forEach(task);
+        else for (long t = 0; t < tasks; t++) task.accept(t);
     }
 
     /** Interval allocation: storages whose lifetimes do not overlap share memory. */
@@ -418,6 +478,7 @@ final class Planner {
             long oi = it.inner[0], xi = it.inner[1];
             it.runParallel((f, n) -> {
                 long oo = f[0], xo = f[1];
+                if (oi == 1 && xi == 1) { unaryChunked(op, eps, os, oo, xs, xo, n); return; }
                 for (int i = 0; i < n; i++) {
                     float v = xs.getAtIndex(F, xo + i * xi);
                     float r = switch (op) {
@@ -435,6 +496,32 @@ final class Planner {
             });
         }, o);
         def(out, o);
+    }
+
+    /** The dense case of the unary ops through heap chunks; exp, sigmoid and silu on {@link VectorMath#exp}. */
+    private static void unaryChunked(Op op, float eps, MemorySegment os, long oo, MemorySegment xs, long xo, int n) {
+        float[][] scratch = SCRATCH.get();
+        float[] a = scratch[0], e = scratch[1];
+        for (int done = 0; done < n; done += CHUNK) {
+            int m = Math.min(CHUNK, n - done);
+            MemorySegment.copy(xs, F, (xo + done) * 4, a, 0, m);
+            switch (op) {
+                case RSQRT -> { for (int i = 0; i < m; i++) a[i] = (float) (1.0 / Math.sqrt(a[i] + eps)); }
+                case SQRT -> { for (int i = 0; i < m; i++) a[i] = (float) Math.sqrt(a[i]); }
+                case EXP -> VectorMath.expInPlace(a, m);
+                case SIGMOID, SILU -> {
+                    // e = exp(−x); sigmoid = 1/(1+e); silu = x/(1+e)
+                    for (int i = 0; i < m; i++) e[i] = -a[i];
+                    VectorMath.expInPlace(e, m);
+                    if (op == Op.SIGMOID) for (int i = 0; i < m; i++) a[i] = 1f / (1f + e[i]);
+                    else for (int i = 0; i < m; i++) a[i] = a[i] / (1f + e[i]);
+                }
+                case RELU -> { for (int i = 0; i < m; i++) a[i] = a[i] > 0 ? a[i] : 0f; }
+                case TANH -> { for (int i = 0; i < m; i++) a[i] = (float) Math.tanh(a[i]); }
+                default -> throw new AssertionError(op);
+            }
+            MemorySegment.copy(a, 0, os, F, (oo + done) * 4, m);
+        }
     }
 
     /**
@@ -560,8 +647,10 @@ final class Planner {
                 MemorySegment.copy(xs, F, (xoff + base) * 4, row, 0, len);
                 float max = Float.NEGATIVE_INFINITY;
                 for (int i = 0; i < len; i++) max = Math.max(max, row[i]);
+                for (int i = 0; i < len; i++) row[i] -= max;
+                VectorMath.expInPlace(row, len);
                 float sum = 0;
-                for (int i = 0; i < len; i++) { row[i] = (float) Math.exp(row[i] - max); sum += row[i]; }
+                for (int i = 0; i < len; i++) sum += row[i];
                 float inv = 1f / sum;
                 for (int i = 0; i < len; i++) row[i] *= inv;
                 MemorySegment.copy(row, 0, os, F, (ooff + base) * 4, len);
@@ -712,6 +801,7 @@ final class Planner {
         Mat ma = mat(m, k, x.strides[x.rank() - 2], x.strides[x.rank() - 1]);
         Mat mb = mat(k, n, y.strides[y.rank() - 2], y.strides[y.rank() - 1]);
         long batches = Shapes.count(batch);
+        labelExtra = " [" + (batches > 1 ? batches + "×" : "") + m + "×" + k + "·" + k + "×" + n + (ma.trans() ? " Aᵀ" : "") + (mb.trans() ? " Bᵀ" : "") + (transOut ? " Cᵀ" : "") + "]";
         addRounded(() -> {
             MemorySegment xs = fx.st.seg, ys = fy.st.seg, csg = st.seg;
             int[] idx = new int[batch.length];

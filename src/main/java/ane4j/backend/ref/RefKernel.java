@@ -35,6 +35,8 @@ public final class RefKernel implements Kernel {
     private final Arena arena;
     private final MemorySegment[] confinedCopy;
     private boolean closed;
+    /** The function and its first output type: tells the training kernels apart in the profile (all are "main"). */
+    private final String profileName;
     private static final Thread OTHER_THREAD = new Thread(() -> {});
 
     RefKernel(String function, List<TensorSpec> inputs, List<TensorSpec> outputs, List<Storage> inputStorages,
@@ -47,6 +49,7 @@ public final class RefKernel implements Kernel {
         this.steps = List.copyOf(steps);
         this.warnings = List.copyOf(warnings);
         this.arena = arena;
+        this.profileName = function + (outputs.isEmpty() ? "" : "→" + outputs.get(0).type());
         this.staging = new MemorySegment[inputs.size()];
         this.confinedCopy = new MemorySegment[inputs.size()];
         for (int i = 0; i < staging.length; i++)
@@ -66,6 +69,7 @@ public final class RefKernel implements Kernel {
     @Override
     public synchronized void evaluate(Map<String, TensorBuffer> in, Map<String, TensorBuffer> out) {
         if (closed) throw new IllegalStateException("[kernel] " + function + " is closed");
+        long t0 = Profile.ON ? System.nanoTime() : 0;
         for (int i = 0; i < inputs.size(); i++) {
             TensorSpec s = inputs.get(i);
             TensorBuffer b = check(in, s, "input");
@@ -83,9 +87,11 @@ public final class RefKernel implements Kernel {
             }
         }
         for (TensorSpec s : outputs) check(out, s, "output");
+        if (Profile.ON) t0 = Profile.add(profileName, "(inputs)", t0);
         for (Step step : steps) {
             try {
                 step.run().run();
+                if (Profile.ON) t0 = Profile.add(profileName, step.label(), t0);
             } catch (BackendException e) {
                 throw e;
             } catch (RuntimeException e) {
@@ -93,6 +99,7 @@ public final class RefKernel implements Kernel {
             }
         }
         for (int i = 0; i < outputs.size(); i++) fromView(outputViews.get(i), out.get(outputs.get(i).name()));
+        if (Profile.ON) Profile.add(profileName, "(outputs)", t0);
         for (Storage st : inputStorages) st.seg = null;
     }
 

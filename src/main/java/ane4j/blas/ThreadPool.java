@@ -1,0 +1,76 @@
+package ane4j.blas;
+
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntConsumer;
+
+/**
+ * A few daemon threads that help the calling thread through the blocks of one GEMM. The caller takes blocks too, so a
+ * product never waits for a busy pool: blocks nobody has started when the caller is free are done by the caller, and
+ * several callers (the training step's main and weight-gradient threads) can share the pool without deadlock.
+ */
+final class ThreadPool {
+    private static volatile ThreadPool shared;
+    private static final ThreadLocal<Boolean> WORKER = ThreadLocal.withInitial(() -> false);
+
+    private final LinkedBlockingQueue<Runnable> queue = new LinkedBlockingQueue<>();
+    private final int helpers;
+
+    private ThreadPool(int helpers) {
+        this.helpers = helpers;
+        for (int i = 0; i < helpers; i++) {
+            Thread t = new Thread(this::work, "ane4j-blas-" + (i + 1));
+            t.setDaemon(true);
+            t.start();
+        }
+    }
+
+    /** The process-wide pool (created with {@code helpers} threads on first use). */
+    static ThreadPool shared(int helpers) {
+        ThreadPool p = shared;
+        if (p != null) return p;
+        synchronized (ThreadPool.class) {
+            if (shared == null) shared = new ThreadPool(helpers);
+            return shared;
+        }
+    }
+
+    /** True on a pool thread: a GEMM called from one runs in one piece. */
+    static boolean isWorker() { return WORKER.get(); }
+
+    private void work() {
+        WORKER.set(true);
+        while (true) {
+            try {
+                queue.take().run();
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
+    /** Runs {@code body(0 … blocks−1)}, each once, on the caller and the pool; rethrows the first failure. */
+    void run(int blocks, IntConsumer body) {
+        AtomicInteger next = new AtomicInteger(), done = new AtomicInteger();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread caller = Thread.currentThread();
+        Runnable take = () -> {
+            for (int i; (i = next.getAndIncrement()) < blocks; ) {
+                try {
+                    body.accept(i);
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                }
+                if (done.incrementAndGet() == blocks) java.util.concurrent.locks.LockSupport.unpark(caller);
+            }
+        };
+        for (int i = 0; i < Math.min(helpers, blocks - 1); i++) queue.add(take);
+        take.run();
+        while (done.get() < blocks) java.util.concurrent.locks.LockSupport.park(this);
+        Throwable t = failure.get();
+        if (t instanceof RuntimeException r) throw r;
+        if (t instanceof Error e) throw e;
+        if (t != null) throw new IllegalStateException("[sgemm] a block failed: " + t, t);
+    }
+}

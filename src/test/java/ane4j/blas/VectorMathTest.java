@@ -1,0 +1,45 @@
+package ane4j.blas;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class VectorMathTest {
+
+    @Test
+    void theTestJvmUsesTheVectorImplementation() {
+        assertEquals("vector", VectorMath.implementation());
+    }
+
+    @Test
+    void expIsWithinOneUlpOfMathExpOverTheWholeFiniteRange() {
+        // 1M points over [-104, 89]: underflow, subnormal results, normal range, overflow; odd length for the tail
+        int n = 1_000_003;
+        float[] x = new float[n], y = new float[n];
+        for (int i = 0; i < n; i++) x[i] = -104f + 193f * i / n;
+        VectorMath.exp(x, 0, y, 0, n);
+        for (int i = 0; i < n; i++) {
+            float ref = (float) Math.exp(x[i]);
+            if (ref < Float.MIN_NORMAL) assertTrue(Math.abs(y[i] - ref) <= Float.MIN_NORMAL, "exp(" + x[i] + ") = " + y[i] + ", not ≈ " + ref);
+            else if (Float.isInfinite(ref)) assertEquals(ref, y[i], "exp(" + x[i] + ")");
+            else assertTrue(Math.abs(y[i] - ref) <= Math.ulp(ref), "exp(" + x[i] + ") = " + y[i] + ", Math.exp gives " + ref);
+        }
+    }
+
+    @Test
+    void expHandlesSpecialValuesAndOffsets() {
+        float[] a = {99f, 0f, -65504f, Float.NEGATIVE_INFINITY, Float.POSITIVE_INFINITY, Float.NaN, 1f, 99f};
+        VectorMath.exp(a, 1, a, 1, 6);
+        assertEquals(99f, a[0]);
+        assertEquals(1f, a[1]);
+        assertEquals(0f, a[2]);
+        assertEquals(0f, a[3]);
+        assertEquals(Float.POSITIVE_INFINITY, a[4]);
+        assertTrue(Float.isNaN(a[5]));
+        assertEquals((float) Math.E, a[6], Math.ulp((float) Math.E));
+        assertEquals(99f, a[7]);
+        assertThrows(IllegalArgumentException.class, () -> VectorMath.exp(a, 4, a, 0, 5));
+    }
+}
