@@ -35,7 +35,11 @@ public final class TrainingStep implements AutoCloseable {
     private final Map<String, Kernel> kernels = new java.util.HashMap<>();
     private final Map<String, TrainingKernels.Kernel> specs = new java.util.HashMap<>();
     private final Map<String, TensorBuffer> outputs = new java.util.HashMap<>();
-    private final TensorBuffer[][] perLayerInput;     // [layer][weight-bearing kernel]
+    // one input per weight-bearing kernel: the weights of the layer about to run are staged into it on demand (one layer's
+    // fp16 copy of the weights at a time, not all L: for stories110m that is 28 MB instead of 340 MB)
+    private final TensorBuffer[] weightedInput;
+    private final int[] stagedLayer;                   // per weight-bearing kernel: the layer whose weights it holds, −1 none
+    private float[] stagedParams;                      // the weights of the last stageWeights
     private final Backend backend;
     private final DType io;
     private final boolean staticWeights;
@@ -104,9 +108,10 @@ public final class TrainingStep implements AutoCloseable {
             }
             outputs.put(k.name(), TensorBuffer.allocate(k.program().main().outputs().get(0).type()));
         }
-        perLayerInput = new TensorBuffer[nl][WEIGHTED.length];
-        for (int l = 0; l < nl; l++)
-            for (int i = 0; i < WEIGHTED.length; i++) perLayerInput[l][i] = TensorBuffer.allocate(specs.get(WEIGHTED[i]).program().main().inputs().get(0).type());
+        weightedInput = new TensorBuffer[WEIGHTED.length];
+        stagedLayer = new int[WEIGHTED.length];
+        java.util.Arrays.fill(stagedLayer, -1);
+        for (int i = 0; i < WEIGHTED.length; i++) weightedInput[i] = TensorBuffer.allocate(specs.get(WEIGHTED[i]).program().main().inputs().get(0).type());
         bwd1In = kernels.get("sdpaBwd1").allocateInput(TrainingKernels.INPUT);
         bwd2In = kernels.get("sdpaBwd2").allocateInput(TrainingKernels.INPUT);
         if (threeStage) valuesIn = kernels.get("attnValues").allocateInput(TrainingKernels.INPUT);
@@ -140,49 +145,62 @@ public final class TrainingStep implements AutoCloseable {
 
     public Map<Phase, Long> phaseNanos() { return phaseNanos; }
 
+    /** The input of a weight-bearing kernel, holding layer {@code layer}'s weights (staged now if it does not yet). */
     private TensorBuffer input(int layer, String kernel) {
-        for (int i = 0; i < WEIGHTED.length; i++) if (WEIGHTED[i].equals(kernel)) return perLayerInput[layer][i];
-        throw new IllegalArgumentException(kernel);
+        int i = java.util.Arrays.asList(WEIGHTED).indexOf(kernel);
+        if (i < 0) throw new IllegalArgumentException(kernel);
+        if (!staticWeights && stagedLayer[i] != layer) {
+            if (stagedParams == null) throw new IllegalStateException("[train] stageWeights was not called before the first step");
+            long t0 = System.nanoTime();
+            stageLayer(weightedInput[i], kernel, layout.layer(layer), stagedParams);
+            stagedLayer[i] = layer;
+            add(Phase.IO, t0);
+        }
+        return weightedInput[i];
     }
 
     private int col(String kernel, String segment) { return specs.get(kernel).input().start(segment); }
 
     // -----------------------------------------------------------------------------------------------------------------
-    // weights → per-layer kernel inputs (after every optimizer update)
+    // weights → kernel inputs: after every optimizer update the staged copies are stale; each layer's are written when
+    // its kernel is about to run
 
     public void stageWeights(float[] params) {
         if (staticWeights) {
             compileStatic(params);
             return;
         }
-        long t0 = System.nanoTime();
-        // layers are independent (own input buffers, read-only params): staged in parallel
-        java.util.stream.IntStream.range(0, nl).parallel().forEach(l -> {
-            ParameterLayout.Layer w = layout.layer(l);
-            TensorBuffer sdpa = input(l, "sdpaFwd");
-            stageTransposed(sdpa, col("sdpaFwd", "wqT"), params, w.wq());                // channel d, column o ← wq[o, d]
-            stageTransposed(sdpa, col("sdpaFwd", "wkT"), params, w.wk());
-            stageTransposed(sdpa, col("sdpaFwd", "wvT"), params, w.wv());
-            if (c.qkNorm()) {
-                int hd = c.headDim(), at = col("sdpaFwd", "qkNorm");
-                sdpa.writeColumns(0, 1, at, hd, params, w.qNorm().offset(), hd);
-                sdpa.writeColumns(0, 1, at + hd, hd, params, w.kNorm().offset(), hd);
-            }
-            stageTransposed(input(l, "woFwd"), col("woFwd", "woT"), params, w.wo());
-            TensorBuffer ffn = input(l, "ffnFused");
-            stageTransposed(ffn, col("ffnFused", "w1T"), params, w.w1());
-            stageTransposed(ffn, col("ffnFused", "w3T"), params, w.w3());
-            stage(ffn, col("ffnFused", "w2"), params, w.w2());
-            stage(input(l, "ffnBwdW2t"), col("ffnBwdW2t", "w2"), params, w.w2());
-            stage(input(l, "ffnBwdW13t"), col("ffnBwdW13t", "w1"), params, w.w1());
-            stage(input(l, "ffnBwdW13t"), col("ffnBwdW13t", "w3"), params, w.w3());
-            stage(input(l, "wotBwd"), col("wotBwd", "wo"), params, w.wo());
-            stage(input(l, "qBwd"), col("qBwd", "wq"), params, w.wq());
-            stage(input(l, "kvBwd"), col("kvBwd", "wk"), params, w.wk());
-            stage(input(l, "kvBwd"), col("kvBwd", "wv"), params, w.wv());
-        });
-        add(Phase.IO, t0);
+        stagedParams = params;
+        java.util.Arrays.fill(stagedLayer, -1);
     }
+
+    /** Writes the weight segments of one kernel's input for layer w (transposed where the kernel reads Wᵀ). */
+    private void stageLayer(TensorBuffer in, String kernel, ParameterLayout.Layer w, float[] params) {
+        switch (kernel) {
+            case "sdpaFwd" -> {
+                parallel(() -> stageTransposed(in, col(kernel, "wqT"), params, w.wq()),                // channel d, column o ← wq[o, d]
+                        () -> stageTransposed(in, col(kernel, "wkT"), params, w.wk()),
+                        () -> stageTransposed(in, col(kernel, "wvT"), params, w.wv()));
+                if (c.qkNorm()) {
+                    int hd = c.headDim(), at = col(kernel, "qkNorm");
+                    in.writeColumns(0, 1, at, hd, params, w.qNorm().offset(), hd);
+                    in.writeColumns(0, 1, at + hd, hd, params, w.kNorm().offset(), hd);
+                }
+            }
+            case "woFwd" -> stageTransposed(in, col(kernel, "woT"), params, w.wo());
+            case "ffnFused" -> parallel(() -> stageTransposed(in, col(kernel, "w1T"), params, w.w1()),
+                    () -> stageTransposed(in, col(kernel, "w3T"), params, w.w3()),
+                    () -> stage(in, col(kernel, "w2"), params, w.w2()));
+            case "ffnBwdW2t" -> stage(in, col(kernel, "w2"), params, w.w2());
+            case "ffnBwdW13t" -> parallel(() -> stage(in, col(kernel, "w1"), params, w.w1()), () -> stage(in, col(kernel, "w3"), params, w.w3()));
+            case "wotBwd" -> stage(in, col(kernel, "wo"), params, w.wo());
+            case "qBwd" -> stage(in, col(kernel, "wq"), params, w.wq());
+            case "kvBwd" -> parallel(() -> stage(in, col(kernel, "wk"), params, w.wk()), () -> stage(in, col(kernel, "wv"), params, w.wv()));
+            default -> throw new IllegalArgumentException(kernel);
+        }
+    }
+
+    private static void parallel(Runnable... jobs) { java.util.Arrays.stream(jobs).parallel().forEach(Runnable::run); }
 
     /** Static mode: recompiles every weight-bearing kernel of every layer with the current weights baked in. */
     private void compileStatic(float[] params) {
@@ -216,22 +234,31 @@ public final class TrainingStep implements AutoCloseable {
         return out;
     }
 
-    /** Matrix (rows, cols) as stored: channel r, columns [at, at+cols). */
+    /** Matrix (rows, cols) as stored: channel r, columns [at, at+cols); blocks of rows in parallel. */
     private static void stage(TensorBuffer dst, int at, float[] params, ParameterView m) {
-        dst.writeColumns(0, m.rows(), at, m.cols(), params, m.offset(), m.cols());
+        int rows = m.rows(), cols = m.cols(), blocks = (rows + STAGE_ROWS - 1) / STAGE_ROWS;
+        java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> {
+            int r0 = b * STAGE_ROWS, n = Math.min(STAGE_ROWS, rows - r0);
+            dst.writeColumns(r0, n, at, cols, params, m.offset() + r0 * cols, cols);
+        });
     }
 
-    /** Matrix (rows, cols) transposed: channel j, column at+i ← m[i, j]. */
+    /** Rows (or transposed columns) per parallel staging task. */
+    private static final int STAGE_ROWS = 64;
+
+    /** Matrix (rows, cols) transposed: channel j, column at+i ← m[i, j]; strips of STAGE_ROWS channels in parallel. */
     private void stageTransposed(TensorBuffer dst, int at, float[] params, ParameterView m) {
-        int rows = m.rows(), cols = m.cols(), off = m.offset();
-        float[] t = transposeScratch.get();
-        if (t.length < rows * cols) transposeScratch.set(t = new float[rows * cols]);
-        // blocked transpose: 32×32 tiles stay in cache on both sides
-        for (int i0 = 0; i0 < rows; i0 += 32)
-            for (int j0 = 0; j0 < cols; j0 += 32)
-                for (int i = i0, ie = Math.min(rows, i0 + 32); i < ie; i++)
-                    for (int j = j0, je = Math.min(cols, j0 + 32); j < je; j++) t[j * rows + i] = params[off + i * cols + j];
-        dst.writeColumns(0, cols, at, rows, t, 0, rows);
+        int rows = m.rows(), cols = m.cols(), off = m.offset(), strips = (cols + STAGE_ROWS - 1) / STAGE_ROWS;
+        java.util.stream.IntStream.range(0, strips).parallel().forEach(b -> {
+            int j0 = b * STAGE_ROWS, jw = Math.min(STAGE_ROWS, cols - j0);
+            float[] t = transposeScratch.get();
+            if (t.length < jw * rows) transposeScratch.set(t = new float[jw * rows]);
+            // t (jw, rows) ← m[:, j0..j0+jw)ᵀ, in 32-row tiles so both sides stay in cache
+            for (int i0 = 0; i0 < rows; i0 += 32)
+                for (int j = 0; j < jw; j++)
+                    for (int i = i0, ie = Math.min(rows, i0 + 32); i < ie; i++) t[j * rows + i] = params[off + i * cols + j0 + j];
+            dst.writeColumns(j0, jw, at, rows, t, 0, rows);
+        });
     }
 
     // -----------------------------------------------------------------------------------------------------------------

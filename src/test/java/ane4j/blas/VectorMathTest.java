@@ -14,7 +14,7 @@ class VectorMathTest {
     }
 
     @Test
-    void expIsWithinOneUlpOfMathExpOverTheWholeFiniteRange() {
+    void expIsWithinTwoUlpOfMathExpOverTheWholeFiniteRange() {
         // 1M points over [-104, 89]: underflow, subnormal results, normal range, overflow; odd length for the tail
         int n = 1_000_003;
         float[] x = new float[n], y = new float[n];
@@ -24,7 +24,21 @@ class VectorMathTest {
             float ref = (float) Math.exp(x[i]);
             if (ref < Float.MIN_NORMAL) assertTrue(Math.abs(y[i] - ref) <= Float.MIN_NORMAL, "exp(" + x[i] + ") = " + y[i] + ", not ≈ " + ref);
             else if (Float.isInfinite(ref)) assertEquals(ref, y[i], "exp(" + x[i] + ")");
-            else assertTrue(Math.abs(y[i] - ref) <= Math.ulp(ref), "exp(" + x[i] + ") = " + y[i] + ", Math.exp gives " + ref);
+            else assertTrue(Math.abs(y[i] - ref) <= 2 * Math.ulp(ref), "exp(" + x[i] + ") = " + y[i] + ", Math.exp gives " + ref);
+        }
+    }
+
+    @Test
+    void vectorAndScalarExpGiveIdenticalBits() {
+        // bit-identical resume and the worker/in-process comparisons depend on exp being the same function whether C2
+        // has compiled the vector loop or not, and on machines without the Vector API
+        int n = 200_017;
+        float[] x = new float[n], y = new float[n];
+        java.util.Random r = new java.util.Random(3);
+        for (int i = 0; i < n; i++) x[i] = (float) (r.nextGaussian() * 30);
+        for (int rep = 0; rep < 50; rep++) {
+            VectorMath.exp(x, 0, y, 0, n);
+            for (int i = 0; i < n; i += 1 + rep) assertEquals(Float.floatToRawIntBits(VectorMath.expScalar(x[i])), Float.floatToRawIntBits(y[i]), "exp(" + x[i] + ")");
         }
     }
 
@@ -38,7 +52,7 @@ class VectorMathTest {
         assertEquals(0f, a[3]);
         assertEquals(Float.POSITIVE_INFINITY, a[4]);
         assertTrue(Float.isNaN(a[5]));
-        assertEquals((float) Math.E, a[6], Math.ulp((float) Math.E));
+        assertEquals((float) Math.E, a[6], 2 * Math.ulp((float) Math.E));
         assertEquals(99f, a[7]);
         assertThrows(IllegalArgumentException.class, () -> VectorMath.exp(a, 4, a, 0, 5));
     }
