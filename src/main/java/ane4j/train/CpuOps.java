@@ -138,8 +138,9 @@ public final class CpuOps {
     // classifier loss: mean cross-entropy over the S positions
 
     /**
-     * logits (V,S) in, dlogits (V,S) out = (softmax − onehot)/S · gradScale; returns the mean loss. A target of −1 is
-     * ignored (no loss, no gradient) but still counted in S, as the seed's loss does for every position.
+     * logits (V,S) in, dlogits (V,S) out = (softmax − onehot)/S · gradScale (dlogits may be logits: computed in place);
+     * returns the mean loss. A target of −1 is ignored (no loss, no gradient) but still counted in S, as the seed's loss
+     * does for every position.
      */
     public static float crossEntropy(float[] dlogits, float[] logits, int[] targets, int vocab, int seq, float gradScale) {
         // the vocabulary is cut into CE_BLOCKS row ranges (a fixed count: the result does not depend on the machine);
@@ -156,6 +157,9 @@ public final class CpuOps {
         });
         float[] max = maxes[0];
         for (int b = 1; b < blocks; b++) for (int j = 0; j < seq; j++) max[j] = Math.max(max[j], maxes[b][j]);
+        // the targets' logits, read before dlogits (which may be logits itself) is written
+        float[] target = new float[seq];
+        for (int j = 0; j < seq; j++) if (targets[j] >= 0) target[j] = logits[targets[j] * seq + j];
         // e = exp(logit − max) into dlogits (or a scratch row); softmax denominators: float over ≤ 256 rows, then double
         double[][] sums = new double[blocks][];
         java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> {
@@ -181,7 +185,7 @@ public final class CpuOps {
         double loss = 0;
         for (int j = 0; j < seq; j++) {
             int t = targets[j];
-            if (t >= 0) loss -= logits[t * seq + j] - max[j] - Math.log(sum[j]);
+            if (t >= 0) loss -= target[j] - max[j] - Math.log(sum[j]);
         }
         if (dlogits != null) {
             // dlogits = (softmax − onehot)/S · gradScale

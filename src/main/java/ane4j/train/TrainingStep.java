@@ -68,11 +68,26 @@ public final class TrainingStep implements AutoCloseable {
     /** The weight-bearing kernels, staged per layer. */
     private static final String[] WEIGHTED = {"sdpaFwd", "woFwd", "ffnFused", "ffnBwdW2t", "ffnBwdW13t", "wotBwd", "qBwd", "kvBwd"};
 
-    /** Saved forward activations of one layer, plus its backward scratch. */
+    /** Saved forward activations of one layer. */
     private static final class Activations {
         float[] x, xnorm, rrmsAtt, attn, qRope, kRope, vh, qRaw, kRaw, x2, x2norm, rrmsFfn, h1, h3, gate;
-        float[] dffn, dgate, dh1, dh3, dx2, dO, dq, dk, dv;
     }
+
+    /**
+     * Backward scratch of one layer. Two sets serve all layers (layer l uses set l mod 2): the weight-gradient thread
+     * may still read layer l+1's set while layer l runs, and layer l−1 waits for layer l+1's last dW before reusing it.
+     */
+    private static final class Gradients {
+        final float[] dffn, dgate, dh1, dh3, dx2, dO, dq, dk, dv;
+        Future<?> lastReader;                          // the last dW task that reads this set
+
+        Gradients(int d, int h, int q, int kv, int s) {
+            dffn = new float[d * s]; dgate = new float[h * s]; dh1 = new float[h * s]; dh3 = new float[h * s];
+            dx2 = new float[d * s]; dO = new float[d * s]; dq = new float[q * s]; dk = new float[kv * s]; dv = new float[kv * s];
+        }
+    }
+
+    private final Gradients[] gradSets;
 
     public TrainingStep(ModelConfig config, Backend backend, DType io) { this(config, backend, io, false); }
 
@@ -117,6 +132,7 @@ public final class TrainingStep implements AutoCloseable {
         if (threeStage) valuesIn = kernels.get("attnValues").allocateInput(TrainingKernels.INPUT);
         cos = RopeTables.cos(config);
         sin = RopeTables.sin(config);
+        gradSets = new Gradients[] {new Gradients(d, h, q, kv, s), new Gradients(d, h, q, kv, s)};
         acts = new Activations[nl + 1];
         for (int l = 0; l <= nl; l++) acts[l] = allocate(l == nl);
         dxf = new float[d * s]; dy = new float[d * s]; dtmp = new float[d * s]; dxq = new float[d * s];
@@ -135,8 +151,6 @@ public final class TrainingStep implements AutoCloseable {
         if (c.qkNorm()) { a.qRaw = new float[q * s]; a.kRaw = new float[kv * s]; }
         a.x2 = new float[d * s]; a.x2norm = new float[d * s]; a.rrmsFfn = new float[s];
         a.h1 = new float[h * s]; a.h3 = new float[h * s]; a.gate = new float[h * s];
-        a.dffn = new float[d * s]; a.dgate = new float[h * s]; a.dh1 = new float[h * s]; a.dh3 = new float[h * s];
-        a.dx2 = new float[d * s]; a.dO = new float[d * s]; a.dq = new float[q * s]; a.dk = new float[kv * s]; a.dv = new float[kv * s];
         return a;
     }
 
@@ -322,7 +336,8 @@ public final class TrainingStep implements AutoCloseable {
         long tc = System.nanoTime();
         Activations last = acts[nl];
         CpuOps.rmsnormForward(last.xnorm, last.rrmsAtt, last.x, params, layout.rmsFinal().offset(), d, s, eps);
-        if (logits == null) { logits = new float[v * s]; dlogits = new float[v * s]; }
+        // the loss gradient overwrites the logits in place: one (V,S) array, not two
+        if (logits == null) logits = dlogits = new float[v * s];
         float[] logits = this.logits, dlogits = this.dlogits, dxf = this.dxf, dy = this.dy, dtmp = this.dtmp;
         // the classifier runs in blocks of CLS_BLOCK vocabulary rows: each BLAS call on the float[] weights copies at
         // most CLS_BLOCK·D of them to native memory (not all V·D), which bounds the step's peak memory
@@ -350,25 +365,27 @@ public final class TrainingStep implements AutoCloseable {
         for (int l = nl - 1; l >= 0; l--) {
             Activations a = acts[l];
             ParameterLayout.Layer w = layout.layer(l);
+            Gradients g = gradSets[l & 1];
+            awaitReader(g);
             // FFN: dffn = α·dy → dgate = W2ᵀ·dffn
-            for (int i = 0; i < d * s; i++) a.dffn[i] = alpha * dy[i];
-            read(run("ffnBwdW2t", l, input(l, "ffnBwdW2t"), 0, a.dffn, Phase.BACKWARD_BACKEND), 0, a.dgate);
-            dw(() -> dW(grads, w.w2(), a.dffn, a.gate));                                   // dW2 (D,H) += dffn·gateᵀ
+            for (int i = 0; i < d * s; i++) g.dffn[i] = alpha * dy[i];
+            read(run("ffnBwdW2t", l, input(l, "ffnBwdW2t"), 0, g.dffn, Phase.BACKWARD_BACKEND), 0, g.dgate);
+            dw(() -> dW(grads, w.w2(), g.dffn, a.gate));                                   // dW2 (D,H) += dffn·gateᵀ
             long t0 = System.nanoTime();
-            CpuOps.swigluBackward(a.dh1, a.dh3, a.dgate, a.h1, a.h3, h * s);
+            CpuOps.swigluBackward(g.dh1, g.dh3, g.dgate, a.h1, a.h3, h * s);
             add(Phase.CPU, t0);
             TensorBuffer w13 = input(l, "ffnBwdW13t");
-            w13.writeColumns(0, h, col("ffnBwdW13t", "dh3"), s, a.dh3, 0, s);
-            read(run("ffnBwdW13t", l, w13, 0, a.dh1, Phase.BACKWARD_BACKEND), 0, dtmp);
-            dw(() -> { dW(grads, w.w1(), a.dh1, a.x2norm); dW(grads, w.w3(), a.dh3, a.x2norm); });
+            w13.writeColumns(0, h, col("ffnBwdW13t", "dh3"), s, g.dh3, 0, s);
+            read(run("ffnBwdW13t", l, w13, 0, g.dh1, Phase.BACKWARD_BACKEND), 0, dtmp);
+            dw(() -> { dW(grads, w.w1(), g.dh1, a.x2norm); dW(grads, w.w3(), g.dh3, a.x2norm); });
             // dx2 = rmsnorm_bwd(dffn path) + dy (residual)
             long t1 = System.nanoTime();
-            CpuOps.rmsnormBackward(a.dx2, grads, w.rmsFfn().offset(), dtmp, a.x2, params, w.rmsFfn().offset(), a.rrmsFfn, d, s);
-            for (int i = 0; i < d * s; i++) { a.dx2[i] += dy[i]; a.dO[i] = alpha * a.dx2[i]; }
+            CpuOps.rmsnormBackward(g.dx2, grads, w.rmsFfn().offset(), dtmp, a.x2, params, w.rmsFfn().offset(), a.rrmsFfn, d, s);
+            for (int i = 0; i < d * s; i++) { g.dx2[i] += dy[i]; g.dO[i] = alpha * g.dx2[i]; }
             add(Phase.CPU, t1);
             // attention output projection: da = Woᵀ·(α·dx2)
-            read(run("wotBwd", l, input(l, "wotBwd"), 0, a.dO, Phase.BACKWARD_BACKEND), 0, da);
-            dw(() -> dW(grads, w.wo(), a.dO, a.attn));                                      // dWo (D,Q) += α·dx2·attnᵀ
+            read(run("wotBwd", l, input(l, "wotBwd"), 0, g.dO, Phase.BACKWARD_BACKEND), 0, da);
+            dw(() -> dW(grads, w.wo(), g.dO, a.attn));                                      // dWo (D,Q) += α·dx2·attnᵀ
             // attention core: recompute probs, dV, dP (sdpaBwd1), then dQ, dK (sdpaBwd2), on heads tiled to NH
             long t2 = System.nanoTime();
             CpuOps.tileKv(kTiled, a.kRope, c.nHeads(), c.nKvHeads(), c.headDim(), s);
@@ -390,31 +407,31 @@ public final class TrainingStep implements AutoCloseable {
             TensorBuffer o2 = eval("sdpaBwd2", -1, bwd2In, Phase.BACKWARD_BACKEND);
             long t4 = System.nanoTime();
             var l2 = specs.get("sdpaBwd2").output();
-            read(o2, l2.start("dq"), a.dq);
+            read(o2, l2.start("dq"), g.dq);
             read(o2, l2.start("dk"), dkFull);
-            CpuOps.reduceKv(a.dk, dkFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
-            CpuOps.reduceKv(a.dv, dvFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            CpuOps.reduceKv(g.dk, dkFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            CpuOps.reduceKv(g.dv, dvFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
             // RoPE backward, then QK-norm backward to the raw projections
-            CpuOps.ropeBackward(a.dq, c, c.nHeads(), cos, sin);
-            CpuOps.ropeBackward(a.dk, c, c.nKvHeads(), cos, sin);
+            CpuOps.ropeBackward(g.dq, c, c.nHeads(), cos, sin);
+            CpuOps.ropeBackward(g.dk, c, c.nKvHeads(), cos, sin);
             if (c.qkNorm()) {
-                CpuOps.headNormBackward(dqRaw, grads, w.qNorm().offset(), a.dq, a.qRaw, params, w.qNorm().offset(), c.nHeads(), c.headDim(), s, c.normEps());
-                CpuOps.headNormBackward(dkRaw, grads, w.kNorm().offset(), a.dk, a.kRaw, params, w.kNorm().offset(), c.nKvHeads(), c.headDim(), s, c.normEps());
-                System.arraycopy(dqRaw, 0, a.dq, 0, q * s);
-                System.arraycopy(dkRaw, 0, a.dk, 0, kv * s);
+                CpuOps.headNormBackward(dqRaw, grads, w.qNorm().offset(), g.dq, a.qRaw, params, w.qNorm().offset(), c.nHeads(), c.headDim(), s, c.normEps());
+                CpuOps.headNormBackward(dkRaw, grads, w.kNorm().offset(), g.dk, a.kRaw, params, w.kNorm().offset(), c.nKvHeads(), c.headDim(), s, c.normEps());
+                System.arraycopy(dqRaw, 0, g.dq, 0, q * s);
+                System.arraycopy(dkRaw, 0, g.dk, 0, kv * s);
             }
             add(Phase.CPU, t4);
-            dw(() -> { dW(grads, w.wq(), a.dq, a.xnorm); dW(grads, w.wk(), a.dk, a.xnorm); dW(grads, w.wv(), a.dv, a.xnorm); });
+            g.lastReader = dw(() -> { dW(grads, w.wq(), g.dq, a.xnorm); dW(grads, w.wk(), g.dk, a.xnorm); dW(grads, w.wv(), g.dv, a.xnorm); });
             // dx through the projections: Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv
-            read(run("qBwd", l, input(l, "qBwd"), 0, a.dq, Phase.BACKWARD_BACKEND), 0, dxq);
+            read(run("qBwd", l, input(l, "qBwd"), 0, g.dq, Phase.BACKWARD_BACKEND), 0, dxq);
             TensorBuffer kvIn = input(l, "kvBwd");
-            kvIn.writeColumns(0, kv, col("kvBwd", "dv"), s, a.dv, 0, s);
-            read(run("kvBwd", l, kvIn, 0, a.dk, Phase.BACKWARD_BACKEND), 0, dtmp);
+            kvIn.writeColumns(0, kv, col("kvBwd", "dv"), s, g.dv, 0, s);
+            read(run("kvBwd", l, kvIn, 0, g.dk, Phase.BACKWARD_BACKEND), 0, dtmp);
             long t5 = System.nanoTime();
             for (int i = 0; i < d * s; i++) dtmp[i] += dxq[i];
             // dy_prev = rmsnorm_bwd(dx_attn) + dx2 (residual); dy is not read after this point of the layer, so it is reused
             CpuOps.rmsnormBackward(dy, grads, w.rmsAtt().offset(), dtmp, a.x, params, w.rmsAtt().offset(), a.rrmsAtt, d, s);
-            for (int i = 0; i < d * s; i++) dy[i] += a.dx2[i];
+            for (int i = 0; i < d * s; i++) dy[i] += g.dx2[i];
             add(Phase.CPU, t5);
         }
 
@@ -455,19 +472,39 @@ public final class TrainingStep implements AutoCloseable {
         Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, w.rows(), w.cols(), s, 1f, dY, 0, s, x, 0, s, 1f, grads, w.offset(), w.cols());
     }
 
-    private void dw(Runnable task) { pendingDw.add(dwThread.submit(task)); }
+    private Future<?> dw(Runnable task) {
+        Future<?> f = dwThread.submit(task);
+        pendingDw.add(f);
+        return f;
+    }
 
-    private void waitForDw() {
+    /** Waits until the weight-gradient thread has finished reading a scratch set (tasks run in order: the last one). */
+    private void awaitReader(Gradients g) {
+        if (g.lastReader == null) return;
         long t0 = System.nanoTime();
+        await(g.lastReader);
+        g.lastReader = null;
+        add(Phase.DW_WAIT, t0);
+    }
+
+    private static void await(Future<?> f) {
         try {
-            for (Future<?> f : pendingDw) f.get();
+            f.get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("[train] interrupted while waiting for weight gradients", e);
         } catch (java.util.concurrent.ExecutionException e) {
             throw new IllegalStateException("[train] a weight-gradient sgemm failed: " + e.getCause(), e.getCause());
+        }
+    }
+
+    private void waitForDw() {
+        long t0 = System.nanoTime();
+        try {
+            for (Future<?> f : pendingDw) await(f);
         } finally {
             pendingDw.clear();
+            for (Gradients g : gradSets) g.lastReader = null;
         }
         add(Phase.DW_WAIT, t0);
     }

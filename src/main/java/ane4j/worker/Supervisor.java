@@ -135,6 +135,7 @@ public final class Supervisor implements AutoCloseable {
         List<String> c = new ArrayList<>();
         c.add(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         if (options.heap() != null) c.add("-Xmx" + options.heap());
+        c.add("-Xmn64m");   // few huge long-lived arrays: a small fixed young generation keeps the touched heap (RSS) small
         c.addAll(List.of("--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector",
                 "-XX:+ExitOnOutOfMemoryError", "-XX:+DisplayVMOutputToStderr"));
         if (Supervisor.class.desiredAssertionStatus()) c.add("-ea");
