@@ -80,12 +80,10 @@ public final class StepBench {
                 float loss = step.forwardBackward(p, grads, tokens, targets, lossScale);
                 long t1 = System.nanoTime();
                 Map<TrainingStep.Phase, Long> ph = new EnumMap<>(step.phaseNanos());
-                // unscale, clip, AdamW, zero the gradients
+                // as the Trainer: norm (unscaled), then unscale + clip + AdamW + zero in one pass
                 float k = 1f / lossScale;
-                parallelChunks(grads.length, (from, to) -> { for (int j = from; j < to; j++) grads[j] *= k; });
-                AdamW.clipGlobalNorm(grads, 1f);
-                adamw.step(params.layout().views(), p, grads, m, v, i + 1, 1e-4f);
-                parallelChunks(grads.length, (from, to) -> Arrays.fill(grads, from, to, 0f));
+                float norm = (float) Math.sqrt(AdamW.sumOfSquares(grads, k));
+                adamw.step(params.layout().views(), p, grads, m, v, i + 1, 1e-4f, k * AdamW.clipFactor(norm, 1f), true);
                 long t2 = System.nanoTime();
                 step.stageWeights(p);
                 long t3 = System.nanoTime();
@@ -157,12 +155,6 @@ public final class StepBench {
         r.note("memory: peak RSS (VmHWM) of the whole JVM against 16 bytes per parameter (weights, gradients, AdamW m and v in fp32)");
         r.chart(new BenchResult.ChartSpec(true, "phase", List.of("ms"), "ms per step"));
         return r;
-    }
-
-    /** Runs body(from, to) over [0, n) in chunks of 2^18 on the common pool. */
-    static void parallelChunks(int n, java.util.function.BiConsumer<Integer, Integer> body) {
-        int chunk = 1 << 18;
-        java.util.stream.IntStream.range(0, (n + chunk - 1) / chunk).parallel().forEach(c -> body.accept(c * chunk, Math.min(n, c * chunk + chunk)));
     }
 
     /** Matmul FLOPs of one training step (forward, dx and dW for every projection and the classifier; attention fwd+bwd). */

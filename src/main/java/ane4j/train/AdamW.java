@@ -31,6 +31,14 @@ public final class AdamW {
 
     /** One update at step t (1-based) of every view; {@code grads} already unscaled and clipped. Elementwise, in parallel chunks. */
     public void step(List<ParameterView> views, float[] params, float[] grads, float[] m, float[] v, int t, float lr) {
+        step(views, params, grads, m, v, t, lr, 1f, false);
+    }
+
+    /**
+     * One update at step t (1-based) with {@code g = gradMul·grads[i]} (unscaling and clipping folded into one factor);
+     * with {@code zeroGrads} each gradient is cleared as it is used, so the whole update is a single pass over memory.
+     */
+    public void step(List<ParameterView> views, float[] params, float[] grads, float[] m, float[] v, int t, float lr, float gradMul, boolean zeroGrads) {
         double bc1 = 1 - Math.pow(beta1, t), bc2 = 1 - Math.pow(beta2, t);
         float stepSize = (float) (lr / bc1), bc2Sqrt = (float) Math.sqrt(bc2);
         // (view, chunk) tasks
@@ -40,29 +48,58 @@ public final class AdamW {
         tasks.parallelStream().forEach(task -> {
             float decay = views.get(task[0]).decay() ? 1f - lr * weightDecay : 1f;
             for (int i = task[1], end = task[2]; i < end; i++) {
-                float g = grads[i];
+                float g = grads[i] * gradMul;
                 m[i] = beta1 * m[i] + (1 - beta1) * g;
                 v[i] = beta2 * v[i] + (1 - beta2) * g * g;
                 params[i] = params[i] * decay - stepSize * m[i] / ((float) Math.sqrt(v[i]) / bc2Sqrt + eps);
             }
+            if (zeroGrads) java.util.Arrays.fill(grads, task[1], task[2], 0f);
         });
     }
 
-    /** Scales grads so their global L2 norm is at most {@code maxNorm} (torch.nn.utils.clip_grad_norm_); returns the norm before. */
-    public static float clipGlobalNorm(float[] grads, float maxNorm) {
-        // sum of squares per fixed chunk (in parallel), then over the chunks in order: deterministic for any thread count
+    /** Σ grads[i]²; see {@link #sumOfSquares(float[], float)}. */
+    public static double sumOfSquares(float[] grads) { return sumOfSquares(grads, 1f); }
+
+    /**
+     * Σ (k·grads[i])², in fixed chunks on all cores and in a fixed order inside each (8 interleaved float sums per 1024
+     * elements, then double), so the result never depends on the thread count. Not finite if any gradient is not.
+     */
+    public static double sumOfSquares(float[] grads, float k) {
         int chunks = (grads.length + CHUNK - 1) / CHUNK;
         double[] partial = new double[chunks];
         java.util.stream.IntStream.range(0, chunks).parallel().forEach(c -> {
             double ss = 0;
-            for (int i = c * CHUNK, end = Math.min(grads.length, i + CHUNK); i < end; i++) ss += (double) grads[i] * grads[i];
+            int end = Math.min(grads.length, (c + 1) * CHUNK);
+            for (int b = c * CHUNK; b < end; b += 1024) {
+                float a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+                int be = Math.min(end, b + 1024), i = b;
+                for (; i + 8 <= be; i += 8) {
+                    float g0 = k * grads[i], g1 = k * grads[i + 1], g2 = k * grads[i + 2], g3 = k * grads[i + 3];
+                    float g4 = k * grads[i + 4], g5 = k * grads[i + 5], g6 = k * grads[i + 6], g7 = k * grads[i + 7];
+                    a0 += g0 * g0; a1 += g1 * g1; a2 += g2 * g2; a3 += g3 * g3;
+                    a4 += g4 * g4; a5 += g5 * g5; a6 += g6 * g6; a7 += g7 * g7;
+                }
+                for (; i < be; i++) { float g = k * grads[i]; a0 += g * g; }
+                ss += ((double) a0 + a1 + a2 + a3) + ((double) a4 + a5 + a6 + a7);
+            }
             partial[c] = ss;
         });
         double ss = 0;
         for (double x : partial) ss += x;
-        float norm = (float) Math.sqrt(ss);
-        if (maxNorm > 0 && norm > maxNorm) {
-            float k = maxNorm / (norm + 1e-6f);
+        return ss;
+    }
+
+    /** The factor torch.nn.utils.clip_grad_norm_ scales by: maxNorm/(norm + 1e-6) when norm exceeds maxNorm, else 1. */
+    public static float clipFactor(float norm, float maxNorm) {
+        return maxNorm > 0 && norm > maxNorm ? maxNorm / (norm + 1e-6f) : 1f;
+    }
+
+    /** Scales grads so their global L2 norm is at most {@code maxNorm} (torch.nn.utils.clip_grad_norm_); returns the norm before. */
+    public static float clipGlobalNorm(float[] grads, float maxNorm) {
+        float norm = (float) Math.sqrt(sumOfSquares(grads));
+        float k = clipFactor(norm, maxNorm);
+        if (k != 1f) {
+            int chunks = (grads.length + CHUNK - 1) / CHUNK;
             java.util.stream.IntStream.range(0, chunks).parallel().forEach(c -> {
                 for (int i = c * CHUNK, end = Math.min(grads.length, i + CHUNK); i < end; i++) grads[i] *= k;
             });

@@ -18,16 +18,17 @@ public final class CpuOps {
 
     /** out (C,S), x (C,S), w (C); rrms (S) receives the reciprocal RMS of each position for the backward. */
     public static void rmsnormForward(float[] out, float[] rrms, float[] x, float[] w, int wOffset, int channels, int seq, float eps) {
-        for (int s = 0; s < seq; s++) {
-            // mean of squares over channels
-            double ss = 0;
-            for (int c = 0; c < channels; c++) { float v = x[c * seq + s]; ss += v * v; }
-            rrms[s] = (float) (1.0 / Math.sqrt(ss / channels + eps));
-        }
-        for (int c = 0; c < channels; c++) {
-            float wc = w[wOffset + c];
-            for (int s = 0; s < seq; s++) out[c * seq + s] = x[c * seq + s] * rrms[s] * wc;
-        }
+        // mean of squares over channels, per position: rows of x streamed in order, sums in double
+        double[] ss = new double[seq];
+        for (int c = 0; c < channels; c++)
+            for (int s = 0, i = c * seq; s < seq; s++, i++) ss[s] += (double) x[i] * x[i];
+        for (int s = 0; s < seq; s++) rrms[s] = (float) (1.0 / Math.sqrt(ss[s] / channels + eps));
+        parallelRows(channels, seq, (c0, c1) -> {
+            for (int c = c0; c < c1; c++) {
+                float wc = w[wOffset + c];
+                for (int s = 0, i = c * seq; s < seq; s++, i++) out[i] = x[i] * rrms[s] * wc;
+            }
+        });
     }
 
     /**
@@ -39,19 +40,30 @@ public final class CpuOps {
         float[] dot = new float[seq];
         for (int c = 0; c < channels; c++) {
             float wc = w[wOffset + c];
-            for (int s = 0; s < seq; s++) dot[s] += dout[c * seq + s] * wc * x[c * seq + s];
+            for (int s = 0, i = c * seq; s < seq; s++, i++) dot[s] += dout[i] * wc * x[i];
         }
-        for (int c = 0; c < channels; c++) {
-            float wc = w[wOffset + c];
-            double dwc = 0;
-            for (int s = 0; s < seq; s++) {
-                int i = c * seq + s;
-                float r = rrms[s];
-                dx[i] = r * (wc * dout[i] - x[i] * r * r * dot[s] / channels);
-                dwc += dout[i] * x[i] * r;
+        // k[s] = r³·dot/C, so dx = r·w·dout − x·k
+        float[] k = new float[seq];
+        for (int s = 0; s < seq; s++) { float r = rrms[s]; k[s] = r * r * dot[s] / channels * r; }
+        parallelRows(channels, seq, (c0, c1) -> {
+            for (int c = c0; c < c1; c++) {
+                float wc = w[wOffset + c];
+                double dwc = 0;
+                for (int s = 0, i = c * seq; s < seq; s++, i++) {
+                    float r = rrms[s];
+                    dx[i] = r * wc * dout[i] - x[i] * k[s];
+                    dwc += dout[i] * x[i] * r;
+                }
+                dw[dwOffset + c] += (float) dwc;
             }
-            dw[dwOffset + c] += (float) dwc;
-        }
+        });
+    }
+
+    /** Rows [0, rows) of a (rows, seq) array in parallel blocks (rows are independent): the caller's body gets [r0, r1). */
+    static void parallelRows(int rows, int seq, java.util.function.BiConsumer<Integer, Integer> body) {
+        int blocks = (long) rows * seq < 1 << 15 ? 1 : Math.min(rows, 8);
+        if (blocks == 1) { body.accept(0, rows); return; }
+        java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> body.accept(rows * b / blocks, rows * (b + 1) / blocks));
     }
 
     // -----------------------------------------------------------------------------------------------------------------
@@ -127,12 +139,23 @@ public final class CpuOps {
 
     /** From dgate (H,S): dh1 = dgate·h3·σ(h1)·(1 + h1·(1 − σ(h1))), dh3 = dgate·silu(h1). */
     public static void swigluBackward(float[] dh1, float[] dh3, float[] dgate, float[] h1, float[] h3, int n) {
-        for (int i = 0; i < n; i++) {
-            float sig = (float) (1.0 / (1.0 + Math.exp(-h1[i])));
-            dh1[i] = dgate[i] * h3[i] * sig * (1f + h1[i] * (1f - sig));
-            dh3[i] = dgate[i] * h1[i] * sig;
-        }
+        int chunks = (n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK;
+        java.util.stream.IntStream.range(0, chunks).parallel().forEach(k -> {
+            int from = k * SWIGLU_CHUNK, len = Math.min(SWIGLU_CHUNK, n - from);
+            // sig = 1/(1 + exp(−h1)), through a scratch row for the vector exp
+            float[] sig = new float[len];
+            for (int i = 0; i < len; i++) sig[i] = -h1[from + i];
+            VectorMath.expInPlace(sig, len);
+            for (int i = 0; i < len; i++) {
+                int j = from + i;
+                float sg = 1f / (1f + sig[i]);
+                dh1[j] = dgate[j] * h3[j] * sg * (1f + h1[j] * (1f - sg));
+                dh3[j] = dgate[j] * h1[j] * sg;
+            }
+        });
     }
+
+    private static final int SWIGLU_CHUNK = 1 << 14;
 
     // -----------------------------------------------------------------------------------------------------------------
     // classifier loss: mean cross-entropy over the S positions

@@ -176,23 +176,19 @@ public final class Trainer implements AutoCloseable {
             float lr = schedule.at(nextStep), norm = Float.NaN, usedScale = scaler.scale();
             boolean skipped = false;
             if (update) {
-                // unscale the accumulated gradients, check them, clip, step
                 int micro = (int) (nextStep % o.accum()) + 1;
+                // one read pass (norm and finiteness), then one pass that unscales, clips, updates and zeroes
                 float k = 1f / (micro * scaler.scale());
-                boolean finite = true;
-                for (int i = 0; i < grads.length; i++) {
-                    grads[i] *= k;
-                    if (!Float.isFinite(grads[i])) finite = false;
-                }
-                if (scaler.afterBackward(finite)) {
-                    norm = AdamW.clipGlobalNorm(grads, o.clip());
-                    adamw.step(params.layout().views(), params.data(), grads, m, v, ++adamStep, lr);
+                double ss = AdamW.sumOfSquares(grads, k);
+                if (scaler.afterBackward(Double.isFinite(ss))) {
+                    norm = (float) Math.sqrt(ss);
+                    adamw.step(params.layout().views(), params.data(), grads, m, v, ++adamStep, lr, k * AdamW.clipFactor(norm, o.clip()), true);
                     staleWeights = true;
                 } else {
                     skipped = true;
                     l.onMessage("[train] step " + nextStep + ": gradient overflow at loss scale " + usedScale + (scaler.mode() == LossScaler.Mode.DYNAMIC ? ", scale now " + scaler.scale() + "; update skipped" : "; update skipped"));
+                    Arrays.fill(grads, 0f);
                 }
-                Arrays.fill(grads, 0f);
             }
             nextStep++;
             double ms = (System.nanoTime() - t0) / 1e6;
