@@ -190,6 +190,14 @@ final class Planner {
         labelExtra = "";
     }
 
+    /** Whether values of this type are rounded to fp16 after the op that makes them. */
+    private boolean rounds(DType dtype) { return dtype == DType.FP16 && !opt.fp32Storage(); }
+
+    /** Rounds a heap chunk to fp16 and back (vectorised: F16C/AVX-512 conversions). */
+    static void round16(float[] a, int n) {
+        for (int i = 0; i < n; i++) a[i] = Float.float16ToFloat(Float.floatToFloat16(a[i]));
+    }
+
     /** Adds the op's computation and, for fp16 outputs with fp16 storage, the rounding of its (dense) result. */
     private void addRounded(Runnable r, T out) {
         if (out.dtype == DType.FP16 && !opt.fp32Storage()) {
@@ -415,15 +423,21 @@ final class Planner {
         T o = newOut(out.shape(), out.dtype());
         Iter it = Iter.of(o.shape, o, x, y);
         boolean intDiv = op == Op.REAL_DIV && out.dtype().isInteger();
+        long oi = it.inner[0], xi = it.inner[1], yi = it.inner[2];
+        if (!intDiv && op != Op.POW && oi == 1 && xi == 1 && (yi == 1 || yi == 0)) {
+            // dense rows: heap chunks, rounded to fp16 in the chunk (no second pass over the output)
+            boolean round = rounds(out.dtype());
+            add(() -> {
+                MemorySegment os = o.st.seg, xs = x.st.seg, ys = y.st.seg;
+                it.runParallel((f, n) -> binaryChunked(op, os, f[0], xs, f[1], ys, f[2], yi == 0, n, round));
+            });
+            def(out, o);
+            return;
+        }
         addRounded(() -> {
             MemorySegment os = o.st.seg, xs = x.st.seg, ys = y.st.seg;
-            long oi = it.inner[0], xi = it.inner[1], yi = it.inner[2];
             it.runParallel((f, n) -> {
                 long oo = f[0], xo = f[1], yo = f[2];
-                if (!intDiv && op != Op.POW && oi == 1 && xi == 1 && (yi == 1 || yi == 0)) {
-                    binaryChunked(op, os, oo, xs, xo, ys, yo, yi == 0, n);
-                    return;
-                }
                 switch (op) {
                     case ADD -> { for (int i = 0; i < n; i++) os.setAtIndex(F, oo + i * oi, xs.getAtIndex(F, xo + i * xi) + ys.getAtIndex(F, yo + i * yi)); }
                     case SUB -> { for (int i = 0; i < n; i++) os.setAtIndex(F, oo + i * oi, xs.getAtIndex(F, xo + i * xi) - ys.getAtIndex(F, yo + i * yi)); }
@@ -449,7 +463,7 @@ final class Planner {
      * The dense case of add/sub/mul/real_div (y dense, or one broadcast value per run) through heap chunks: C2
      * vectorises these array loops, not the equivalent segment loops (about 4× faster here).
      */
-    private static void binaryChunked(Op op, MemorySegment os, long oo, MemorySegment xs, long xo, MemorySegment ys, long yo, boolean yScalar, int n) {
+    private static void binaryChunked(Op op, MemorySegment os, long oo, MemorySegment xs, long xo, MemorySegment ys, long yo, boolean yScalar, int n, boolean round) {
         float[][] scratch = SCRATCH.get();
         float[] a = scratch[0], b = scratch[1];
         float yv = yScalar ? ys.getAtIndex(F, yo) : 0f;
@@ -464,6 +478,7 @@ final class Planner {
                 case REAL_DIV -> { if (yScalar) for (int i = 0; i < m; i++) a[i] /= yv; else for (int i = 0; i < m; i++) a[i] /= b[i]; }
                 default -> throw new AssertionError(op);
             }
+            if (round) round16(a, m);
             MemorySegment.copy(a, 0, os, F, (oo + done) * 4, m);
         }
     }
@@ -473,12 +488,20 @@ final class Planner {
         float eps = op == Op.RSQRT ? lit("epsilon").floatValue() : 0f;
         T o = newOut(out.shape(), out.dtype());
         Iter it = Iter.of(o.shape, o, x);
+        if (it.inner[0] == 1 && it.inner[1] == 1) {
+            boolean round = rounds(out.dtype());
+            add(() -> {
+                MemorySegment os = o.st.seg, xs = x.st.seg;
+                it.runParallel((f, n) -> unaryChunked(op, eps, os, f[0], xs, f[1], n, round));
+            });
+            def(out, o);
+            return;
+        }
         addRounded(() -> {
             MemorySegment os = o.st.seg, xs = x.st.seg;
             long oi = it.inner[0], xi = it.inner[1];
             it.runParallel((f, n) -> {
                 long oo = f[0], xo = f[1];
-                if (oi == 1 && xi == 1) { unaryChunked(op, eps, os, oo, xs, xo, n); return; }
                 for (int i = 0; i < n; i++) {
                     float v = xs.getAtIndex(F, xo + i * xi);
                     float r = switch (op) {
@@ -499,7 +522,7 @@ final class Planner {
     }
 
     /** The dense case of the unary ops through heap chunks; exp, sigmoid and silu on {@link VectorMath#exp}. */
-    private static void unaryChunked(Op op, float eps, MemorySegment os, long oo, MemorySegment xs, long xo, int n) {
+    private static void unaryChunked(Op op, float eps, MemorySegment os, long oo, MemorySegment xs, long xo, int n, boolean round) {
         float[][] scratch = SCRATCH.get();
         float[] a = scratch[0], e = scratch[1];
         for (int done = 0; done < n; done += CHUNK) {
@@ -520,6 +543,7 @@ final class Planner {
                 case TANH -> { for (int i = 0; i < m; i++) a[i] = (float) Math.tanh(a[i]); }
                 default -> throw new AssertionError(op);
             }
+            if (round) round16(a, m);
             MemorySegment.copy(a, 0, os, F, (oo + done) * 4, m);
         }
     }
@@ -594,7 +618,14 @@ final class Planner {
             for (long i = 0; i < cnt; i++) os.setAtIndex(F, i, init);
             long oi = it.inner[0], xi = it.inner[1];
             it.run((f, len) -> {
-                if (oi == 0) {
+                if (oi == 0 && xi == 1 && len <= CHUNK) {
+                    // a contiguous row reduced into one output element: through a heap chunk, 8 partial accumulators
+                    float[] row = SCRATCH.get()[0];
+                    MemorySegment.copy(xs, F, f[1] * 4, row, 0, len);
+                    float acc = os.getAtIndex(F, f[0]);
+                    acc = op == Op.REDUCE_MAX ? Math.max(acc, max8(row, len)) : acc + sum8(row, len);
+                    os.setAtIndex(F, f[0], acc);
+                } else if (oi == 0) {
                     // the row is reduced into one output element
                     float acc = os.getAtIndex(F, f[0]);
                     if (op == Op.REDUCE_MAX) for (int i = 0; i < len; i++) acc = Math.max(acc, xs.getAtIndex(F, f[1] + i * xi));
@@ -620,39 +651,41 @@ final class Planner {
         for (int i = axis + 1; i < x.rank(); i++) inner *= x.shape[i];
         int len = x.shape[axis];
         long fo = outer, fi = inner;
-        addRounded(() -> softmaxRows(x.st.seg, x.off, o.st.seg, 0, fo, len, fi), o);
+        if (fi == 1 && len <= 1 << 16) {
+            boolean round = rounds(out.dtype());
+            add(() -> softmaxRows(x.st.seg, x.off, o.st.seg, 0, fo, len, fi, round));
+        } else addRounded(() -> softmaxRows(x.st.seg, x.off, o.st.seg, 0, fo, len, fi, false), o);
         def(out, o);
     }
 
     /** softmax over {@code len} elements at stride {@code inner}, for outer × inner rows: max-subtract, exp, normalise. */
-    static void softmaxRows(MemorySegment xs, long xoff, MemorySegment os, long ooff, long outer, int len, long inner) {
+    static void softmaxRows(MemorySegment xs, long xoff, MemorySegment os, long ooff, long outer, int len, long inner, boolean round) {
         if (outer >= 2 && outer * len * inner >= Iter.PARALLEL_MIN) {
             // rows are independent: disjoint ranges of the outer index on the common pool
             int pieces = (int) Math.min(outer, 8);
             java.util.stream.IntStream.range(0, pieces).parallel().forEach(p -> {
                 long a0 = outer * p / pieces, a1 = outer * (p + 1) / pieces;
-                softmaxSequential(xs, xoff + a0 * len * inner, os, ooff + a0 * len * inner, a1 - a0, len, inner);
+                softmaxSequential(xs, xoff + a0 * len * inner, os, ooff + a0 * len * inner, a1 - a0, len, inner, round);
             });
             return;
         }
-        softmaxSequential(xs, xoff, os, ooff, outer, len, inner);
+        softmaxSequential(xs, xoff, os, ooff, outer, len, inner, round);
     }
 
-    private static void softmaxSequential(MemorySegment xs, long xoff, MemorySegment os, long ooff, long outer, int len, long inner) {
+    private static void softmaxSequential(MemorySegment xs, long xoff, MemorySegment os, long ooff, long outer, int len, long inner, boolean round) {
         if (inner == 1 && len <= 1 << 16) {
-            // contiguous rows (softmax over the last axis): each row through a heap array
+            // contiguous rows (softmax over the last axis): each row through a heap array; max and sum with 8 partial
+            // accumulators (independent chains; the sum's order is fixed)
             float[] row = new float[len];
             for (long a = 0; a < outer; a++) {
                 long base = a * len;
                 MemorySegment.copy(xs, F, (xoff + base) * 4, row, 0, len);
-                float max = Float.NEGATIVE_INFINITY;
-                for (int i = 0; i < len; i++) max = Math.max(max, row[i]);
+                float max = max8(row, len);
                 for (int i = 0; i < len; i++) row[i] -= max;
                 VectorMath.expInPlace(row, len);
-                float sum = 0;
-                for (int i = 0; i < len; i++) sum += row[i];
-                float inv = 1f / sum;
+                float inv = 1f / sum8(row, len);
                 for (int i = 0; i < len; i++) row[i] *= inv;
+                if (round) round16(row, len);
                 MemorySegment.copy(row, 0, os, F, (ooff + base) * 4, len);
             }
             return;
@@ -672,6 +705,30 @@ final class Planner {
                 for (int i = 0; i < len; i++) os.setAtIndex(F, ooff + base + i * inner, os.getAtIndex(F, ooff + base + i * inner) * inv);
             }
         }
+    }
+
+    /** The largest of a[0..n) (NaN if any is NaN). */
+    static float max8(float[] a, int n) {
+        float m0 = Float.NEGATIVE_INFINITY, m1 = m0, m2 = m0, m3 = m0, m4 = m0, m5 = m0, m6 = m0, m7 = m0;
+        int i = 0;
+        for (; i + 8 <= n; i += 8) {
+            m0 = Math.max(m0, a[i]); m1 = Math.max(m1, a[i + 1]); m2 = Math.max(m2, a[i + 2]); m3 = Math.max(m3, a[i + 3]);
+            m4 = Math.max(m4, a[i + 4]); m5 = Math.max(m5, a[i + 5]); m6 = Math.max(m6, a[i + 6]); m7 = Math.max(m7, a[i + 7]);
+        }
+        for (; i < n; i++) m0 = Math.max(m0, a[i]);
+        return Math.max(Math.max(Math.max(m0, m1), Math.max(m2, m3)), Math.max(Math.max(m4, m5), Math.max(m6, m7)));
+    }
+
+    /** Σ a[0..n) as 8 interleaved partial sums, combined pairwise: a fixed order, independent of threads and JIT. */
+    static float sum8(float[] a, int n) {
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+        int i = 0;
+        for (; i + 8 <= n; i += 8) {
+            s0 += a[i]; s1 += a[i + 1]; s2 += a[i + 2]; s3 += a[i + 3];
+            s4 += a[i + 4]; s5 += a[i + 5]; s6 += a[i + 6]; s7 += a[i + 7];
+        }
+        for (; i < n; i++) s0 += a[i];
+        return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
     }
 
     /** layer_norm: (x − mean) / sqrt(var + epsilon) · gamma + beta over {@code axes} (biased variance, as PyTorch). */
@@ -974,7 +1031,7 @@ final class Planner {
                     }
                 });
             }
-            softmaxRows(ss, 0, ss, 0, batches * l, s, 1);
+            softmaxRows(ss, 0, ss, 0, batches * l, s, 1, false);
             for (long b = 0; b < batches; b++)
                 Gemm.gemm(false, false, l, ev, s, ss, b * l * s, s, v.st.seg, v.off + b * s * ev, ev, 0f, o.st.seg, b * l * ev, ev);
         }, o);
