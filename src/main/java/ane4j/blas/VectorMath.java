@@ -6,8 +6,8 @@ package ane4j.blas;
  * <p>{@link #exp} is a Cody–Waite range reduction and a degree-5 polynomial made only of IEEE adds, multiplies and
  * fmas, so it gives the same bits with or without the Vector API, interpreted or compiled, on any machine (the Vector
  * API's own {@code EXP} does not: its results change by an ulp when C2 swaps the Java fallback for a SIMD stub, which
- * broke bit-identical resume). Within 2 ulp of {@link Math#exp} (subnormal results included); 0 below −110, +inf
- * above 88.72, NaN for NaN. About 0.3 ns per element with AVX-512 (15× a {@code Math.exp} loop).
+ * broke bit-identical resume). Within 2 ulp of {@link Math#exp}; results below about 1.7e-38 (x < −87) are 0 (no
+ * subnormal arithmetic, which costs a microcode assist per element on x86); +inf above 88.72; NaN for NaN. About 0.3 ns per element with AVX-512 (15× a {@code Math.exp} loop).
  */
 public final class VectorMath {
     private VectorMath() {}
@@ -36,7 +36,7 @@ public final class VectorMath {
         };
     }
 
-    static final float EXP_LO = -110f, EXP_HI = 88.8f, LOG2E = 1.44269504088896341f, ROUND = 12582912f;
+    static final float EXP_LO = -88.5f, EXP_HI = 88.8f, LOG2E = 1.44269504088896341f, ROUND = 12582912f;
     static final int ROUND_BITS = 0x4B400000;
     static final float LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
     static final float P0 = 1.9875691500e-4f, P1 = 1.3981999507e-3f, P2 = 8.3334519073e-3f, P3 = 4.1665795894e-2f,
@@ -46,12 +46,12 @@ public final class VectorMath {
     static float expScalar(float x) {
         x = Math.min(Math.max(x, EXP_LO), EXP_HI);
         float t = Math.fma(x, LOG2E, ROUND), k = t - ROUND;
-        int n = Float.floatToRawIntBits(t) - ROUND_BITS, n1 = n >> 1, n2 = n - n1;
+        int n = Math.max(Float.floatToRawIntBits(t) - ROUND_BITS, -126);
         float r = Math.fma(-k, LN2_HI, x);
         r = Math.fma(-k, LN2_LO, r);
         float p = Math.fma(Math.fma(Math.fma(Math.fma(Math.fma(r, P0, P1), r, P2), r, P3), r, P4), r, P5);
         p = p * (r * r) + r + 1f;
-        return p * Float.intBitsToFloat((n1 + 127) << 23) * Float.intBitsToFloat((n2 + 127) << 23);
+        return p * Float.intBitsToFloat((n + 126) << 23) * 2f;
     }
 
     /** {@code dst[dstOff + i] = exp(src[srcOff + i])} for {@code i < n}; src and dst may be the same array. */

@@ -7,40 +7,39 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * {@link VectorMath} on the Vector API; only loaded (reflectively) when {@code jdk.incubator.vector} is present. The
- * same steps as {@link VectorMath#expScalar}, lane by lane, so both give identical bits.
+ * same steps as {@link VectorMath#expScalar}, lane by lane, so both give identical bits. One flat loop body: a helper
+ * method taking and returning vectors would box them when C2 does not inline it.
  */
 final class VectorMathSimd implements VectorMath.Impl {
     private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
-    private static final VectorSpecies<Integer> I = S.withLanes(int.class);
 
     @Override
     public void exp(float[] src, int srcOff, float[] dst, int dstOff, int n) {
+        FloatVector lo = FloatVector.broadcast(S, VectorMath.EXP_LO), hi = FloatVector.broadcast(S, VectorMath.EXP_HI);
+        FloatVector log2e = FloatVector.broadcast(S, VectorMath.LOG2E), round = FloatVector.broadcast(S, VectorMath.ROUND);
+        FloatVector ln2Hi = FloatVector.broadcast(S, VectorMath.LN2_HI), ln2Lo = FloatVector.broadcast(S, VectorMath.LN2_LO);
+        FloatVector p0 = FloatVector.broadcast(S, VectorMath.P0), p1 = FloatVector.broadcast(S, VectorMath.P1);
+        FloatVector p2 = FloatVector.broadcast(S, VectorMath.P2), p3 = FloatVector.broadcast(S, VectorMath.P3);
+        FloatVector p4 = FloatVector.broadcast(S, VectorMath.P4), p5 = FloatVector.broadcast(S, VectorMath.P5);
+        FloatVector one = FloatVector.broadcast(S, 1f), two = FloatVector.broadcast(S, 2f);
         int i = 0;
-        for (int bound = S.loopBound(n); i < bound; i += S.length()) exp(FloatVector.fromArray(S, src, srcOff + i)).intoArray(dst, dstOff + i);
+        for (int bound = S.loopBound(n); i < bound; i += S.length()) {
+            FloatVector x = FloatVector.fromArray(S, src, srcOff + i).max(lo).min(hi);
+            // x = n·ln2 + r, |r| ≤ ln2/2: n by the round-to-nearest of adding 1.5·2^23, r in two fma steps (Cody–Waite)
+            FloatVector t = x.fma(log2e, round);
+            FloatVector k = t.sub(round);
+            IntVector e = t.reinterpretAsInts().sub(VectorMath.ROUND_BITS).max(-126);
+            FloatVector r = k.neg().fma(ln2Hi, x);
+            r = k.neg().fma(ln2Lo, r);
+            // exp(r) ≈ 1 + r + r²·P(r) (Cephes expf coefficients)
+            FloatVector p = r.fma(p0, p1).fma(r, p2).fma(r, p3).fma(r, p4).fma(r, p5);
+            p = p.mul(r.mul(r)).add(r).add(one);
+            // · 2^(e−1) · 2: the exponent field e + 126 stays in [0, 254]; e ≤ −126 gives the field 0, a scale of exactly
+            // 0, so results below ~1.7e-38 are 0 without subnormal arithmetic (an x86 microcode assist per element)
+            FloatVector scale = e.add(126).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+            p.mul(scale).mul(two).intoArray(dst, dstOff + i);
+        }
         for (; i < n; i++) dst[dstOff + i] = VectorMath.expScalar(src[srcOff + i]);
-    }
-
-    private static FloatVector exp(FloatVector x) {
-        // x = n·ln2 + r, |r| ≤ ln2/2: n by the round-to-nearest of adding 1.5·2^23, r in two fma steps (Cody–Waite)
-        x = x.max(VectorMath.EXP_LO).min(VectorMath.EXP_HI);
-        FloatVector t = x.fma(VectorMath.LOG2E, VectorMath.ROUND);
-        FloatVector k = t.sub(VectorMath.ROUND);
-        IntVector n = t.reinterpretAsInts().sub(VectorMath.ROUND_BITS);
-        FloatVector r = k.neg().fma(FloatVector.broadcast(S, VectorMath.LN2_HI), x);
-        r = k.neg().fma(FloatVector.broadcast(S, VectorMath.LN2_LO), r);
-        // exp(r) ≈ 1 + r + r²·P(r) (Cephes expf coefficients)
-        FloatVector p = r.fma(VectorMath.P0, VectorMath.P1);
-        p = p.fma(r, FloatVector.broadcast(S, VectorMath.P2));
-        p = p.fma(r, FloatVector.broadcast(S, VectorMath.P3));
-        p = p.fma(r, FloatVector.broadcast(S, VectorMath.P4));
-        p = p.fma(r, FloatVector.broadcast(S, VectorMath.P5));
-        p = p.mul(r.mul(r)).add(r).add(1f);
-        // · 2^n1 · 2^n2 with n1 = n >> 1, n2 = n − n1: both normal for n in [−160, 128], so subnormal results round
-        // correctly and x ≤ −110 gives exactly 0
-        IntVector n1 = n.lanewise(VectorOperators.ASHR, 1), n2 = n.sub(n1);
-        FloatVector s1 = n1.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
-        FloatVector s2 = n2.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
-        return p.mul(s1).mul(s2);
     }
 
     @Override public String name() { return "vector"; }

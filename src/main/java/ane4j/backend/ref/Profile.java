@@ -31,6 +31,9 @@ final class Profile {
         return now;
     }
 
+    /** Forgets what was measured so far (e.g. the warm-up). */
+    static void reset() { NANOS.clear(); }
+
     private static void print() {
         System.err.println("[ref] time per op (all evaluations):");
         NANOS.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue().sum(), a.getValue().sum())).limit(60)
