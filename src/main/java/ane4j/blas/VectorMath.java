@@ -61,6 +61,9 @@ public final class VectorMath {
         IMPL.exp(src, srcOff, dst, dstOff, n);
     }
 
+    /** Inputs below this may be flushed to 0 by {@link #exp} (their exp is below ~2.4e-38). */
+    public static final float FLUSH_BELOW = -86.5f;
+
     /** {@code a[i] = exp(a[i])} for {@code i < n}. */
     public static void expInPlace(float[] a, int n) { exp(a, 0, a, 0, n); }
 

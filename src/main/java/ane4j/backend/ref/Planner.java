@@ -531,7 +531,12 @@ final class Planner {
             switch (op) {
                 case RSQRT -> { for (int i = 0; i < m; i++) a[i] = (float) (1.0 / Math.sqrt(a[i] + eps)); }
                 case SQRT -> { for (int i = 0; i < m; i++) a[i] = (float) Math.sqrt(a[i]); }
-                case EXP -> VectorMath.expInPlace(a, m);
+                case EXP -> {
+                    // the MIL op keeps numpy's subnormal results, which VectorMath.exp flushes to 0 below ~1.7e-38
+                    System.arraycopy(a, 0, e, 0, m);
+                    VectorMath.expInPlace(a, m);
+                    for (int i = 0; i < m; i++) if (e[i] < VectorMath.FLUSH_BELOW) a[i] = (float) Math.exp(e[i]);
+                }
                 case SIGMOID, SILU -> {
                     // e = exp(−x); sigmoid = 1/(1+e); silu = x/(1+e)
                     for (int i = 0; i < m; i++) e[i] = -a[i];
