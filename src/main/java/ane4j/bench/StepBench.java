@@ -129,6 +129,9 @@ public final class StepBench {
         r.put("achievedGflops", flops / (msPerStep / 1e3) / 1e9);
         r.put("sgemmPeakGflops", peakGflops);
         r.put("utilisation", flops / (msPerStep / 1e3) / 1e9 / peakGflops);
+        // the floor: every FLOP of the step at the peak sgemm rate, nothing else
+        double floorMs = flops / 1e9 / peakGflops * 1e3;
+        r.put("sgemmFloorMs", floorMs);
         r.put("peakRssMB", rss / 1e6);
         r.put("peakHeapMB", heap / 1e6);
         r.put("weightsGradsMomentsMB", stateBytes / 1e6);
@@ -145,11 +148,13 @@ public final class StepBench {
             r.put("torchVersion", torch.get("torch"));
             r.put("torchLoadAverage", torch.get("loadavg"));
             r.put("speedupVsTorch", tms / msPerStep);
+            r.put("speedupAtSgemmFloor", tms / floorMs);
             if (SPEEDUP_TARGET.containsKey(cfg.name())) r.put("speedupTarget", SPEEDUP_TARGET.get(cfg.name()));
             r.meta("torch", torch);
             r.note(String.format(Locale.ROOT, "PyTorch CPU step (same config, %s threads): %.1f ms/step; ane4j is %.2f× %s", torch.get("threads"), tms,
                     tms >= msPerStep ? tms / msPerStep : msPerStep / tms, tms >= msPerStep ? "faster" : "slower"));
         }
+        r.note(String.format(Locale.ROOT, "floor: %.1f GFLOP at the peak sgemm rate alone take %.0f ms; no CPU step of this model can be faster on this machine", flops / 1e9, floorMs));
         r.note("FLOPs/step = 3·(projections + classifier) + attention (4·S²·Q fwd + 10·S²·Q bwd per layer); utilisation against sgemm "
                 + (o.quick() ? 512 : 2048) + "³ on " + Blas.get().description());
         r.note("memory: peak RSS (VmHWM) of the whole JVM against 16 bytes per parameter (weights, gradients, AdamW m and v in fp32)");
