@@ -1,5 +1,6 @@
 package ane4j.train;
 
+import ane4j.blas.Parallel;
 import ane4j.model.ParameterView;
 import java.util.List;
 
@@ -45,7 +46,8 @@ public final class AdamW {
         List<int[]> tasks = new java.util.ArrayList<>();
         for (int k = 0; k < views.size(); k++)
             for (int from = views.get(k).offset(), end = views.get(k).end(); from < end; from += CHUNK) tasks.add(new int[] {k, from, Math.min(end, from + CHUNK)});
-        tasks.parallelStream().forEach(task -> {
+        Parallel.forEach(tasks.size(), ti -> {
+            int[] task = tasks.get(ti);
             float decay = views.get(task[0]).decay() ? 1f - lr * weightDecay : 1f;
             for (int i = task[1], end = task[2]; i < end; i++) {
                 float g = grads[i] * gradMul;
@@ -67,7 +69,7 @@ public final class AdamW {
     public static double sumOfSquares(float[] grads, float k) {
         int chunks = (grads.length + CHUNK - 1) / CHUNK;
         double[] partial = new double[chunks];
-        java.util.stream.IntStream.range(0, chunks).parallel().forEach(c -> {
+        Parallel.forEach(chunks, c -> {
             double ss = 0;
             int end = Math.min(grads.length, (c + 1) * CHUNK);
             for (int b = c * CHUNK; b < end; b += 1024) {
@@ -100,7 +102,7 @@ public final class AdamW {
         float k = clipFactor(norm, maxNorm);
         if (k != 1f) {
             int chunks = (grads.length + CHUNK - 1) / CHUNK;
-            java.util.stream.IntStream.range(0, chunks).parallel().forEach(c -> {
+            Parallel.forEach(chunks, c -> {
                 for (int i = c * CHUNK, end = Math.min(grads.length, i + CHUNK); i < end; i++) grads[i] *= k;
             });
         }

@@ -1,5 +1,6 @@
 package ane4j.train;
 
+import ane4j.blas.Parallel;
 import ane4j.blas.VectorMath;
 import ane4j.model.ModelConfig;
 import ane4j.model.RopeStyle;
@@ -63,7 +64,7 @@ public final class CpuOps {
     static void parallelRows(int rows, int seq, java.util.function.BiConsumer<Integer, Integer> body) {
         int blocks = (long) rows * seq < 1 << 15 ? 1 : Math.min(rows, 8);
         if (blocks == 1) { body.accept(0, rows); return; }
-        java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> body.accept(rows * b / blocks, rows * (b + 1) / blocks));
+        Parallel.forEach(blocks, b -> body.accept(rows * b / blocks, rows * (b + 1) / blocks));
     }
 
     // -----------------------------------------------------------------------------------------------------------------
@@ -140,7 +141,7 @@ public final class CpuOps {
     /** From dgate (H,S): dh1 = dgate·h3·σ(h1)·(1 + h1·(1 − σ(h1))), dh3 = dgate·silu(h1). */
     public static void swigluBackward(float[] dh1, float[] dh3, float[] dgate, float[] h1, float[] h3, int n) {
         int chunks = (n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK;
-        java.util.stream.IntStream.range(0, chunks).parallel().forEach(k -> {
+        Parallel.forEach(chunks, k -> {
             int from = k * SWIGLU_CHUNK, len = Math.min(SWIGLU_CHUNK, n - from);
             // sig = 1/(1 + exp(−h1)), through a scratch row for the vector exp
             float[] sig = new float[len];
@@ -171,7 +172,7 @@ public final class CpuOps {
         int blocks = Math.min(CE_BLOCKS, vocab);
         // max over the vocabulary per position, for numerical stability
         float[][] maxes = new float[blocks][];
-        java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> {
+        Parallel.forEach(blocks, b -> {
             float[] m = new float[seq];
             java.util.Arrays.fill(m, Float.NEGATIVE_INFINITY);
             for (int v = vocab * b / blocks, ve = vocab * (b + 1) / blocks; v < ve; v++)
@@ -185,7 +186,7 @@ public final class CpuOps {
         for (int j = 0; j < seq; j++) if (targets[j] >= 0) target[j] = logits[targets[j] * seq + j];
         // e = exp(logit − max) into dlogits (or a scratch row); softmax denominators: float over ≤ 256 rows, then double
         double[][] sums = new double[blocks][];
-        java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> {
+        Parallel.forEach(blocks, b -> {
             double[] sum = new double[seq];
             float[] part = new float[seq], row = new float[seq];
             int n = 0;
@@ -214,7 +215,7 @@ public final class CpuOps {
             // dlogits = (softmax − onehot)/S · gradScale
             float[] mul = new float[seq];
             for (int j = 0; j < seq; j++) mul[j] = (float) (gradScale / (sum[j] * seq));
-            java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> {
+            Parallel.forEach(blocks, b -> {
                 for (int v = vocab * b / blocks, ve = vocab * (b + 1) / blocks; v < ve; v++)
                     for (int j = 0, i = v * seq; j < seq; j++, i++) dlogits[i] *= mul[j];
             });

@@ -5,6 +5,7 @@ import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;
+import ane4j.blas.Parallel;
 import ane4j.blas.Transpose;
 import ane4j.mil.DType;
 import ane4j.model.ModelConfig;
@@ -214,7 +215,7 @@ public final class TrainingStep implements AutoCloseable {
         }
     }
 
-    private static void parallel(Runnable... jobs) { java.util.Arrays.stream(jobs).parallel().forEach(Runnable::run); }
+    private static void parallel(Runnable... jobs) { Parallel.forEach(jobs.length, i -> jobs[i].run()); }
 
     /** Static mode: recompiles every weight-bearing kernel of every layer with the current weights baked in. */
     private void compileStatic(float[] params) {
@@ -251,7 +252,7 @@ public final class TrainingStep implements AutoCloseable {
     /** Matrix (rows, cols) as stored: channel r, columns [at, at+cols); blocks of rows in parallel. */
     private static void stage(TensorBuffer dst, int at, float[] params, ParameterView m) {
         int rows = m.rows(), cols = m.cols(), blocks = (rows + STAGE_ROWS - 1) / STAGE_ROWS;
-        java.util.stream.IntStream.range(0, blocks).parallel().forEach(b -> {
+        Parallel.forEach(blocks, b -> {
             int r0 = b * STAGE_ROWS, n = Math.min(STAGE_ROWS, rows - r0);
             dst.writeColumns(r0, n, at, cols, params, m.offset() + r0 * cols, cols);
         });
@@ -263,7 +264,7 @@ public final class TrainingStep implements AutoCloseable {
     /** Matrix (rows, cols) transposed: channel j, column at+i ← m[i, j]; strips of STAGE_ROWS channels in parallel. */
     private void stageTransposed(TensorBuffer dst, int at, float[] params, ParameterView m) {
         int rows = m.rows(), cols = m.cols(), off = m.offset(), strips = (cols + STAGE_ROWS - 1) / STAGE_ROWS;
-        java.util.stream.IntStream.range(0, strips).parallel().forEach(b -> {
+        Parallel.forEach(strips, b -> {
             int j0 = b * STAGE_ROWS, jw = Math.min(STAGE_ROWS, cols - j0);
             float[] t = transposeScratch.get();
             if (t.length < jw * rows) transposeScratch.set(t = new float[jw * rows]);

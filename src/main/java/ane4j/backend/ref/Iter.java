@@ -1,5 +1,7 @@
 package ane4j.backend.ref;
 
+import ane4j.blas.Parallel;
+
 /**
  * Iteration over a shape for several strided operands, planned once: dimensions that are contiguous for every operand
  * are merged, so a dense elementwise op runs as one row. The caller's {@link Row} gets each operand's offset at the
@@ -92,7 +94,7 @@ final class Iter {
             // one (or few) long rows: pieces of each row
             int pieces = par * 2, chunk = (rowLen + pieces - 1) / pieces;
             long total = rows;
-            java.util.stream.IntStream.range(0, (int) (total * pieces)).parallel().forEach(t -> {
+            Parallel.forEach((int) (total * pieces), t -> {
                 long r = t / pieces;
                 int from = (t % pieces) * chunk, len = Math.min(chunk, rowLen - from);
                 if (len <= 0) return;
@@ -104,7 +106,7 @@ final class Iter {
         }
         int tasks = (int) Math.min(rows, par * 4L);
         final long allRows = rows;
-        java.util.stream.IntStream.range(0, tasks).parallel().forEach(t -> {
+        Parallel.forEach(tasks, t -> {
             long r0 = allRows * t / tasks, r1 = allRows * (t + 1) / tasks;
             long[] offs = offsetsAt(r0);
             int[] idx = indexAt(r0);

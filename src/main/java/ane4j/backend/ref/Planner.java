@@ -2,6 +2,7 @@ package ane4j.backend.ref;
 
 import ane4j.backend.BackendException;
 import ane4j.backend.TensorSpec;
+import ane4j.blas.Parallel;
 import ane4j.blas.VectorMath;
 import ane4j.mil.Arg;
 import ane4j.mil.DType;
@@ -211,7 +212,7 @@ final class Planner {
         if (n < ROUND_PARALLEL_MIN) { roundFp16Range(seg, from, from + n); return; }
         // elementwise: disjoint pieces on the common pool
         int pieces = 8;
-        java.util.stream.IntStream.range(0, pieces).parallel().forEach(p -> roundFp16Range(seg, from + n * p / pieces, from + n * (p + 1) / pieces));
+        Parallel.forEach(pieces, p -> roundFp16Range(seg, from + n * p / pieces, from + n * (p + 1) / pieces));
     }
 
     private static final long ROUND_PARALLEL_MIN = 1L << 22;
@@ -289,7 +290,7 @@ final class Planner {
                 }
             }
         };
-        if (tasks >= 2 && outer * rows * cols >= Iter.PARALLEL_MIN) java.util.stream.LongStream.range(0, tasks).parallel().forEach(task);
+        if (tasks >= 2 && outer * rows * cols >= Iter.PARALLEL_MIN) Parallel.forEach((int) tasks, t -> task.accept(t));
         else for (long t = 0; t < tasks; t++) task.accept(t);
     }
 
@@ -668,7 +669,7 @@ final class Planner {
         if (outer >= 2 && outer * len * inner >= Iter.PARALLEL_MIN) {
             // rows are independent: disjoint ranges of the outer index on the common pool
             int pieces = (int) Math.min(outer, 8);
-            java.util.stream.IntStream.range(0, pieces).parallel().forEach(p -> {
+            Parallel.forEach(pieces, p -> {
                 long a0 = outer * p / pieces, a1 = outer * (p + 1) / pieces;
                 softmaxSequential(xs, xoff + a0 * len * inner, os, ooff + a0 * len * inner, a1 - a0, len, inner, round);
             });
