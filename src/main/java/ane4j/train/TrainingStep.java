@@ -340,8 +340,8 @@ public final class TrainingStep implements AutoCloseable {
         // the loss gradient overwrites the logits in place: one (V,S) array, not two
         if (logits == null) logits = dlogits = new float[v * s];
         float[] logits = this.logits, dlogits = this.dlogits, dxf = this.dxf, dy = this.dy, dtmp = this.dtmp;
-        // the classifier runs in blocks of CLS_BLOCK vocabulary rows: each BLAS call on the float[] weights copies at
-        // most CLS_BLOCK·D of them to native memory (not all V·D), which bounds the step's peak memory
+        // the classifier runs in blocks of CLS_BLOCK vocabulary rows: BLAS reads the float[] weights in place, and should
+        // it copy heap operands instead (-Dane4j.blas.criticalMaxMacs) a block bounds the copy to CLS_BLOCK·D floats
         // logits (V,S) = wcls (V,D) · xf (D,S)
         for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
             int vb = Math.min(CLS_BLOCK, v - v0);
