@@ -12,6 +12,9 @@ public final class Parallel {
 
     private static final int THREADS = Math.max(1, Runtime.getRuntime().availableProcessors());
 
+    /** Threads a loop runs on: the caller and the pool (the number of cores). */
+    public static int threads() { return THREADS; }
+
     /** Runs {@code body(0 … blocks−1)}, each once; sequentially on one core or when called from a pool thread. */
     public static void forEach(int blocks, IntConsumer body) {
         if (blocks <= 1 || THREADS == 1 || ThreadPool.isWorker()) {

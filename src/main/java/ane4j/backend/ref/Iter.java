@@ -82,13 +82,13 @@ final class Iter {
 
     /**
      * Same as {@link #run} for rows that only write their own elements (elementwise ops; never reductions): large
-     * iterations are split into disjoint row ranges, or a single long row into disjoint pieces, run on the common pool.
+     * iterations are split into disjoint row ranges, or a single long row into disjoint pieces, run by {@link Parallel}.
      */
     void runParallel(Row row) {
         int n = dims.length, ops = base.length;
         long rows = 1;
         for (int i = 0; i < n - 1; i++) rows *= dims[i];
-        int par = java.util.concurrent.ForkJoinPool.getCommonPoolParallelism() + 1;
+        int par = Parallel.threads();
         if (rows * rowLen < PARALLEL_MIN || par < 2) { run(row); return; }
         if (rows < par) {
             // one (or few) long rows: pieces of each row

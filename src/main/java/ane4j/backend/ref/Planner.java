@@ -210,7 +210,7 @@ final class Planner {
     static void roundFp16(MemorySegment seg, long from, long n) {
         // the chunked loop does ~4 elements/ns on one core: only huge tensors gain from the pool
         if (n < ROUND_PARALLEL_MIN) { roundFp16Range(seg, from, from + n); return; }
-        // elementwise: disjoint pieces on the common pool
+        // elementwise: disjoint pieces in parallel
         int pieces = 8;
         Parallel.forEach(pieces, p -> roundFp16Range(seg, from + n * p / pieces, from + n * (p + 1) / pieces));
     }
@@ -667,7 +667,7 @@ final class Planner {
     /** softmax over {@code len} elements at stride {@code inner}, for outer × inner rows: max-subtract, exp, normalise. */
     static void softmaxRows(MemorySegment xs, long xoff, MemorySegment os, long ooff, long outer, int len, long inner, boolean round) {
         if (outer >= 2 && outer * len * inner >= Iter.PARALLEL_MIN) {
-            // rows are independent: disjoint ranges of the outer index on the common pool
+            // rows are independent: disjoint ranges of the outer index in parallel
             int pieces = (int) Math.min(outer, 8);
             Parallel.forEach(pieces, p -> {
                 long a0 = outer * p / pieces, a1 = outer * (p + 1) / pieces;
