@@ -180,6 +180,10 @@ public final class TrainingStep implements AutoCloseable {
     // weights → kernel inputs: after every optimizer update the staged copies are stale; each layer's are written when
     // its kernel is about to run
 
+    /**
+     * The weights the following steps use. Dynamic mode reads them lazily, layer by layer, inside {@link #forwardBackward}:
+     * call this again after every change to {@code params}. Static mode recompiles the weight-bearing kernels now.
+     */
     public void stageWeights(float[] params) {
         if (staticWeights) {
             compileStatic(params);
