@@ -151,35 +151,18 @@ public final class TensorBuffer {
         java.util.Objects.checkFromIndexSize(srcOffset, length, src.length);
         java.util.Objects.checkFromIndexSize(dstIndex, length, count);
         switch (type.dtype()) {
-            case FP16 -> {
-                // through a heap chunk: C2 vectorises the array conversion loop (F16C/AVX-512), not a segment loop
-                short[] h = HALF_CHUNK.get();
-                for (int done = 0; done < length; done += h.length) {
-                    int n = Math.min(h.length, length - done);
-                    for (int i = 0, at = srcOffset + done; i < n; i++) h[i] = Float.floatToFloat16(src[at + i]);
-                    MemorySegment.copy(h, 0, segment, F16, (dstIndex + done) * 2, n);
-                }
-            }
+            case FP16 -> Fp16.fromFloats(src, srcOffset, segment, dstIndex, length);
             case FP32 -> MemorySegment.copy(src, srcOffset, segment, F32, dstIndex * 4, length);
             default -> { for (int i = 0; i < length; i++) put(dstIndex + i, src[srcOffset + i]); }
         }
     }
-
-    private static final ThreadLocal<short[]> HALF_CHUNK = ThreadLocal.withInitial(() -> new short[4096]);
 
     /** Copies elements {@code srcIndex…} into {@code dst[dstOffset…]}. */
     public void copyTo(long srcIndex, float[] dst, int dstOffset, int length) {
         java.util.Objects.checkFromIndexSize(dstOffset, length, dst.length);
         java.util.Objects.checkFromIndexSize(srcIndex, length, count);
         switch (type.dtype()) {
-            case FP16 -> {
-                short[] h = HALF_CHUNK.get();
-                for (int done = 0; done < length; done += h.length) {
-                    int n = Math.min(h.length, length - done);
-                    MemorySegment.copy(segment, F16, (srcIndex + done) * 2, h, 0, n);
-                    for (int i = 0, at = dstOffset + done; i < n; i++) dst[at + i] = Float.float16ToFloat(h[i]);
-                }
-            }
+            case FP16 -> Fp16.toFloats(segment, srcIndex, dst, dstOffset, length);
             case FP32 -> MemorySegment.copy(segment, F32, srcIndex * 4, dst, dstOffset, length);
             default -> { for (int i = 0; i < length; i++) dst[dstOffset + i] = load(srcIndex + i); }
         }

@@ -1,5 +1,6 @@
 package ane4j.bench;
 
+import ane4j.model.Json;
 import java.util.Collection;
 import java.util.Locale;
 import java.util.Map;
@@ -25,7 +26,7 @@ public final class BenchJson {
                 for (var e : m.entrySet()) {
                     if (i++ > 0) sb.append(',');
                     if (!flat) newline(sb, indent + 1); else if (i > 1) sb.append(' ');
-                    string(sb, String.valueOf(e.getKey()));
+                    sb.append(Json.quote(String.valueOf(e.getKey())));
                     sb.append(": ");
                     write(sb, e.getValue(), indent + 1);
                 }
@@ -48,7 +49,7 @@ public final class BenchJson {
             case Float f -> number(sb, f.doubleValue());
             case Number n -> sb.append(n);
             case Boolean b -> sb.append(b);
-            default -> string(sb, v.toString());
+            default -> sb.append(Json.quote(v.toString()));
         }
     }
 
@@ -59,25 +60,6 @@ public final class BenchJson {
     }
 
     private static void newline(StringBuilder sb, int indent) { sb.append('\n').append("  ".repeat(indent)); }
-
-    private static void string(StringBuilder sb, String s) {
-        sb.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char ch = s.charAt(i);
-            switch (ch) {
-                case '"' -> sb.append("\\\"");
-                case '\\' -> sb.append("\\\\");
-                case '\n' -> sb.append("\\n");
-                case '\r' -> sb.append("\\r");
-                case '\t' -> sb.append("\\t");
-                default -> {
-                    if (ch < 0x20) sb.append(String.format("\\u%04x", (int) ch));
-                    else sb.append(ch);
-                }
-            }
-        }
-        sb.append('"');
-    }
 
     /** Parses JSON text: objects → LinkedHashMap, arrays → ArrayList, integers → Long, other numbers → Double, null → null. */
     public static Object parse(String text) {

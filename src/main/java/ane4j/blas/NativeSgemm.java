@@ -47,6 +47,8 @@ final class NativeSgemm extends Sgemm {
     private final String name;
     private final String description;
     private final int threads;
+    private final boolean parallel;
+    private final MemorySegment symbol;
     private final MethodHandle sgemm;
     private final MethodHandle sgemmCritical;
     private final long criticalMaxMacs;
@@ -65,16 +67,13 @@ final class NativeSgemm extends Sgemm {
         this.description = description;
         this.threads = threads;
         this.criticalMaxMacs = criticalMaxMacs;
-        this.pool = parallel && threads > 1 ? ThreadPool.shared(threads - 1) : null;
+        this.pool = parallel && threads > 1 ? ThreadPool.shared() : null;
         Linker linker = Linker.nativeLinker();
         this.sgemm = linker.downcallHandle(symbol, SGEMM);
         this.sgemmCritical = linker.downcallHandle(symbol, SGEMM, Linker.Option.critical(true));
         this.symbol = symbol;
         this.parallel = parallel;
     }
-
-    private final MemorySegment symbol;
-    private final boolean parallel;
 
     /** The same library with another heap-copy threshold (tests: {@code 0} forces the copy path). */
     NativeSgemm withCriticalMaxMacs(long macs) { return new NativeSgemm(name, description, threads, parallel, symbol, macs); }

@@ -21,6 +21,6 @@ public final class Parallel {
             for (int i = 0; i < blocks; i++) body.accept(i);
             return;
         }
-        ThreadPool.shared(THREADS - 1).run(blocks, body);
+        ThreadPool.shared().run(blocks, body);
     }
 }

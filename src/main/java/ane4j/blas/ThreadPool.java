@@ -26,12 +26,12 @@ final class ThreadPool {
         }
     }
 
-    /** The process-wide pool (created with {@code helpers} threads on first use). */
-    static ThreadPool shared(int helpers) {
+    /** The process-wide pool: one helper thread per core beyond the caller's (created on first use). */
+    static ThreadPool shared() {
         ThreadPool p = shared;
         if (p != null) return p;
         synchronized (ThreadPool.class) {
-            if (shared == null) shared = new ThreadPool(helpers);
+            if (shared == null) shared = new ThreadPool(Math.max(1, Runtime.getRuntime().availableProcessors() - 1));
             return shared;
         }
     }

@@ -8,6 +8,7 @@ import ane4j.backend.ane.AneBackend;
 import ane4j.backend.ane.AneKernel;
 import ane4j.backend.ref.RefBackend;
 import ane4j.blas.Blas;
+import ane4j.model.Json;
 import ane4j.model.ModelConfig;
 
 import java.io.IOException;
@@ -197,16 +198,16 @@ public final class DoctorCommand {
         StringBuilder sb = new StringBuilder("{\n  \"tool\": \"ane4j doctor\",\n  \"host\": {");
         boolean first = true;
         for (var e : host.entrySet()) {
-            sb.append(first ? "\n" : ",\n").append("    ").append(str(e.getKey())).append(": ").append(str(e.getValue()));
+            sb.append(first ? "\n" : ",\n").append("    ").append(Json.quote(e.getKey())).append(": ").append(Json.quote(e.getValue()));
             first = false;
         }
         sb.append("\n  },\n  \"aneAvailable\": ").append(aneAvailable).append(",\n  \"aneUnavailableReason\": ")
-                .append(reason == null ? "null" : str(reason)).append(",\n  \"probes\": [");
+                .append(reason == null ? "null" : Json.quote(reason)).append(",\n  \"probes\": [");
         for (int i = 0; i < results.size(); i++) {
             Result r = results.get(i);
-            sb.append(i == 0 ? "\n" : ",\n").append("    {\"probe\": ").append(str(r.probe()))
-                    .append(", \"backend\": ").append(str(r.backend()))
-                    .append(", \"reference\": ").append(str(r.reference()))
+            sb.append(i == 0 ? "\n" : ",\n").append("    {\"probe\": ").append(Json.quote(r.probe()))
+                    .append(", \"backend\": ").append(Json.quote(r.backend()))
+                    .append(", \"reference\": ").append(Json.quote(r.reference()))
                     .append(", \"compileMs\": ").append(jnum(r.compileMs()))
                     .append(", \"loadMs\": ").append(jnum(r.loadMs()))
                     .append(", \"evalMs\": ").append(jnum(r.evalMs()))
@@ -215,7 +216,7 @@ public final class DoctorCommand {
                     .append(", \"maxAbsRef\": ").append(r.diff() == null ? "null" : jnum(r.diff().maxRef()))
                     .append(", \"nonFinite\": ").append(r.diff() == null ? "null" : Long.toString(r.diff().nonFinite()))
                     .append(", \"passed\": ").append(r.passed())
-                    .append(", \"error\": ").append(r.error() == null ? "null" : str(r.error())).append('}');
+                    .append(", \"error\": ").append(r.error() == null ? "null" : Json.quote(r.error())).append('}');
         }
         sb.append("\n  ],\n  \"tolerance\": {\"atol\": ").append(OutputDiff.FP16_ATOL).append(", \"rtol\": ").append(OutputDiff.FP16_RTOL)
                 .append("},\n  \"passed\": ").append(passed).append("\n}\n");
@@ -224,21 +225,4 @@ public final class DoctorCommand {
 
     private static String jnum(double v) { return Double.isFinite(v) ? Double.toString(v) : "null"; }
 
-    static String str(String s) {
-        StringBuilder sb = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            switch (c) {
-                case '"' -> sb.append("\\\"");
-                case '\\' -> sb.append("\\\\");
-                case '\n' -> sb.append("\\n");
-                case '\r' -> sb.append("\\r");
-                case '\t' -> sb.append("\\t");
-                default -> {
-                    if (c < 0x20) sb.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-                    else sb.append(c);
-                }
-            }
-        }
-        return sb.append('"').toString();
-    }
 }

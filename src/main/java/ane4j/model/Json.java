@@ -9,9 +9,10 @@ import java.util.Map;
  * A small strict JSON reader (RFC 8259) for safetensors headers, config.json and golden files.
  * Objects become {@code LinkedHashMap<String, Object>}, arrays {@code List<Object>}, numbers {@code Double}
  * (or {@code Long} when integral without exponent or fraction), and null becomes {@link #NULL}.
- * Errors are {@link IllegalArgumentException}s naming the character offset.
+ * Errors are {@link IllegalArgumentException}s naming the character offset. {@link #quote} is the one JSON string
+ * writer of the project (bench results, doctor reports).
  */
-final class Json {
+public final class Json {
     /** JSON null (so a map can tell a null value from a missing key). */
     static final Object NULL = new Object() {
         @Override
@@ -177,16 +178,18 @@ final class Json {
         pos++;
     }
 
-    /** A JSON string literal for {@code v}. */
-    static String quote(String v) {
+    /** A JSON string literal for {@code v} (quote, backslash and control characters escaped). */
+    public static String quote(String v) {
         StringBuilder b = new StringBuilder("\"");
         for (char c : v.toCharArray()) {
             switch (c) {
                 case '"' -> b.append("\\\"");
                 case '\\' -> b.append("\\\\");
                 case '\n' -> b.append("\\n");
+                case '\r' -> b.append("\\r");
+                case '\t' -> b.append("\\t");
                 default -> {
-                    if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+                    if (c < 0x20) b.append(String.format(java.util.Locale.ROOT, "\\u%04x", (int) c));
                     else b.append(c);
                 }
             }

@@ -285,6 +285,9 @@ public final class TrainingStep implements AutoCloseable {
 
     public float forwardBackward(float[] params, float[] grads, int[] tokens, int[] targets, float lossScale) {
         if (tokens.length != s || targets.length != s) throw new IllegalArgumentException("[train] expected " + s + " tokens and targets, got " + tokens.length + " and " + targets.length);
+        for (int t = 0; t < s; t++)
+            if (targets[t] < -1 || targets[t] >= v)
+                throw new IllegalArgumentException("[train] target " + targets[t] + " at position " + t + " is outside the vocabulary of " + v + " (−1 means ignore); check the data's tokenizer against the model's vocabSize");
         phaseNanos.clear();
         float eps = c.normEps(), alpha = c.residualScale();
         ParameterView emb = layout.tokenEmbedding(), cls = layout.classifier();

@@ -1,6 +1,7 @@
 package ane4j.backend.ref;
 
 import ane4j.backend.BackendException;
+import ane4j.backend.Fp16;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
@@ -19,7 +20,6 @@ import java.util.Map;
  */
 public final class RefKernel implements Kernel {
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
-    private static final ValueLayout.OfShort H = ValueLayout.JAVA_SHORT_UNALIGNED;
 
     /** One planned computation, labelled for error messages. */
     record Step(String label, Runnable run) {}
@@ -114,38 +114,12 @@ public final class RefKernel implements Kernel {
     private static void toFloats(TensorBuffer b, MemorySegment dst) {
         long n = b.count();
         if (b.dtype() == DType.FP16 && n >= PARALLEL_CONVERT_MIN) {
-            Parallel.forEach(2, half -> fp16ToFloats(b.segment(), dst, half * (n / 2), half == 0 ? n / 2 : n));
+            Parallel.forEach(2, half -> Fp16.toFloats(b.segment(), half * (n / 2), dst, half * (n / 2), half == 0 ? n / 2 : n - n / 2));
             return;
         }
-        if (b.dtype() == DType.FP16) { fp16ToFloats(b.segment(), dst, 0, n); return; }
+        if (b.dtype() == DType.FP16) { Fp16.toFloats(b.segment(), 0, dst, 0, n); return; }
         for (long i = 0; i < n; i++) dst.setAtIndex(F, i, b.get(i));
     }
-
-    /** fp16 → fp32 through heap chunks: the array loop is one that C2 vectorises (F16C/AVX-512), the segment loop is not. */
-    private static void fp16ToFloats(MemorySegment src, MemorySegment dst, long from, long to) {
-        short[] h = new short[CHUNK];
-        float[] f = new float[CHUNK];
-        for (long i = from; i < to; i += CHUNK) {
-            int n = (int) Math.min(CHUNK, to - i);
-            MemorySegment.copy(src, H, i * 2, h, 0, n);
-            for (int k = 0; k < n; k++) f[k] = Float.float16ToFloat(h[k]);
-            MemorySegment.copy(f, 0, dst, F, i * 4, n);
-        }
-    }
-
-    /** fp32 → fp16 (round to nearest even), chunked like {@link #fp16ToFloats}. */
-    private static void floatsToFp16(MemorySegment src, long srcOff, MemorySegment dst, long from, long to) {
-        short[] h = new short[CHUNK];
-        float[] f = new float[CHUNK];
-        for (long i = from; i < to; i += CHUNK) {
-            int n = (int) Math.min(CHUNK, to - i);
-            MemorySegment.copy(src, F, (srcOff + i) * 4, f, 0, n);
-            for (int k = 0; k < n; k++) h[k] = Float.floatToFloat16(f[k]);
-            MemorySegment.copy(h, 0, dst, H, i * 2, n);
-        }
-    }
-
-    private static final int CHUNK = 4096;
 
     /** Conversions from this many elements run in two halves on two threads (about 0.6 ns per element on one). */
     private static final long PARALLEL_CONVERT_MIN = 1 << 18;
@@ -159,8 +133,8 @@ public final class RefKernel implements Kernel {
                 case FP16 -> {
                     if (n >= PARALLEL_CONVERT_MIN) {
                         long off = v.off;
-                        Parallel.forEach(2, half -> floatsToFp16(s, off, d, half * (n / 2), half == 0 ? n / 2 : n));
-                    } else floatsToFp16(s, v.off, d, 0, n);
+                        Parallel.forEach(2, half -> Fp16.fromFloats(s, off + half * (n / 2), d, half * (n / 2), half == 0 ? n / 2 : n - n / 2));
+                    } else Fp16.fromFloats(s, v.off, d, 0, n);
                 }
                 default -> { for (long i = 0; i < n; i++) b.set(i, s.getAtIndex(F, v.off + i)); }
             }
