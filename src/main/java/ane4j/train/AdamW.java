@@ -30,11 +30,6 @@ public final class AdamW {
     /** Elements per parallel task: fixed, so results never depend on the thread count. */
     static final int CHUNK = 1 << 18;
 
-    /** One update at step t (1-based) of every view; {@code grads} already unscaled and clipped. Elementwise, in parallel chunks. */
-    public void step(List<ParameterView> views, float[] params, float[] grads, float[] m, float[] v, int t, float lr) {
-        step(views, params, grads, m, v, t, lr, 1f, false);
-    }
-
     /**
      * One update at step t (1-based) with {@code g = gradMul·grads[i]} (unscaling and clipping folded into one factor);
      * with {@code zeroGrads} each gradient is cleared as it is used, so the whole update is a single pass over memory.
@@ -58,9 +53,6 @@ public final class AdamW {
             if (zeroGrads) java.util.Arrays.fill(grads, task[1], task[2], 0f);
         });
     }
-
-    /** Σ grads[i]²; see {@link #sumOfSquares(float[], float)}. */
-    public static double sumOfSquares(float[] grads) { return sumOfSquares(grads, 1f); }
 
     /**
      * Σ (k·grads[i])², in fixed chunks on all cores and in a fixed order inside each (8 interleaved float sums per 1024
@@ -94,18 +86,5 @@ public final class AdamW {
     /** The factor torch.nn.utils.clip_grad_norm_ scales by: maxNorm/(norm + 1e-6) when norm exceeds maxNorm, else 1. */
     public static float clipFactor(float norm, float maxNorm) {
         return maxNorm > 0 && norm > maxNorm ? maxNorm / (norm + 1e-6f) : 1f;
-    }
-
-    /** Scales grads so their global L2 norm is at most {@code maxNorm} (torch.nn.utils.clip_grad_norm_); returns the norm before. */
-    public static float clipGlobalNorm(float[] grads, float maxNorm) {
-        float norm = (float) Math.sqrt(sumOfSquares(grads));
-        float k = clipFactor(norm, maxNorm);
-        if (k != 1f) {
-            int chunks = (grads.length + CHUNK - 1) / CHUNK;
-            Parallel.forEach(chunks, c -> {
-                for (int i = c * CHUNK, end = Math.min(grads.length, i + CHUNK); i < end; i++) grads[i] *= k;
-            });
-        }
-        return norm;
     }
 }

@@ -80,11 +80,11 @@ class TrainingGoldenTest {
         try (TrainingStep step = new TrainingStep(c, new RefBackend(new RefBackend.Options(true, false, null)), DType.FP32)) {
             for (int t = 0; t < expected.length; t++) {
                 step.stageWeights(params);
-                java.util.Arrays.fill(grads, 0f);
                 float loss = step.forwardBackward(params, grads, g.i32("tokens"), g.i32("targets"), 1f);
                 assertEquals(expected[t], loss, 1e-4f, "loss before AdamW step " + t);
-                AdamW.clipGlobalNorm(grads, Float.parseFloat(g.metadata().get("clip")));
-                adamw.step(layout.views(), params, grads, m, v, t + 1, lr);
+                // as the Trainer does it: the norm pass, then clip + AdamW + zero the gradients in one pass
+                float norm = (float) Math.sqrt(AdamW.sumOfSquares(grads, 1f));
+                adamw.step(layout.views(), params, grads, m, v, t + 1, lr, AdamW.clipFactor(norm, Float.parseFloat(g.metadata().get("clip"))), true);
             }
         }
         for (String fin : g.metadata().get("finals").split(",")) {
