@@ -57,15 +57,22 @@ final class Iter {
         return new Iter(shape, s, b);
     }
 
-    void run(Row row) {
-        int n = dims.length, ops = base.length;
-        long[] offs = base.clone();
+    void run(Row row) { runRows(0, rowCount(), row); }
+
+    /** Rows (every index but the last) of the iteration. */
+    private long rowCount() {
         long rows = 1;
-        for (int i = 0; i < n - 1; i++) rows *= dims[i];
-        int[] idx = new int[n];
-        for (long r = 0; r < rows; r++) {
+        for (int i = 0; i < dims.length - 1; i++) rows *= dims[i];
+        return rows;
+    }
+
+    /** Rows [r0, r1), the outer index advanced as an odometer with offsets updated incrementally. */
+    private void runRows(long r0, long r1, Row row) {
+        int n = dims.length, ops = base.length;
+        long[] offs = offsetsAt(r0);
+        int[] idx = indexAt(r0);
+        for (long r = r0; r < r1; r++) {
             row.run(offs, rowLen);
-            // advance the outer index (odometer), updating offsets incrementally
             for (int i = n - 2; i >= 0; i--) {
                 if (++idx[i] < dims[i]) {
                     for (int k = 0; k < ops; k++) offs[k] += strides[k][i];
@@ -85,16 +92,14 @@ final class Iter {
      * iterations are split into disjoint row ranges, or a single long row into disjoint pieces, run by {@link Parallel}.
      */
     void runParallel(Row row) {
-        int n = dims.length, ops = base.length;
-        long rows = 1;
-        for (int i = 0; i < n - 1; i++) rows *= dims[i];
+        int ops = base.length;
+        long rows = rowCount();
         int par = Parallel.threads();
         if (rows * rowLen < PARALLEL_MIN || par < 2) { run(row); return; }
         if (rows < par) {
             // one (or few) long rows: pieces of each row
             int pieces = par * 2, chunk = (rowLen + pieces - 1) / pieces;
-            long total = rows;
-            Parallel.forEach((int) (total * pieces), t -> {
+            Parallel.forEach((int) (rows * pieces), t -> {
                 long r = t / pieces;
                 int from = (t % pieces) * chunk, len = Math.min(chunk, rowLen - from);
                 if (len <= 0) return;
@@ -105,23 +110,7 @@ final class Iter {
             return;
         }
         int tasks = (int) Math.min(rows, par * 4L);
-        final long allRows = rows;
-        Parallel.forEach(tasks, t -> {
-            long r0 = allRows * t / tasks, r1 = allRows * (t + 1) / tasks;
-            long[] offs = offsetsAt(r0);
-            int[] idx = indexAt(r0);
-            for (long r = r0; r < r1; r++) {
-                row.run(offs, rowLen);
-                for (int i = n - 2; i >= 0; i--) {
-                    if (++idx[i] < dims[i]) {
-                        for (int k = 0; k < ops; k++) offs[k] += strides[k][i];
-                        break;
-                    }
-                    idx[i] = 0;
-                    for (int k = 0; k < ops; k++) offs[k] -= strides[k][i] * (dims[i] - 1);
-                }
-            }
-        });
+        Parallel.forEach(tasks, t -> runRows(rows * t / tasks, rows * (t + 1) / tasks, row));
     }
 
     /** The outer index (odometer digits) of row r. */
