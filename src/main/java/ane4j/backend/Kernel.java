@@ -34,6 +34,18 @@ public interface Kernel extends AutoCloseable {
 
     @Override void close();
 
+    /**
+     * The buffer for {@code spec} in an evaluate map, checked for presence and type, with one-line errors naming the
+     * function ({@code what}: "input" or "output"); for implementations.
+     */
+    static TensorBuffer argument(String function, Map<String, TensorBuffer> m, TensorSpec spec, String what) {
+        TensorBuffer b = m.get(spec.name());
+        if (b == null) throw new IllegalArgumentException("[kernel] " + function + ": missing " + what + " '" + spec.name() + "' " + spec.type() + " (given: " + m.keySet() + ")");
+        if (!b.type().equals(spec.type()))
+            throw new IllegalArgumentException("[kernel] " + function + ": " + what + " '" + spec.name() + "' is " + b.type() + " but the function has " + spec.type());
+        return b;
+    }
+
     private static TensorSpec find(List<TensorSpec> specs, String name, String what) {
         for (TensorSpec s : specs) if (s.name().equals(name)) return s;
         throw new IllegalArgumentException("[kernel] no " + what + " '" + name + "' (" + what + "s: " + specs.stream().map(TensorSpec::name).toList() + ")");

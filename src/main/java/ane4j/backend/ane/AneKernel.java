@@ -92,12 +92,12 @@ public final class AneKernel implements Kernel {
         long t0 = System.nanoTime();
         for (TensorSpec spec : inputs) {
             Slot s = slots.get(spec.name());
-            TensorBuffer b = check(in, spec, "input");
+            TensorBuffer b = Kernel.argument(function, in, spec, "input");
             if (isSurface(s, b)) continue;
             if (s.held != null) s.held.segment().copyFrom(b.segment());
             else s.surface.write(b.segment());
         }
-        for (TensorSpec spec : outputs) check(out, spec, "output");
+        for (TensorSpec spec : outputs) Kernel.argument(function, out, spec, "output");
         for (Slot s : slots.values()) if (s.held != null) { s.held.close(); s.held = null; }
         try {
             program.evaluate();
@@ -117,14 +117,6 @@ public final class AneKernel implements Kernel {
 
     private static boolean isSurface(Slot s, TensorBuffer b) {
         return s.buffer != null && (b == s.buffer || (b.segment().isNative() && b.segment().address() == s.buffer.segment().address()));
-    }
-
-    private TensorBuffer check(Map<String, TensorBuffer> m, TensorSpec s, String what) {
-        TensorBuffer b = m.get(s.name());
-        if (b == null) throw new IllegalArgumentException("[kernel] " + function + ": missing " + what + " '" + s.name() + "' " + s.type() + " (given: " + m.keySet() + ")");
-        if (!b.type().equals(s.type()))
-            throw new IllegalArgumentException("[kernel] " + function + ": " + what + " '" + s.name() + "' is " + b.type() + " but the function has " + s.type());
-        return b;
     }
 
     private void checkOpen() {

@@ -71,7 +71,7 @@ public final class RefKernel implements Kernel {
         long t0 = Profile.ON ? System.nanoTime() : 0;
         for (int i = 0; i < inputs.size(); i++) {
             TensorSpec s = inputs.get(i);
-            TensorBuffer b = check(in, s, "input");
+            TensorBuffer b = Kernel.argument(function, in, s, "input");
             Storage st = inputStorages.get(i);
             if (staging[i] == null && b.segment().isAccessibleBy(OTHER_THREAD)) st.seg = b.segment();
             else if (staging[i] == null) {
@@ -85,7 +85,7 @@ public final class RefKernel implements Kernel {
                 toFloats(b, staging[i]);
             }
         }
-        for (TensorSpec s : outputs) check(out, s, "output");
+        for (TensorSpec s : outputs) Kernel.argument(function, out, s, "output");
         if (Profile.ON) t0 = Profile.add(profileName, "(inputs)", t0);
         for (Step step : steps) {
             try {
@@ -100,14 +100,6 @@ public final class RefKernel implements Kernel {
         for (int i = 0; i < outputs.size(); i++) fromView(outputViews.get(i), out.get(outputs.get(i).name()));
         if (Profile.ON) Profile.add(profileName, "(outputs)", t0);
         for (Storage st : inputStorages) st.seg = null;
-    }
-
-    private TensorBuffer check(Map<String, TensorBuffer> m, TensorSpec s, String what) {
-        TensorBuffer b = m.get(s.name());
-        if (b == null) throw new IllegalArgumentException("[kernel] " + function + ": missing " + what + " '" + s.name() + "' " + s.type() + " (given: " + m.keySet() + ")");
-        if (!b.type().equals(s.type()))
-            throw new IllegalArgumentException("[kernel] " + function + ": " + what + " '" + s.name() + "' is " + b.type() + " but the function has " + s.type());
-        return b;
     }
 
     /** Converts a buffer into fp32 floats, in two halves on two threads when large. */
