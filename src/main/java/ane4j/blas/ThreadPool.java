@@ -43,12 +43,19 @@ final class ThreadPool {
         WORKER.set(true);
         while (true) {
             try {
-                queue.take().run();
+                Runnable r = queue.poll();
+                // a short spin before sleeping: the parallel loops of one kernel evaluation follow each other within
+                // microseconds, and waking a sleeping thread (a halted vCPU in a VM) can cost more than a block's work
+                for (long until = System.nanoTime() + SPIN_NANOS; r == null && System.nanoTime() < until; r = queue.poll()) Thread.onSpinWait();
+                (r != null ? r : queue.take()).run();
             } catch (InterruptedException e) {
                 return;
             }
         }
     }
+
+    /** How long an idle pool thread polls before it sleeps (far below OpenBLAS's own spin, which took whole cores). */
+    private static final long SPIN_NANOS = Long.getLong("ane4j.blas.spinMicros", 50) * 1000;
 
     /** Runs {@code body(0 … blocks−1)}, each once, on the caller and the pool; rethrows the first failure. */
     void run(int blocks, IntConsumer body) {
