@@ -32,6 +32,42 @@ public interface Kernel extends AutoCloseable {
 
     default TensorBuffer allocateOutput(String name) { return TensorBuffer.allocate(output(name).type()); }
 
+    /**
+     * Whether a caller that keeps several input sets for this kernel (one per layer, say) should hold them as
+     * {@link #bind() bindings}: true where handing a separate buffer to {@link #evaluate} costs a copy of the whole
+     * input (the ANE's IOSurfaces), false where bindings would only cost memory (the reference backend converts its
+     * inputs at every evaluate anyway, so one input staged on demand is as good and smaller).
+     */
+    default boolean prefersBoundInputs() { return false; }
+
+    /**
+     * A set of inputs of its own: write them in place through {@link Binding#input} and {@link Binding#evaluate}
+     * runs the function on them without copying them (on the ANE: input IOSurfaces with their own request). This
+     * default keeps buffers from {@link #allocateInput} and passes them to {@link #evaluate}.
+     */
+    default Binding bind() {
+        Map<String, TensorBuffer> in = new LinkedHashMap<>();
+        for (TensorSpec s : inputs()) in.put(s.name(), TensorBuffer.allocate(s.type()));
+        return new Binding() {
+            @Override public TensorBuffer input(String name) { return in.get(Kernel.this.input(name).name()); }
+
+            @Override public void evaluate(Map<String, TensorBuffer> outputs) { Kernel.this.evaluate(in, outputs); }
+
+            @Override public void close() {}
+        };
+    }
+
+    /** Inputs bound to a kernel ({@link #bind()}); closed before the kernel, or with it. */
+    interface Binding extends AutoCloseable {
+        /** The bound input: what is written here is what the next {@link #evaluate} reads. */
+        TensorBuffer input(String name);
+
+        /** Runs the kernel on the bound inputs: overwrites every output. */
+        void evaluate(Map<String, TensorBuffer> outputs);
+
+        @Override void close();
+    }
+
     @Override void close();
 
     /**

@@ -6,6 +6,7 @@ import ane4j.backend.TensorSpec;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -15,7 +16,9 @@ import java.util.Map;
  * {@link TensorBuffer}s of the right types work ({@link #evaluate} copies them in and out), but the buffers from
  * {@link #allocateInput}/{@link #allocateOutput} ARE the surfaces: writing one writes the ANE's input, and evaluate skips
  * the copy for them. Between evaluations those surfaces stay locked for the CPU; evaluate unlocks them while the ANE runs.
- * After {@link #close()} they throw instead of touching freed memory. Not thread-safe (calls are serialised).
+ * After {@link #close()} they throw instead of touching freed memory. {@link #bind()} gives input surfaces of their own
+ * with their own request (one per layer in training, as maderix keeps them), evaluated without any input copy.
+ * Not thread-safe (calls are serialised).
  */
 public final class AneKernel implements Kernel {
     private final String function;
@@ -24,7 +27,8 @@ public final class AneKernel implements Kernel {
     private final String milText;
     private final Map<String, Slot> slots = new LinkedHashMap<>();
     private final Arena scope = Arena.ofShared();   // the lifetime of the zero-copy surface buffers
-    private long evaluations, lastEvaluateNanos;
+    private final List<Bound> bindings = new ArrayList<>();
+    private long evaluations, lastEvaluateNanos, copiedInputBytes;
     private boolean closed;
 
     /** One input or output: its surface, and the zero-copy buffer on it once handed out (with the CPU lock it holds). */
@@ -67,6 +71,21 @@ public final class AneKernel implements Kernel {
 
     public synchronized long evaluations() { return evaluations; }
 
+    /** Bytes {@link #evaluate} copied from caller buffers into input surfaces so far (none for surface buffers and bindings). */
+    public synchronized long copiedInputBytes() { return copiedInputBytes; }
+
+    /** True: an input buffer that is not a surface costs a whole copy at every evaluate. */
+    @Override public boolean prefersBoundInputs() { return true; }
+
+    /** Input surfaces of their own ({@link AneProgram#newInputSet()}), written in place, evaluated with no input copy. */
+    @Override
+    public synchronized Binding bind() {
+        checkOpen();
+        Bound b = new Bound(program.newInputSet());
+        bindings.add(b);
+        return b;
+    }
+
     /** The input's IOSurface as a buffer (always the same one): write it and pass it to evaluate, no copy. */
     @Override
     public synchronized TensorBuffer allocateInput(String name) { return surfaceBuffer(input(name).name()); }
@@ -96,11 +115,17 @@ public final class AneKernel implements Kernel {
             if (isSurface(s, b)) continue;
             if (s.held != null) s.held.segment().copyFrom(b.segment());
             else s.surface.write(b.segment());
+            copiedInputBytes += b.byteSize();
         }
+        run(program::evaluate, out, t0);
+    }
+
+    /** Checks the outputs, unlocks the held surfaces, runs {@code evaluate}, locks them again, copies the outputs out. */
+    private void run(Runnable evaluate, Map<String, TensorBuffer> out, long t0) {
         for (TensorSpec spec : outputs) Kernel.argument(function, out, spec, "output");
         for (Slot s : slots.values()) if (s.held != null) { s.held.close(); s.held = null; }
         try {
-            program.evaluate();
+            evaluate.run();
         } finally {
             for (Slot s : slots.values()) if (s.buffer != null) s.held = s.surface.lockForWrite();
         }
@@ -113,6 +138,70 @@ public final class AneKernel implements Kernel {
         }
         evaluations++;
         lastEvaluateNanos = System.nanoTime() - t0;
+    }
+
+    /** A binding: its input surfaces stay locked for the CPU (and written in place) except while its request runs. */
+    private final class Bound implements Binding {
+        private final AneProgram.InputSet set;
+        private final Map<String, TensorBuffer> buffers = new LinkedHashMap<>();
+        private final List<AneSurface.Access> held = new ArrayList<>();
+        private boolean closed;
+
+        Bound(AneProgram.InputSet set) {
+            this.set = set;
+            for (TensorSpec spec : inputs) {
+                AneSurface.Access a = set.input(spec.name()).lockForWrite();
+                held.add(a);
+                buffers.put(spec.name(), TensorBuffer.wrap(a.segment().reinterpret(scope, null), spec.type()));
+            }
+        }
+
+        @Override
+        public TensorBuffer input(String name) {
+            synchronized (AneKernel.this) {
+                check();
+                return buffers.get(AneKernel.this.input(name).name());
+            }
+        }
+
+        @Override
+        public void evaluate(Map<String, TensorBuffer> out) {
+            synchronized (AneKernel.this) {
+                check();
+                long t0 = System.nanoTime();
+                run(() -> {
+                    for (AneSurface.Access a : held) a.close();
+                    held.clear();
+                    try {
+                        set.evaluate();
+                    } finally {
+                        for (TensorSpec spec : inputs) held.add(set.input(spec.name()).lockForWrite());
+                    }
+                }, out, t0);
+            }
+        }
+
+        private void check() {
+            checkOpen();
+            if (closed) throw new IllegalStateException("[kernel] " + function + " (ane): this binding is closed");
+        }
+
+        @Override
+        public void close() {
+            synchronized (AneKernel.this) {
+                if (closed) return;
+                bindings.remove(this);
+                release();
+            }
+        }
+
+        void release() {
+            if (closed) return;
+            closed = true;
+            for (AneSurface.Access a : held) a.close();
+            held.clear();
+            set.close();
+        }
     }
 
     private static boolean isSurface(Slot s, TensorBuffer b) {
@@ -130,6 +219,8 @@ public final class AneKernel implements Kernel {
         closed = true;
         try {
             for (Slot s : slots.values()) if (s.held != null) { s.held.close(); s.held = null; }
+            for (Bound b : List.copyOf(bindings)) b.release();
+            bindings.clear();
             scope.close();
         } finally {
             program.close();

@@ -54,6 +54,7 @@ public final class AneProgram implements AutoCloseable {
     private Path directory;
     private final List<AneSurface> inputs = new ArrayList<>();
     private final List<AneSurface> outputs = new ArrayList<>();
+    private final List<InputSet> inputSets = new ArrayList<>();
     private boolean closed;
     private boolean cacheHit;
     private long compileNanos, loadNanos;
@@ -161,6 +162,74 @@ public final class AneProgram implements AutoCloseable {
         }
     }
 
+    /**
+     * Another set of input surfaces, sized as the program's own, with its own request on the program's output surfaces:
+     * what maderix's dynamic training allocates per layer and weight-bearing kernel so that weights stay bound between
+     * steps ({@code training/training_dynamic/train.m}: {@code pls[L].sdpaFwd_in = make_surface(...)},
+     * {@code plr[L].sdpaFwd = make_request(dk.sdpaFwd, pls[L].sdpaFwd_in)}, evaluated by {@code ane_eval_req}).
+     * Released by {@link InputSet#close()} or with the program.
+     */
+    public InputSet newInputSet() {
+        if (closed) throw new IllegalStateException("[ane.surface] the program is closed");
+        InputSet set = new InputSet();
+        try (AutoreleasePool pool = objc.pool()) {
+            List<MemorySegment> inputObjects = new ArrayList<>(inputs.size());
+            for (AneSurface own : inputs) {
+                MemorySegment surface = IOSurfaces.create(own.allocBytes());
+                set.inputs.add(new AneSurface(new SurfacePlan.Slot(own.index(), new SurfaceSpec(own.name(), own.bytes()), own.allocBytes()), surface));
+                inputObjects.add(AneIOSurfaceObject.objectWithIOSurface(surface));
+            }
+            List<MemorySegment> outputObjects = new ArrayList<>(outputs.size());
+            for (AneSurface out : outputs) outputObjects.add(AneIOSurfaceObject.objectWithIOSurface(out.ref()));
+            set.request = objc.retain(AneRequest.requestWithInputs(inputObjects, outputObjects));
+        } catch (RuntimeException e) {
+            set.release();
+            throw e;
+        }
+        inputSets.add(set);
+        return set;
+    }
+
+    /** Input surfaces of their own and a request binding them to the program's outputs ({@link #newInputSet()}). */
+    public final class InputSet implements AutoCloseable {
+        private final List<AneSurface> inputs = new ArrayList<>();
+        private MemorySegment request;
+        private boolean released;
+
+        private InputSet() {}
+
+        /** Inputs in binding order. */
+        public List<AneSurface> inputs() { return List.copyOf(inputs); }
+
+        public AneSurface input(String name) { return find(inputs, name, "input"); }
+
+        /** Runs the program on these inputs into the program's output surfaces; inputs must be written and unlocked. */
+        public void evaluate() {
+            if (released || closed) throw new IllegalStateException("[ane.evaluate] the input set or its program is closed");
+            for (AneSurface s : inputs) checkUnlocked(s);
+            for (AneSurface s : outputs) checkUnlocked(s);
+            try (AutoreleasePool pool = objc.pool()) {
+                model.evaluateWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary(), request);
+            }
+        }
+
+        /** Releases the request and the surfaces. Idempotent. */
+        @Override
+        public void close() {
+            if (!closed) inputSets.remove(this);
+            release();
+        }
+
+        private void release() {
+            if (released) return;
+            released = true;
+            try (AutoreleasePool pool = objc.pool()) {
+                if (request != null) objc.release(request);
+                for (AneSurface s : inputs) IOSurfaces.release(s.ref());
+            }
+        }
+    }
+
     private static void checkUnlocked(AneSurface s) {
         if (s.isLocked()) throw new IllegalStateException("[ane.evaluate] surface " + s.name() + " is still locked; close its Access first");
     }
@@ -213,6 +282,7 @@ public final class AneProgram implements AutoCloseable {
                     failure = e;
                 }
             }
+            for (InputSet set : inputSets) set.release();
             if (request != null) objc.release(request);
             if (model != null) objc.release(model.id());
             for (AneSurface s : inputs) IOSurfaces.release(s.ref());
