@@ -15,7 +15,9 @@ final class BenchCommand {
 
               peak     chained 1×1 convs (A2) at the ane-facts §7 configurations: ms, GFLOPS, TOPS
                        [--configs 512x128,256x64] [--spatial 64] [--wide 512x128] [--warmup N] [--reps N] [--max-seconds S]
+                       [--io fp16|fp32] (fp32: maderix's casts at both ends; M1/M2 cannot cast)
               int8     W8A8 chain (A3) against its FP16 twin, and the ratio   [--configs CxN,...] [--spatial 64x64]
+                       [--blob-code 4|1] (int8 blobs' mil_dtype: 4 as coremltools, 1 as maderix's ane_int8_bench; ANE only)
               step     median ms/step of training steps, phases, compile time, utilisation, memory
                        [--model stories15m|stories110m|qwen3-0.6b|tiny] [--steps N] [--warmup N] [--weights dynamic|static]
                        [--storage fp16|fp32] [--compare-torch [--python PATH] [--torch-threads N]]

@@ -42,6 +42,14 @@ class W8A8ChainTest {
     }
 
     @Test
+    void maderixInt8BlobCodeIsForTheAneOnly() {
+        var p = BenchPrograms.a3Int8Chain(C, H, W, N, BenchPrograms.WeightFiles.PER_WEIGHT, BenchPrograms.Int8BlobCode.CODE_1);
+        var e = assertThrows(RuntimeException.class, () -> new RefBackend(new RefBackend.Options(false, false, null)).compile(p).close());
+        assertTrue(e.getMessage().startsWith("["), e.getMessage());
+        assertFalse(e.getMessage().contains("\n"), e.getMessage());
+    }
+
+    @Test
     void quantizeRoundsHalfToEvenAndSaturates() {
         assertEquals(2, quantize(0.3125f));    // 2.5 → 2
         assertEquals(4, quantize(0.4375f));    // 3.5 → 4

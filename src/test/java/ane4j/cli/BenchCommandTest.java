@@ -78,6 +78,18 @@ class BenchCommandTest {
             assertTrue(num(row, "evals") >= 3);
         }
         assertEquals("64x64", rows.get(2).get("spatial"));
+        assertEquals("fp16", m.get("io"));
+    }
+
+    @Test
+    void peakWithMaderixCastsAndTheInt8BlobCodeOptions() throws IOException {
+        assertEquals("fp32 with cast", bench("peak", "--configs", "32x2", "--wide", "16x1", "--io", "fp32").get("io"));
+        assertEquals(4.0, ((Number) bench("int8", "--configs", "32x2", "--spatial", "8x8", "--blob-code", "4").get("int8BlobCode")).doubleValue());
+        Result r = run("bench", "int8", "--quick", "--no-save", "--blob-code", "1", "--backend", "ref");
+        assertEquals(1, r.code());
+        assertTrue(r.err().startsWith("ane4j bench: [bench] --blob-code 1 is for the ANE only"), r.err());
+        r = run("bench", "peak", "--quick", "--no-save", "--io", "bf16", "--backend", "ref");
+        assertTrue(r.err().startsWith("ane4j bench: [bench] --io bf16: use fp16"), r.err());
     }
 
     @Test

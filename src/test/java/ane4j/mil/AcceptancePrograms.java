@@ -3,6 +3,7 @@ package ane4j.mil;
 import static ane4j.mil.Mil.fp16;
 import static ane4j.mil.Mil.fp32;
 
+import ane4j.bench.BenchPrograms;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -89,55 +90,19 @@ public final class AcceptancePrograms {
     /** A1 with the identity weight (y = x). */
     public static Program a1Conv(int c, int seq) { return a1Conv(c, seq, identity(c)); }
 
-    /** A2: n chained convs c0..c(n−1), weights W0..W(n−1) packed into weight.bin at 64 + i·(64 + c²·2). */
-    public static Program a2PeakConvChain(int c, int seq, int n) {
-        return Mil.program().packWeightsInto("weight.bin").function("main", f -> {
-            var x = f.input("x", fp32(1, c, 1, seq));
-            var h = f.named("x16", f.cast(x, DType.FP16));
-            float scale = (float) (1 / Math.sqrt(c));
-            for (int i = 0; i < n; i++) {
-                var w = f.weight("W" + i, fp16(c, c, 1, 1), uniform(100 + i, c * c, scale));
-                h = f.named("c" + i, f.conv(h, w));
-            }
-            f.output(f.named("y", f.cast(h, DType.FP32)));
-        }).build();
-    }
-
     /**
-     * A3: INT8 W8A8 chain on x fp16 [1,c,h,w]: per layer Wi = constexpr_affine_dequantize(int8 [c,c,1,1], scale 2^-3,
-     * zero point 0, axis 0) → conv → (except the last) quantize to int8 and dequantize, both with scale 2^-3.
+     * A2: n chained convs c0..c(n−1) with fp32 I/O and casts (acceptance text A2), one weight file per conv (audit F12).
+     * The one definition is {@link BenchPrograms}, which {@code ane4j bench peak} and {@code ane4j doctor} run.
      */
-    public static Program a3Int8Chain(int c, int h, int w, int n) {
-        return Mil.program().packWeightsInto("weight.bin").function("main", f -> {
-            var x = f.input("x", fp16(1, c, h, w));
-            Value cur = x;
-            for (int i = 0; i < n; i++) {
-                byte[] q = new byte[c * c];
-                SplittableRandom r = new SplittableRandom(300 + i);
-                for (int k = 0; k < q.length; k++) q[k] = (byte) (r.nextInt(17) - 8);
-                var wi = f.constexprAffineDequantize("W" + i, Mil.int8(c, c, 1, 1), q, Literal.fp16(0x1p-3f), Literal.int8(0), 0, null);
-                cur = f.named("c" + i, f.conv(cur, wi));
-                if (i < n - 1) {
-                    var qi = f.named("q" + i, f.quantize(cur, 0x1p-3f, DType.INT8));
-                    cur = f.named("dq" + i, f.dequantize(qi, 0x1p-3f));
-                }
-            }
-            f.output(cur);
-        }).build();
+    public static Program a2PeakConvChain(int c, int seq, int n) {
+        return BenchPrograms.a2PeakConvChain(c, seq, n, BenchPrograms.Io.FP32_CAST, BenchPrograms.WeightFiles.PER_WEIGHT);
     }
 
-    /** A3's fp16 twin: the same chain with fp16 BLOBFILE weights and no quantization. */
-    public static Program a3Fp16Chain(int c, int h, int w, int n) {
-        return Mil.program().packWeightsInto("weight.bin").function("main", f -> {
-            var x = f.input("x", fp16(1, c, h, w));
-            Value cur = x;
-            for (int i = 0; i < n; i++) {
-                var wi = f.weight("W" + i, fp16(c, c, 1, 1), uniform(300 + i, c * c, 1f));
-                cur = f.named("c" + i, f.conv(cur, wi));
-            }
-            f.output(cur);
-        }).build();
-    }
+    /** A3: the INT8 W8A8 chain of {@link BenchPrograms#a3Int8Chain(int, int, int, int)}. */
+    public static Program a3Int8Chain(int c, int h, int w, int n) { return BenchPrograms.a3Int8Chain(c, h, w, n); }
+
+    /** A3's fp16 twin ({@link BenchPrograms#a3Fp16Chain(int, int, int, int)}). */
+    public static Program a3Fp16Chain(int c, int h, int w, int n) { return BenchPrograms.a3Fp16Chain(c, h, w, n); }
 
     // ---------------------------------------------------------------------------------------------------------------
     // dynamic-weight kernels (weights staged in the spatial dimension)
@@ -440,6 +405,8 @@ public final class AcceptancePrograms {
         List<Case> l = new ArrayList<>();
         l.add(new Case("a1-conv", a1Conv(64, 64)));
         l.add(new Case("a2-peak-conv-chain", a2PeakConvChain(64, 64, 8)));
+        l.add(new Case("a2-peak-conv-chain-fp16", BenchPrograms.a2PeakConvChain(64, 64, 8)));
+        l.add(new Case("a2-peak-conv-chain-packed", BenchPrograms.a2PeakConvChain(64, 64, 8, BenchPrograms.Io.FP32_CAST, BenchPrograms.WeightFiles.PACKED)));
         l.add(new Case("a3-int8-chain", a3Int8Chain(64, 64, 64, 3)));
         l.add(new Case("a3-fp16-chain", a3Fp16Chain(64, 64, 64, 3)));
         l.add(new Case("a4-dynamic-matmul-stories110m-wo", a4DynamicMatmul(768, 256, 768)));
@@ -468,6 +435,7 @@ public final class AcceptancePrograms {
         List<Case> l = new ArrayList<>();
         l.add(new Case("a1", a1Conv(8, 4)));
         l.add(new Case("a2", a2PeakConvChain(8, 4, 3)));
+        l.add(new Case("a2fp16", BenchPrograms.a2PeakConvChain(8, 4, 3)));
         l.add(new Case("a3", a3Int8Chain(8, 2, 2, 2)));
         l.add(new Case("a3fp16", a3Fp16Chain(8, 2, 2, 2)));
         l.add(new Case("a4", a4DynamicMatmul(8, 4, 6)));

@@ -3,6 +3,7 @@ package ane4j.mil;
 import static ane4j.mil.AcceptancePrograms.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import ane4j.bench.BenchPrograms;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -79,34 +80,65 @@ class AcceptanceProgramsTest {
     private static TensorType fp32(int... s) { return Mil.fp32(s); }
 
     @Test
-    void a2PeakChainAtRealSizePacksOffsetsAsTheBenchmark() {
+    void a2PeakChainAtRealSizeHasOneFileAtOffset64PerWeight() {
         int c = 512, n = 128;
-        Program p = a2PeakConvChain(c, 64, n);
+        for (Program p : List.of(a2PeakConvChain(c, 64, n), BenchPrograms.a2PeakConvChain(c, 64, n))) {
+            var files = p.weights().files();
+            assertEquals(n, files.size());
+            for (int i = 0; i < n; i++) {
+                var blobs = files.get("@model_path/weights/W" + i + ".bin").blobs();
+                assertEquals(1, blobs.size(), "W" + i);
+                assertEquals(64L, blobs.get(0).metadataOffset(), "W" + i);
+            }
+            assertEquals(n, p.main().operations().stream().filter(o -> o.op() == Op.CONV).count());
+            for (Literal l : MilParser.blobLiterals(p)) assertEquals(64L, l.blobRef().offset());
+        }
+        // the acceptance form casts at both ends; the bench's default form has fp16 I/O and no cast (M1/M2: no cast)
+        Program fp32 = a2PeakConvChain(c, 64, n), fp16 = BenchPrograms.a2PeakConvChain(c, 64, n);
+        assertEquals(Mil.fp32(1, c, 1, 64), fp32.main().inputs().get(0).type());
+        assertEquals(Mil.fp32(1, c, 1, 64), fp32.main().outputs().get(0).type());
+        assertEquals(2, fp32.main().operations().stream().filter(o -> o.op() == Op.CAST).count());
+        assertEquals(Mil.fp16(1, c, 1, 64), fp16.main().inputs().get(0).type());
+        assertEquals(Mil.fp16(1, c, 1, 64), fp16.main().outputs().get(0).type());
+        assertEquals(0, fp16.main().operations().stream().filter(o -> o.op() == Op.CAST).count());
+    }
+
+    @Test
+    void a2PackedFormKeepsMaderixOffsets() {
+        int c = 512, n = 128;
+        Program p = BenchPrograms.a2PeakConvChain(c, 64, n, BenchPrograms.Io.FP32_CAST, BenchPrograms.WeightFiles.PACKED);
         var blobs = p.weights().files().get("@model_path/weights/weight.bin").blobs();
         assertEquals(n, blobs.size());
         for (int i = 0; i < n; i++) assertEquals(64L + i * (64L + (long) c * c * 2), blobs.get(i).metadataOffset(), "W" + i);
-        var ops = p.main().operations();
-        int convs = (int) ops.stream().filter(o -> o.op() == Op.CONV).count();
-        assertEquals(n, convs);
-        // every BLOBFILE literal names its blob's offset
         int i = 0;
         for (Literal l : MilParser.blobLiterals(p)) assertEquals(64L + i++ * (64L + (long) c * c * 2), l.blobRef().offset());
     }
 
     @Test
-    void a3Int8OffsetsAndDequantizeAttributes() {
+    void a3Int8OneFilePerLayerAndDequantizeAttributes() {
         int c = 512;
         Program p = a3Int8Chain(c, 64, 64, 4);
-        var blobs = p.weights().files().get("@model_path/weights/weight.bin").blobs();
         for (int i = 0; i < 4; i++) {
-            assertEquals(64L + i * (64L + (long) c * c), blobs.get(i).metadataOffset());
-            assertEquals(DType.INT8, blobs.get(i).dtype());
+            var blobs = p.weights().files().get("@model_path/weights/W" + i + ".bin").blobs();
+            assertEquals(List.of(64L), blobs.stream().map(MilBlob.Entry::metadataOffset).toList());
+            assertEquals(DType.INT8, blobs.get(0).dtype());
         }
         String text = MilWriter.write(p, Dialect.IOS18);
         assertTrue(text.contains("tensor<fp16, [512, 512, 1, 1]> W1 = constexpr_affine_dequantize()[axis = int32(0), name = string(\"W1\"), "
-                + "quantized_data = tensor<int8, [512, 512, 1, 1]>(BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(262272))), "
+                + "quantized_data = tensor<int8, [512, 512, 1, 1]>(BLOBFILE(path = string(\"@model_path/weights/W1.bin\"), offset = uint64(64))), "
                 + "scale = fp16(0.125), zero_point = int8(0)];"), text);
         assertEquals(Mil.fp16(1, 512, 64, 64), p.main().outputs().get(0).type());
+    }
+
+    @Test
+    void int8BlobCodes() {
+        Program four = a3Int8Chain(64, 4, 4, 2);
+        Program one = BenchPrograms.a3Int8Chain(64, 4, 4, 2, BenchPrograms.WeightFiles.PER_WEIGHT, BenchPrograms.Int8BlobCode.CODE_1);
+        assertEquals(MilWriter.write(four, Dialect.IOS18), MilWriter.write(one, Dialect.IOS18), "the MIL text is the same");
+        byte[] f4 = four.weights().encoded().get("@model_path/weights/W0.bin"), f1 = one.weights().encoded().get("@model_path/weights/W0.bin");
+        assertEquals(4, java.nio.ByteBuffer.wrap(f4).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(68), "coremltools' Int8 code");
+        assertEquals(1, java.nio.ByteBuffer.wrap(f1).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(68), "maderix ane_int8_bench's code");
+        assertArrayEquals(java.util.Arrays.copyOfRange(f4, 128, 128 + 64 * 64), java.util.Arrays.copyOfRange(f1, 128, 128 + 64 * 64), "same int8 data");
     }
 
     @Test
