@@ -10,10 +10,7 @@ import ane4j.mil.Operation;
 import ane4j.mil.Program;
 import ane4j.mil.Value;
 import ane4j.mil.Weights;
-import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Set;
@@ -54,11 +51,9 @@ final class MilCommand {
         Path path = Path.of(file);
         String text;
         try {
-            text = Files.readString(path, StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw CliException.cannotRead(path, e);
-        } catch (java.io.UncheckedIOException e) {
-            throw CliException.cannotRead(path, e.getCause());
+            text = MilParser.readText(path);
+        } catch (MilException e) {
+            throw new CliException(e.getMessage());
         }
         Path modelDir = noWeights || sub.equals("fmt") ? null : weights != null ? Path.of(weights) : absoluteParent(path);
         MilParser.Parsed parsed;

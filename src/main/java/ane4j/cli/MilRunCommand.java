@@ -47,9 +47,9 @@ final class MilRunCommand {
         if (output == null) throw new CliException("missing --output DIR; usage: " + USAGE);
         String text;
         try {
-            text = Files.readString(mil);
-        } catch (IOException e) {
-            throw CliException.cannotRead(mil, e);
+            text = MilParser.readText(mil);
+        } catch (MilException e) {
+            throw new CliException(e.getMessage());
         }
         Path dir = weights != null ? weights : mil.toAbsolutePath().getParent();
         try {

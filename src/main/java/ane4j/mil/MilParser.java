@@ -56,6 +56,49 @@ public final class MilParser {
         }
     }
 
+    /** Heap per byte of MIL text while parsing (tokens, literals): a 20 MB text of inline constants parsed in 800 MB, not in 600 MB. */
+    static final int HEAP_PER_TEXT_BYTE = 40;
+
+    /**
+     * Reads a {@code .mil} file as UTF-8, refusing before any allocation a file that cannot be a Java string (2 GiB) or
+     * whose parse would not fit the heap, and naming the byte offset of the first byte that is not UTF-8.
+     */
+    public static String readText(Path file) {
+        long size;
+        try {
+            size = java.nio.file.Files.size(file);
+        } catch (java.io.IOException e) {
+            throw new MilException("cannot read " + file + ": " + reason(e), e);
+        }
+        if (size > Integer.MAX_VALUE - 8)
+            throw new MilException("[mil] " + file + " is " + size + " bytes; MIL text over 2 GiB cannot be parsed: move large constants into BLOBFILE weight files");
+        long heap = Runtime.getRuntime().maxMemory();
+        if (size * HEAP_PER_TEXT_BYTE > heap)
+            throw new MilException("[mil] " + file + " is " + size + " bytes, parsing it needs about " + (size * HEAP_PER_TEXT_BYTE >> 20)
+                    + " MB of heap but the JVM has " + (heap >> 20) + " MB: raise -Xmx (ANE4J_JAVA_OPTS) or move large constants into BLOBFILE weight files");
+        byte[] bytes;
+        try {
+            bytes = java.nio.file.Files.readAllBytes(file);
+        } catch (java.io.IOException e) {
+            throw new MilException("cannot read " + file + ": " + reason(e), e);
+        }
+        java.nio.ByteBuffer in = java.nio.ByteBuffer.wrap(bytes);
+        java.nio.CharBuffer out = java.nio.CharBuffer.allocate(bytes.length);
+        java.nio.charset.CoderResult r = java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT).onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+                .decode(in, out, true);
+        if (r.isError())
+            throw new MilException(String.format("[mil] %s: byte %d (0x%02X) is not UTF-8; MIL text is UTF-8, re-save the file as UTF-8",
+                    file, in.position(), bytes[in.position()] & 0xFF));
+        return out.flip().toString();
+    }
+
+    private static String reason(java.io.IOException e) {
+        if (e instanceof java.nio.file.NoSuchFileException) return "no such file";
+        if (e instanceof java.nio.file.AccessDeniedException) return "permission denied";
+        return e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
+    }
+
     /** Every BLOBFILE path a program's constants reference, in order of first use. */
     public static Set<String> blobPaths(Program program) {
         Set<String> s = new LinkedHashSet<>();
@@ -250,6 +293,10 @@ public final class MilParser {
         Token v = next();
         if (v.kind != Kind.NUMBER) throw expected("a program version like 1.3 or 1.0", v);
         if (!v.text.matches("\\d{1,3}\\.\\d{1,3}")) throw err(v, "[mil] program version '" + v.text + "' is not of the form 1.3 or 1.0");
+        // the two program versions of the MIL text dialects (anchors.md §2.1: program(1.3)/ios18 as maderix writes it,
+        // program(1.0)/ios16 from maderix/ANE PR #6); coremltools writes no other in text form
+        if (!v.text.equals("1.3") && !v.text.equals("1.0"))
+            throw err(v, "[mil] program version " + v.text + " is unknown; write program(1.3) (ios18 functions, M3 and later) or program(1.0) (ios16, M1/M2)");
         expect(")", "after the program version");
         if (peek().is("[")) attributeBlock();
         expect("{", "to open the program body");
@@ -259,7 +306,7 @@ public final class MilParser {
             Token t = peek();
             if (!t.isIdent("func")) throw expected("'func' or the '}' that closes the program", t);
             Token nameTok = peek(1);
-            Function f = function(opsets);
+            Function f = function(opsets, v.text);
             if (functions.containsKey(f.name())) throw err(nameTok, "[mil] function '" + f.name() + "' is defined twice");
             functions.put(f.name(), f);
         }
@@ -315,13 +362,15 @@ public final class MilParser {
         throw expected("an attribute value (a dict, a string or a typed literal)", t);
     }
 
-    private Function function(Map<String, Opset> opsets) {
+    private Function function(Map<String, Opset> opsets, String programVersion) {
         next(); // func
         Token nameTok = expectIdent("a function name after 'func'");
         expect("<", "and an opset after the function name, e.g. " + nameTok.text + "<ios18>");
         Token opsetTok = expectIdent("an opset like ios18 or ios16");
         Opset opset = Opset.fromMilName(opsetTok.text);
         if (opset == null) throw err(opsetTok, "[mil] unknown opset '" + opsetTok.text + "' (ios15, ios16, ios17 or ios18)");
+        if (programVersion.equals("1.0") && opset == Opset.IOS18)
+            throw err(opsetTok, "[mil] function " + nameTok.text + " is declared <ios18> but program(1.0) is the ios16 dialect; write program(1.3) or declare <ios16>");
         expect(">", "after the opset");
         opsets.put(nameTok.text, opset);
         Scope scope = new Scope(nameTok.text);

@@ -86,4 +86,34 @@ class MilCommandTest {
         assertEquals(1, run("mil", "check", "examples/a1-conv.mil", "--bogus").code());
         assertTrue(run("help").out().contains("mil check FILE.mil"));
     }
+
+    // issue 18 row 17: version and dialect mismatches are errors in check as in fmt; non-UTF-8 text names the byte
+    @Test
+    void versionAndDialectMismatchesAreErrorsInCheckAndFmt(@TempDir Path dir) throws IOException {
+        Path v99 = dir.resolve("v99.mil");
+        Files.writeString(v99, Files.readString(Path.of("examples/a4-dynamic-matmul.mil")).replace("program(1.3)", "program(9.9)"));
+        Path mixed = dir.resolve("mixed.mil");
+        Files.writeString(mixed, Files.readString(Path.of("examples/a4-dynamic-matmul.mil")).replace("program(1.3)", "program(1.0)"));
+        for (String sub : new String[] {"check", "fmt"}) {
+            Result r = run("mil", sub, v99.toString());
+            assertEquals(1, r.code(), r.out());
+            assertTrue(r.err().matches(".*v99\\.mil:\\d+:\\d+: \\[mil\\] program version 9\\.9 is unknown; write program\\(1\\.3\\) .*\\n"), r.err());
+            Result m = run("mil", sub, mixed.toString());
+            assertEquals(1, m.code(), m.out());
+            assertTrue(m.err().matches(".*mixed\\.mil:\\d+:\\d+: \\[mil\\] function main is declared <ios18> but program\\(1\\.0\\) is the ios16 dialect; write program\\(1\\.3\\) or declare <ios16>\\n"), m.err());
+        }
+    }
+
+    @Test
+    void nonUtf8TextNamesTheByteOffset(@TempDir Path dir) throws IOException {
+        Path f = dir.resolve("latin1.mil");
+        byte[] head = "program(1.3)\n// caf".getBytes(StandardCharsets.UTF_8);
+        byte[] bytes = java.util.Arrays.copyOf(head, head.length + 2);
+        bytes[head.length] = (byte) 0xE9;
+        bytes[head.length + 1] = '\n';
+        Files.write(f, bytes);
+        Result r = run("mil", "check", f.toString());
+        assertEquals(1, r.code());
+        assertEquals("ane4j mil: [mil] " + f + ": byte " + head.length + " (0xE9) is not UTF-8; MIL text is UTF-8, re-save the file as UTF-8\n", r.err());
+    }
 }
