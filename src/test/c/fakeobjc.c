@@ -18,7 +18,38 @@
  * low half of its register; the upper half is unspecified, so it is truncated with a cast before use.
  * BOOL results are returned in al (the low byte of rax). Floating-point arguments would go in xmm
  * registers and are not supported (none of the selectors used take one).
- */
+
+ *
+ * ---- What the fake models of Apple's framework, and where each rule was observed ----
+ * (Index ids are decompiled AppleNeuralEngine class dumps in the public code index, opened with read_file:
+ *  _ANEInMemoryModelDescriptor 14176493954 and 10601026801, _ANEInMemoryModel 9864758886 and 58792041997,
+ *  _ANEHashEncoding 10027707542. None of this was run on Apple hardware by ane4j.)
+ *
+ * D1 modelWithMILText:weights:optionsPlist: returns nil when the MIL or the weights dictionary is nil
+ *    (initWithNetworkText:... "if (v11 && v12)", 14176493954; maderix commit 20cd236 changed nil to @{}).
+ * D2 ... and nil when an entry of the weights dictionary has no values ("Empty weights dictionary for index=%@",
+ *    14176493954/10601026801). An empty dictionary @{} itself is accepted (maderix's weight-free programs pass it).
+ * D3 hexStringIdentifier is [NSString stringWithFormat:@"%@_%@_%@", networkTextHash, weightsHash, optionsPlistHash]
+ *    (14176493954, 10601026801): each SHA-256 printed "%02X" (convertToHexString:length:, 10027707542); networkTextHash
+ *    over the MIL bytes; weightsHash = hexStringForDataArray: over the entries' allValues.firstObject in sorted key order,
+ *    which hashes 4 zero bytes first (CC_SHA256_Update(&c, &data, 4), data = 0) then each object's -bytes/-length;
+ *    optionsPlistHash over the plist's bytes, nil giving the hash of nothing. Keys sort as strcmp (NSString compare:
+ *    on the ASCII keys ane4j writes; the comparator block itself is not in the dumps).
+ * D4 an entry's allValues.firstObject / allKeys.firstObject is its "data" value when it has one: maderix's
+ *    @{@"offset":@0, @"data":d} hashes and saves on hardware, and saveModelFiles (9864758886) writes
+ *    entry[allKeys.firstObject] to <dir>/<that key>, which is the <hex>/data file maderix PR #22 found after compile.
+ *    A first value that is not NSData gets -bytes: NSInvalidArgumentException (an exception, rule X1).
+ * D5 inMemoryModelWithDescriptor: copies the descriptor's identifier (initWithDesctiptor:, 9864758886/58792041997).
+ * X1 an Objective-C exception raised inside a framework call unwinds to the caller: unrecognized selectors raise
+ *    NSInvalidArgumentException (NSObject doesNotRecognizeSelector:); through a plain objc_msgSend from FFM it aborts the
+ *    JVM (anchors.md §4.4 item 7; ane-audit F9). The fake reports it through ane4j_guarded_send, the entry point of
+ *    ane4j's @try/@catch trampoline, and flags it as a contract error when it reaches an unguarded objc_msgSend.
+ *
+ * Checks of what hardware-proven callers do (a deviation is reported through fake_error_*, not a model of Apple):
+ * MIL as NSData and optionsPlist nil (maderix io.h, Orion ane_runtime.m), entries {offset: NSNumber, data: NSData}
+ * under "@model_path/..." keys (maderix train.m:30-35), model.mil and the weight files in NSTemporaryDirectory()/<id>/
+ * before compile (maderix io.h:105-115, the probe 54297209156), QoS 21 and @{} options, procedureIndex an NSNumber,
+ * selectors sent inside an autorelease pool, retain/release balance, equal surface sizes (Orion #2/#3). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +77,8 @@ typedef struct fobj {
        K_REQUEST: inputs, inIdx, outputs, outIdx, procIdx */
     struct fobj *ref[5];
     int state;                    /* K_MODEL: 0 created, 1 compiled, 2 loaded, 3 unloaded */
-    char hex[33];                 /* K_MODEL */
+    char hex[512];                /* K_MODEL: hexStringIdentifier, 64+1+64+1+64 characters */
     int locked;                   /* K_SURFACE lock depth */
-    int weightsNil;               /* K_DESC */
 } fobj;
 
 /* ---- registry, log, errors, knobs ---- */
@@ -57,6 +87,7 @@ static fobj **g_objs; static int g_nobjs, g_capobjs;
 static char **g_log; static int g_nlog, g_caplog;
 static char **g_err; static int g_nerr, g_caperr;
 static char *g_failCompile;       /* fake_set_fail_compile */
+static char *g_identifierOverride; /* fake_set_identifier: what hexStringIdentifier returns instead of rule D3's value */
 static int g_leakAfter = -1;      /* fake_set_leak_after: compiles that succeed before the emulated leak */
 static int g_compiles;            /* successful compiles since reset */
 static int g_realCompiles, g_cacheHits;  /* of those: without / with a net.plist already present */
@@ -320,6 +351,53 @@ static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n) {
     return h;
 }
 
+
+/* SHA-256 (FIPS 180-4), for the identifier rule F1 below. */
+typedef struct { uint32_t h[8]; unsigned char buf[64]; size_t nbuf; uint64_t bits; } sha256;
+static const uint32_t SHA_K[64] = {
+    0x428a2f98,0x71374491,0xb5c0fbcf,0xe9b5dba5,0x3956c25b,0x59f111f1,0x923f82a4,0xab1c5ed5,0xd807aa98,0x12835b01,
+    0x243185be,0x550c7dc3,0x72be5d74,0x80deb1fe,0x9bdc06a7,0xc19bf174,0xe49b69c1,0xefbe4786,0x0fc19dc6,0x240ca1cc,
+    0x2de92c6f,0x4a7484aa,0x5cb0a9dc,0x76f988da,0x983e5152,0xa831c66d,0xb00327c8,0xbf597fc7,0xc6e00bf3,0xd5a79147,
+    0x06ca6351,0x14292967,0x27b70a85,0x2e1b2138,0x4d2c6dfc,0x53380d13,0x650a7354,0x766a0abb,0x81c2c92e,0x92722c85,
+    0xa2bfe8a1,0xa81a664b,0xc24b8b70,0xc76c51a3,0xd192e819,0xd6990624,0xf40e3585,0x106aa070,0x19a4c116,0x1e376c08,
+    0x2748774c,0x34b0bcb5,0x391c0cb3,0x4ed8aa4a,0x5b9cca4f,0x682e6ff3,0x748f82ee,0x78a5636f,0x84c87814,0x8cc70208,
+    0x90befffa,0xa4506ceb,0xbef9a3f7,0xc67178f2 };
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+static void sha_block(sha256 *c, const unsigned char *p) {
+    uint32_t w[64], v[8];
+    for (int i = 0; i < 16; i++) w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    memcpy(v, c->h, sizeof v);
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = v[7] + (ROR(v[4], 6) ^ ROR(v[4], 11) ^ ROR(v[4], 25)) + ((v[4] & v[5]) ^ (~v[4] & v[6])) + SHA_K[i] + w[i];
+        uint32_t t2 = (ROR(v[0], 2) ^ ROR(v[0], 13) ^ ROR(v[0], 22)) + ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));
+        memmove(v + 1, v, 7 * sizeof(uint32_t));
+        v[4] += t1; v[0] = t1 + t2;
+    }
+    for (int i = 0; i < 8; i++) c->h[i] += v[i];
+}
+static void sha_init(sha256 *c) {
+    static const uint32_t H0[8] = { 0x6a09e667,0xbb67ae85,0x3c6ef372,0xa54ff53a,0x510e527f,0x9b05688c,0x1f83d9ab,0x5be0cd19 };
+    memcpy(c->h, H0, sizeof H0); c->nbuf = 0; c->bits = 0;
+}
+static void sha_update(sha256 *c, const unsigned char *p, size_t n) {
+    c->bits += (uint64_t)n * 8;
+    while (n--) { c->buf[c->nbuf++] = *p++; if (c->nbuf == 64) { sha_block(c, c->buf); c->nbuf = 0; } }
+}
+/* the digest as 64 upper-case hex digits ("%02X" per byte, _ANEHashEncoding convertToHexString:length:) */
+static void sha_final_hex(sha256 *c, char *out) {
+    uint64_t bits = c->bits; unsigned char pad = 0x80, zero = 0, len[8];
+    sha_update(c, &pad, 1);
+    while (c->nbuf != 56) sha_update(c, &zero, 1);
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)(bits >> (56 - 8 * i));
+    sha_update(c, len, 8);
+    for (int i = 0; i < 8; i++) snprintf(out + 8 * i, 9, "%08X", c->h[i]);
+}
+
 static unsigned char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -328,6 +406,25 @@ static unsigned char *read_file(const char *path, size_t *len) {
     *len = fread(b, 1, (size_t)n, f);
     fclose(f);
     return b;
+}
+
+/* The first value of an NSDictionary as -allValues/-allKeys enumerate it (rule D4): "data" when there is such a key,
+   else the first inserted. */
+static fobj *first_value(fobj *d) {
+    if (!d || d->kind != K_DICT || d->count == 0) return NULL;
+    fobj *data = dict_get(d, "data");
+    return data ? data : d->items[0];
+}
+
+/* An Objective-C exception raised inside a framework call (rule X1): kept until the guarded entry point
+   ane4j_guarded_send returns it; an unguarded objc_msgSend that raises is a contract error (on macOS the process aborts). */
+static char g_excName[256], g_excReason[1024];
+static int g_excPending;
+static void raise_exception(const char *name, const char *reason) {
+    snprintf(g_excName, sizeof g_excName, "%s", name);
+    snprintf(g_excReason, sizeof g_excReason, "%.1000s", reason);
+    g_excPending = 1;
+    logf_("raise\t\t\t%s\t%s", name, reason);
 }
 
 static void set_error(void **errOut, const char *msg) {
@@ -370,6 +467,10 @@ void *objc_msgSend(void *self, void *sel, void *a, void *b, void *c, void *d, vo
     describe(o, recv, sizeof recv);
     if (o->dead) { errf("message %s to deallocated %s", s, recv); return NULL; }
     void *r = send(o, s, a, b, c, d, e, f, g, args, sizeof args);
+    if (g_excPending) {
+        g_excPending = 0;
+        errf("%s raised %s (%s) through an unguarded objc_msgSend: the process aborts on macOS", s, g_excName, g_excReason);
+    }
     /* BOOL-returning selectors end in "error:"; the others return objects, pointers or integers */
     size_t sl = strlen(s);
     if (sl >= 6 && strcmp(s + sl - 6, "error:") == 0) snprintf(ret, sizeof ret, "%s", r ? "YES" : "NO");
@@ -422,43 +523,62 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
     if (o->kind == K_STRING && IS("UTF8String")) return o->str;
     if (o->kind == K_ERROR && IS("localizedDescription")) return mk_string(o->str);
 
-    /* 1. +[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:] */
+    /* 1. +[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:] (rules D1-D4 in the header) */
     if (isClass && strcmp(cls, "_ANEInMemoryModelDescriptor") == 0 && IS("modelWithMILText:weights:optionsPlist:")) {
         ARGS("%s|%s|%s", desc_ptr(a, da, sizeof da), desc_ptr(b, db, sizeof db), desc_ptr(c, dc, sizeof dc));
-        fobj *mil = as_obj(a), *w = as_obj(b);
+        fobj *mil = as_obj(a), *w = as_obj(b), *opt = as_obj(c);
+        if (!a) return NULL;   /* D1 */
         if (!mil || mil->kind != K_DATA) { errf("modelWithMILText: MIL must be NSData (UTF-8), got %s", da); return NULL; }
         if (b && (!w || w->kind != K_DICT)) { errf("modelWithMILText: weights must be an NSDictionary, got %s", db); return NULL; }
-        if (!b) errf("modelWithMILText: weights is nil; pass an empty dictionary (silent compile failure otherwise)");
-        if (c) errf("modelWithMILText: optionsPlist should be nil, got %s", dc);
-        for (int i = 0; w && i < w->count; i++) {
+        if (!b) return NULL;   /* D1 */
+        if (c) errf("modelWithMILText: optionsPlist should be nil (every hardware-proven caller passes nil), got %s", dc);
+        for (int i = 0; i < w->count; i++) {
             fobj *k = w->keys[i], *v = w->items[i];
             fobj *off = dict_get(v, "offset"), *data = dict_get(v, "data");
             if (!k || k->kind != K_STRING || strncmp(k->str, "@model_path/", 12) != 0) errf("weights key %d is not an \"@model_path/...\" string", i);
             if (!off || off->kind != K_NUMBER || !data || data->kind != K_DATA) errf("weights entry %d is not {offset: NSNumber, data: NSData}", i);
         }
+        /* D2: an entry with no values makes the descriptor nil ("Empty weights dictionary for index=%@") */
+        for (int i = 0; i < w->count; i++)
+            if (!w->items[i] || w->items[i]->kind != K_DICT || w->items[i]->count == 0) return NULL;
+        /* D3: SHA-256 of the MIL bytes; of 4 zero bytes then each entry's first value's bytes, keys sorted; of the
+           options plist's bytes (nil: nothing). Joined "%@_%@_%@". */
+        char milHash[65], weightsHash[65], optionsHash[65];
+        sha256 h;
+        sha_init(&h); sha_update(&h, mil->bytes, mil->len); sha_final_hex(&h, milHash);
+        int order[4096], n = w->count < 4096 ? w->count : 4096;
+        for (int i = 0; i < n; i++) order[i] = i;
+        for (int i = 1; i < n; i++)
+            for (int j = i; j > 0 && strcmp(w->keys[order[j - 1]]->str, w->keys[order[j]]->str) > 0; j--) { int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t; }
+        static const unsigned char zero4[4] = { 0, 0, 0, 0 };
+        sha_init(&h); sha_update(&h, zero4, 4);
+        for (int i = 0; i < n; i++) {
+            fobj *first = first_value(w->items[order[i]]);
+            if (!first || first->kind != K_DATA) {   /* D4: -bytes sent to a non-NSData value */
+                char what[256]; describe(first, what, sizeof what);
+                snprintf(why, sizeof why, "-[%s bytes]: unrecognized selector sent to instance", first ? KIND_NAMES[first->kind] : "nil");
+                raise_exception("NSInvalidArgumentException", why);
+                return NULL;
+            }
+            sha_update(&h, first->bytes, first->len);
+        }
+        sha_final_hex(&h, weightsHash);
+        sha_init(&h); if (opt && opt->kind == K_DATA) sha_update(&h, opt->bytes, opt->len); sha_final_hex(&h, optionsHash);
         fobj *x = new_obj(K_DESC);
         x->ref[0] = mil; retain_obj(mil);
         x->ref[1] = w; retain_obj(w);
-        x->weightsNil = !b;
+        x->str = malloc(200);
+        snprintf(x->str, 200, "%s_%s_%s", milHash, weightsHash, optionsHash);
         return autorelease(x);
     }
-    /* 2. +[_ANEInMemoryModel inMemoryModelWithDescriptor:] — the model keeps its descriptor */
+    /* 2. +[_ANEInMemoryModel inMemoryModelWithDescriptor:] — the model keeps its descriptor and copies its identifier (D5) */
     if (isClass && strcmp(cls, "_ANEInMemoryModel") == 0 && IS("inMemoryModelWithDescriptor:")) {
         ARGS("%s", desc_ptr(a, da, sizeof da));
         fobj *dsc = as_obj(a);
         if (!dsc || dsc->kind != K_DESC) { errf("inMemoryModelWithDescriptor: wants a descriptor, got %s", da); return NULL; }
         fobj *m = new_obj(K_MODEL);
         m->ref[0] = dsc; retain_obj(dsc);
-        /* content-derived id: FNV-1a of the MIL bytes, then each weight key and blob, two seeds */
-        uint64_t h1 = 0xcbf29ce484222325ULL, h2 = 0x84222325cbf29ce4ULL;
-        fobj *mil = dsc->ref[0], *w = dsc->ref[1];
-        h1 = fnv(h1, mil->bytes, mil->len); h2 = fnv(h2, mil->bytes, mil->len);
-        for (int i = 0; w && i < w->count; i++) {
-            fobj *data = dict_get(w->items[i], "data");
-            if (w->keys[i] && w->keys[i]->kind == K_STRING) { h1 = fnv(h1, (unsigned char *)w->keys[i]->str, strlen(w->keys[i]->str)); h2 = fnv(h2, (unsigned char *)w->keys[i]->str, strlen(w->keys[i]->str)); }
-            if (data && data->kind == K_DATA) { h1 = fnv(h1, data->bytes, data->len); h2 = fnv(h2, data->bytes, data->len); }
-        }
-        snprintf(m->hex, sizeof m->hex, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
+        snprintf(m->hex, sizeof m->hex, "%s", g_identifierOverride ? g_identifierOverride : dsc->str);
         return autorelease(m);
     }
     if (o->kind == K_MODEL && IS("hexStringIdentifier")) return mk_string(o->hex);
@@ -473,14 +593,13 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
         if (!opt || opt->kind != K_DICT) errf("compileWithQoS: options must be an NSDictionary (@{}), got %s", db);
         if (o->state != 0) { set_error(c, "fake: compile of a model that is not freshly created"); return NO; }
         fobj *dsc = o->ref[0];
-        if (dsc->weightsNil) { set_error(c, "fake: compile failed (weights dictionary was nil)"); return NO; }
         if (g_failCompile) { set_error(c, g_failCompile); return NO; }
         if (g_leakAfter >= 0 && g_compiles >= g_leakAfter) {
             snprintf(why, sizeof why, "fake: ANECCompile() FAILED (emulated compiler leak after %d compiles)", g_leakAfter);
             set_error(c, why); return NO;
         }
         const char *t = g_tmpdir[0] ? g_tmpdir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        char dir[4200]; snprintf(dir, sizeof dir, "%s/%s", t, o->hex);
+        char dir[4700]; snprintf(dir, sizeof dir, "%s/%s", t, o->hex);
         char files[16384] = "";
         fobj *mil = dsc->ref[0], *w = dsc->ref[1];
         int ok = check_file(dir, "model.mil", mil->bytes, mil->len, files, sizeof files, why, sizeof why);
@@ -492,7 +611,7 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
         if (!ok) { set_error(c, why); return NO; }
         /* what the real compiler leaves behind (PR #22): net.plist, and data for a model with weights. A net.plist
            already there (restored from a cache) makes the compile skip its work, as PR #22 observed. */
-        char plist[4300]; snprintf(plist, sizeof plist, "%s/net.plist", dir);
+        char plist[4800]; snprintf(plist, sizeof plist, "%s/net.plist", dir);
         size_t plen = 0; unsigned char *old = read_file(plist, &plen);
         if (old) {
             logf_("compileCacheHit\t%s\t\t%.*s\t", dir, (int)(plen && old[plen - 1] == '\n' ? plen - 1 : plen), (const char *)old);
@@ -501,7 +620,7 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
         } else {
             FILE *pf = fopen(plist, "w"); if (pf) { fprintf(pf, "<plist><!-- fake net %s --></plist>\n", o->hex); fclose(pf); }
             if (w && w->count) {
-                char dataPath[4300]; snprintf(dataPath, sizeof dataPath, "%s/data", dir);
+                char dataPath[4800]; snprintf(dataPath, sizeof dataPath, "%s/data", dir);
                 FILE *df = fopen(dataPath, "w"); if (df) { fprintf(df, "fake data %s\n", o->hex); fclose(df); }
             }
             g_realCompiles++;
@@ -592,6 +711,8 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
 
     char r[256]; describe(o, r, sizeof r);
     errf("unrecognized selector %s sent to %s (NSInvalidArgumentException on macOS)", s, r);
+    snprintf(why, sizeof why, "-[%s %s]: unrecognized selector sent to instance", o->kind == K_CLASS ? o->clsName : KIND_NAMES[o->kind], s);
+    raise_exception("NSInvalidArgumentException", why);   /* X1 */
     return NULL;
 }
 
@@ -681,11 +802,13 @@ void fake_reset(void) {
     g_nlog = 0; g_nerr = 0;
     for (int i = 0; i < g_nobjs; i++) g_objs[i]->ignored = 1;
     free(g_failCompile); g_failCompile = NULL;
+    free(g_identifierOverride); g_identifierOverride = NULL; g_excPending = 0;
     g_leakAfter = -1; g_compiles = 0; g_realCompiles = 0; g_cacheHits = 0; g_minSurface = 0; g_hook = NULL;
     snprintf(g_subType, sizeof g_subType, "h16g");
 }
 
 void fake_set_fail_compile(const char *msg) { free(g_failCompile); g_failCompile = msg ? strdup(msg) : NULL; }
+void fake_set_identifier(const char *id) { free(g_identifierOverride); g_identifierOverride = id ? strdup(id) : NULL; }
 void fake_set_leak_after(int compiles) { g_leakAfter = compiles; }
 void fake_set_min_surface_bytes(long long n) { g_minSurface = n; }
 void fake_set_ane_subtype(const char *s) { snprintf(g_subType, sizeof g_subType, "%s", s); }

@@ -107,7 +107,7 @@ public final class AneProgram implements AutoCloseable {
                 objc.retain(model.id());
                 p.model = model;
                 // 3. the temp dir <NSTemporaryDirectory>/<hex>/ with model.mil and weights/..., written before compile
-                p.hexId = model.hexStringIdentifier();
+                p.hexId = directoryName(model.hexStringIdentifier());
                 p.directory = acquireDirectory(Path.of(Foundation.temporaryDirectory(), p.hexId));
                 writeFiles(p.directory, mil, weights, weightPaths);
                 p.cacheHit = cache != null && cache.restore(p.hexId, p.directory);
@@ -290,6 +290,29 @@ public final class AneProgram implements AutoCloseable {
         }
         if (directory != null) releaseDirectory(directory);
         if (failure != null) throw failure;
+    }
+
+    /** Longest identifier accepted: APFS and HFS+ allow 255 bytes per name; Apple's is 194 characters. */
+    static final int MAX_IDENTIFIER_BYTES = 255;
+
+    /**
+     * The identifier as the name of {@code NSTemporaryDirectory()/<identifier>}, checked only for what would make it
+     * unusable as one path component (hardware-proven callers use it as it comes; see
+     * {@link AneInMemoryModel#hexStringIdentifier}).
+     */
+    static String directoryName(String id) {
+        String why = id == null ? "it is nil"
+                : id.isEmpty() ? "it is empty"
+                : id.equals(".") || id.equals("..") ? "it is \"" + id + "\""
+                : id.indexOf('/') >= 0 ? "it contains '/'"
+                : id.indexOf('\0') >= 0 ? "it contains a NUL character"
+                : id.getBytes(StandardCharsets.UTF_8).length > MAX_IDENTIFIER_BYTES
+                        ? "it is " + id.getBytes(StandardCharsets.UTF_8).length + " bytes, over the " + MAX_IDENTIFIER_BYTES + "-byte name limit"
+                : null;
+        if (why == null) return id;
+        String shown = id == null ? "nil" : "\"" + (id.length() > 80 ? id.substring(0, 80) + "…" : id).replace("\0", "\\0") + "\"";
+        throw new AneException("[ane] hexStringIdentifier returned " + shown + ", which cannot name the model directory ("
+                + why + "); the private API changed in this macOS version: please report it with the output of `ane4j doctor`");
     }
 
     // --- weights and files ---

@@ -267,6 +267,82 @@ class AneProgramContractTest {
         }
     }
 
+    /** Upper-case SHA-256 hex, computed here with the JDK's digest, independently of the fake's C code. */
+    static String sha256(byte[]... parts) {
+        try {
+            java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
+            for (byte[] p : parts) md.update(p);
+            return java.util.HexFormat.of().withUpperCase().formatHex(md.digest());
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @Test
+    void theIdentifierIsThreeSha256DigestsAsTheDecompiledDescriptorBuildsIt() {
+        // _ANEInMemoryModelDescriptor (index ids 14176493954, 10601026801) and _ANEHashEncoding (10027707542):
+        // "%@_%@_%@" of SHA-256(MIL), SHA-256(4 zero bytes, then each entry's data in sorted key order), SHA-256(options, nil: empty)
+        byte[] mil = MIL.getBytes(StandardCharsets.UTF_8), a = blob(1), b = blob(2);
+        String expected = sha256(mil) + "_" + sha256(new byte[4], a, b) + "_" + sha256();
+        try (AneProgram p = AneProgram.compile(MIL, Map.of("@model_path/weights/b.bin", a, "@model_path/weights/c.bin", b),
+                List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), roomy())) {
+            assertEquals(expected, p.hexId());
+            assertEquals(194, p.hexId().length());
+            assertEquals(tmp.resolve(expected), p.directory(), "used as the directory name, as it comes");
+            assertTrue(Files.isRegularFile(p.directory().resolve("model.mil")));
+        }
+        try (AneProgram p = AneProgram.compile(MIL, Map.of(), List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), roomy())) {
+            assertEquals(sha256(mil) + "_" + sha256(new byte[4]) + "_" + sha256(), p.hexId(), "@{}: the hash of the 4-byte prefix alone");
+        }
+        // the key order is the sorted one, whatever order the dictionary was built in: swapping the keys swaps the blobs
+        try (AneProgram p = AneProgram.compile(MIL, Map.of("@model_path/weights/c.bin", a, "@model_path/weights/b.bin", b),
+                List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), roomy())) {
+            assertEquals(sha256(mil) + "_" + sha256(new byte[4], b, a) + "_" + sha256(), p.hexId());
+        }
+    }
+
+    @Test
+    void anIdentifierThatCannotNameADirectoryIsOneAneLineAndNothingIsWritten() {
+        var nul = assertThrows(AneException.class, () -> AneProgram.directoryName("a\0b"));
+        assertTrue(nul.getMessage().contains("contains a NUL character"), nul.getMessage());
+        assertEquals("x".repeat(255), AneProgram.directoryName("x".repeat(255)));
+        for (String bad : List.of("a/b", "..", ".", "", "x".repeat(256))) {
+            fake.setIdentifier(bad);
+            CompileBudget budget = roomy();
+            var e = assertThrows(AneException.class, () -> compileOne(budget), bad);
+            assertTrue(e.getMessage().startsWith("[ane] hexStringIdentifier returned "), e.getMessage());
+            assertTrue(e.getMessage().contains("cannot name the model directory"), e.getMessage());
+            assertFalse(e.getMessage().contains("\n"), e.getMessage());
+            assertEquals(-1, indexOf("compileWithQoS:options:error:"), "refused before compile");
+        }
+        fake.setIdentifier(null);
+        try (var files = Files.list(tmp)) {
+            assertEquals(List.of(), files.toList(), "nothing written outside the temp dir");
+        } catch (java.io.IOException io) {
+            fail(io);
+        }
+        assertEquals(0, fake.liveObjects(), "leaked: " + fake.liveDescription());
+    }
+
+    @Test
+    void aNilWeightsDictionaryOrAnEmptyEntryMakesTheDescriptorNilAsTheFrameworkDoes() {
+        ane4j.backend.ane.ffm.ObjC objc = ane4j.backend.ane.ffm.ObjC.get();
+        try (var pool = objc.pool()) {
+            MemorySegment mil = ane4j.backend.ane.ffm.Foundation.data(MIL.getBytes(StandardCharsets.UTF_8));
+            var nil = assertThrows(AneException.class,
+                    () -> ane4j.backend.ane.ffm.AneInMemoryModelDescriptor.modelWithMILText(mil, MemorySegment.NULL));
+            assertTrue(nil.getMessage().startsWith("[modelWithMILText:weights:optionsPlist:] returned nil"), nil.getMessage());
+            var f = new java.util.LinkedHashMap<MemorySegment, MemorySegment>();
+            f.put(ane4j.backend.ane.ffm.Foundation.string("@model_path/weights/w.bin"), ane4j.backend.ane.ffm.Foundation.emptyDictionary());
+            MemorySegment emptyEntry = ane4j.backend.ane.ffm.Foundation.dictionary(f);
+            assertThrows(AneException.class, () -> ane4j.backend.ane.ffm.AneInMemoryModelDescriptor.modelWithMILText(mil, emptyEntry));
+            assertNotEquals(MemorySegment.NULL, ane4j.backend.ane.ffm.AneInMemoryModelDescriptor.modelWithMILText(mil,
+                    ane4j.backend.ane.ffm.Foundation.emptyDictionary()), "@{} is accepted (every weight-free maderix program)");
+        }
+        assertEquals(List.of("weights entry 0 is not {offset: NSNumber, data: NSData}"), fake.errors(), "the empty entry is also a contract error");
+        fake.reset();
+    }
+
     @Test
     void identicalProgramsShareTheirDirectoryUntilTheLastCloses() {
         AneProgram first = compileOne(roomy());

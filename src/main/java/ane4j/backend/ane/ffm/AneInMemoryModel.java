@@ -56,12 +56,15 @@ public final class AneInMemoryModel {
         return new AneInMemoryModel(objc, model);
     }
 
-    /** {@code -hexStringIdentifier}: the content-derived id naming the model's temp directory (ane-facts.md §2.3). */
+    /**
+     * {@code -hexStringIdentifier}, as the framework returns it (null for nil). Apple's descriptor builds it as
+     * {@code "%@_%@_%@"} of three upper-case SHA-256 digests (MIL text, weight blobs, options plist; decompiled
+     * {@code _ANEInMemoryModelDescriptor}, index ids 14176493954 and 10601026801), so it is not a hex string;
+     * maderix ({@code training_dynamic/io.h:105}), Orion ({@code core/ane_runtime.m:74}) and Espresso use it unchecked as
+     * a directory name. The caller validates it as a path component only.
+     */
     public String hexStringIdentifier() {
-        String hex = objc.utf8(objc.sendId(id, "hexStringIdentifier"));
-        if (hex == null || hex.isEmpty() || !hex.chars().allMatch(c -> Character.digit(c, 16) >= 0))
-            throw new AneException("[hexStringIdentifier] returned " + (hex == null ? "nil" : "\"" + hex + "\"") + ", not a hex string");
-        return hex;
+        return objc.utf8(objc.sendId(id, "hexStringIdentifier"));
     }
 
     /** {@code -compileWithQoS:options:error:}; throws with Apple's message on NO. */

@@ -41,7 +41,7 @@ public final class FakeObjc {
     private final Linker linker = Linker.nativeLinker();
     private final MethodHandle logCount, logEntry, errorCount, error, liveObjects, liveDescription, poolDepth, reset,
             setFailCompile, setLeakAfter, setMinSurfaceBytes, setAneSubType, setTmpdir, setEvaluateHook,
-            evaluatingHex, realCompiles, cacheHits;
+            evaluatingHex, realCompiles, cacheHits, setIdentifier;
     private final MemorySegment hookStub;
     private volatile EvaluateHook hook;
     private volatile Throwable hookFailure;
@@ -86,6 +86,7 @@ public final class FakeObjc {
         evaluatingHex = fn("fake_evaluating_hex", FunctionDescriptor.of(ADDRESS));
         realCompiles = fn("fake_real_compiles", FunctionDescriptor.of(JAVA_INT));
         cacheHits = fn("fake_cache_hits", FunctionDescriptor.of(JAVA_INT));
+        setIdentifier = fn("fake_set_identifier", FunctionDescriptor.ofVoid(ADDRESS));
         // void hook(int nin, void **inBases, long long *inSizes, int nout, void **outBases, long long *outSizes)
         MethodHandle target = MethodHandles.lookup().findVirtual(FakeObjc.class, "onEvaluate",
                 MethodType.methodType(void.class, int.class, MemorySegment.class, MemorySegment.class,
@@ -231,6 +232,16 @@ public final class FakeObjc {
     public void setLeakAfter(int compiles) {
         try {
             setLeakAfter.invokeExact(compiles);
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Makes {@code hexStringIdentifier} return {@code id} instead of the descriptor's identifier (null: off). */
+    public void setIdentifier(String id) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment text = id == null ? MemorySegment.NULL : a.allocateFrom(id);
+            setIdentifier.invokeExact(text);
         } catch (Throwable t) {
             throw fail(t);
         }
