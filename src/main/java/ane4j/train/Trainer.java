@@ -27,9 +27,18 @@ import java.util.Map;
  * step, data RNG, loss-scale state) is in the checkpoint, so a resumed run continues bit-identically.
  */
 public final class Trainer implements AutoCloseable {
-    /** One micro-step's figures (JSON line in metrics.jsonl). */
+    /**
+     * One micro-step's figures (JSON line in metrics.jsonl). {@code stagedActivationBytes}/{@code stagedWeightBytes}: what
+     * the step wrote into kernel inputs ({@link TrainingStep#stagedActivationBytes()}, {@link TrainingStep#stagedWeightBytes()}).
+     */
     public record StepMetrics(long step, long steps, float loss, float lr, float lossScale, float gradNorm, boolean updated,
-                              boolean skipped, double msPerStep, double tokensPerSecond, Map<String, Double> phaseMs) {
+                              boolean skipped, double msPerStep, double tokensPerSecond, Map<String, Double> phaseMs,
+                              long stagedActivationBytes, long stagedWeightBytes) {
+        public StepMetrics(long step, long steps, float loss, float lr, float lossScale, float gradNorm, boolean updated,
+                           boolean skipped, double msPerStep, double tokensPerSecond, Map<String, Double> phaseMs) {
+            this(step, steps, loss, lr, lossScale, gradNorm, updated, skipped, msPerStep, tokensPerSecond, phaseMs, 0, 0);
+        }
+
         public String json() {
             StringBuilder sb = new StringBuilder("{\"type\":\"step\",\"step\":").append(step).append(",\"loss\":").append(num(loss))
                     .append(",\"lr\":").append(num(lr)).append(",\"lossScale\":").append(num(lossScale)).append(",\"gradNorm\":").append(num(gradNorm))
@@ -37,6 +46,7 @@ public final class Trainer implements AutoCloseable {
                     .append(",\"ms\":").append(String.format(java.util.Locale.ROOT, "%.2f", msPerStep))
                     .append(",\"tokensPerSecond\":").append(String.format(java.util.Locale.ROOT, "%.1f", tokensPerSecond));
             phaseMs.forEach((k, v) -> sb.append(",\"t_").append(k).append("\":").append(String.format(java.util.Locale.ROOT, "%.3f", v)));
+            sb.append(",\"stagedActivationBytes\":").append(stagedActivationBytes).append(",\"stagedWeightBytes\":").append(stagedWeightBytes);
             return sb.append('}').toString();
         }
 
@@ -194,7 +204,8 @@ public final class Trainer implements AutoCloseable {
             double ms = (System.nanoTime() - t0) / 1e6;
             Map<String, Double> phases = new LinkedHashMap<>();
             step.phaseNanos().forEach((p, ns) -> phases.put(p.name().toLowerCase(java.util.Locale.ROOT), ns / 1e6));
-            StepMetrics sm = new StepMetrics(nextStep - 1, o.steps(), loss, lr, usedScale, norm, update, skipped, ms, s / (ms / 1000), phases);
+            StepMetrics sm = new StepMetrics(nextStep - 1, o.steps(), loss, lr, usedScale, norm, update, skipped, ms, s / (ms / 1000), phases,
+                    step.stagedActivationBytes(), step.stagedWeightBytes());
             history.add(sm);
             appendMetrics(sm);
             l.onStep(sm);

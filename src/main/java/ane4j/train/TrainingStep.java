@@ -21,10 +21,18 @@ import java.util.concurrent.Future;
 
 /**
  * Forward and backward of one sequence, ANE-shaped (ane-facts.md §5.3): the ten kernels run on the backend with weights
- * staged into per-layer inputs; embedding, RMSNorm, classifier, cross-entropy, SwiGLU/RoPE/QK-norm backward and every dW
+ * staged into their inputs; embedding, RMSNorm, classifier, cross-entropy, SwiGLU/RoPE/QK-norm backward and every dW
  * run on the CPU, the dW sgemms on a background thread overlapping the backend's work.
  * <pre>Legend: S = seqLen, D = dim, H = hiddenDim, V = vocab, Q = nHeads·headDim, KV = nKvHeads·headDim, L = nLayers.</pre>
  * Activations are channel-first (C, S) float arrays; matrices are row-major (out, in).
+ *
+ * <p>Weight staging is the backend's choice ({@link Kernel#prefersBoundInputs()}). Where a separate input costs a copy
+ * at every evaluate (the ANE), each layer and weight-bearing kernel has a {@link Kernel#bind() bound} input of its own,
+ * as maderix's dynamic pipeline keeps {@code pls[L].*_in} surfaces with {@code plr[L].*} requests
+ * ({@code training/training_dynamic/train.m}): weights are written into it once after each {@link #stageWeights},
+ * and a step writes only the activation columns. Elsewhere (the reference backend) one input per kernel holds the
+ * weights of the layer about to run, staged on demand: one layer's fp16 copy instead of L.
+ * {@link #stagedActivationBytes()} and {@link #stagedWeightBytes()} count what the last step wrote into kernel inputs.
  */
 public final class TrainingStep implements AutoCloseable {
     /** Wall time of the phases of the last step, in nanoseconds (maderix-style breakdown). */
@@ -36,10 +44,15 @@ public final class TrainingStep implements AutoCloseable {
     private final Map<String, Kernel> kernels = new java.util.HashMap<>();
     private final Map<String, TrainingKernels.Kernel> specs = new java.util.HashMap<>();
     private final Map<String, TensorBuffer> outputs = new java.util.HashMap<>();
-    // one input per weight-bearing kernel: the weights of the layer about to run are staged into it on demand (one layer's
-    // fp16 copy of the weights at a time, not all L: for stories110m that is 28 MB instead of 340 MB)
-    private final TensorBuffer[] weightedInput;
-    private final int[] stagedLayer;                   // per weight-bearing kernel: the layer whose weights it holds, −1 none
+    // on demand: one input per weight-bearing kernel, holding the weights of the layer about to run (one layer's fp16
+    // copy of the weights at a time, not all L: for stories110m that is 28 MB instead of 340 MB)
+    private TensorBuffer[] weightedInput;
+    private int[] stagedLayer;                         // per weight-bearing kernel: the layer whose weights it holds, −1 none
+    // bound: [layer][weight-bearing kernel] inputs that keep their weights until the next stageWeights
+    private Kernel.Binding[][] bound;
+    private boolean[][] boundStaged;                   // whether bound[l][i] holds the current weights
+    private long activationBytes;                      // written into kernel inputs by the last step
+    private final java.util.concurrent.atomic.LongAdder weightBytes = new java.util.concurrent.atomic.LongAdder();
     private float[] stagedParams;                      // the weights of the last stageWeights
     private final Backend backend;
     private final DType io;
@@ -119,15 +132,22 @@ public final class TrainingStep implements AutoCloseable {
             specs.put(k.name(), k);
             // static mode compiles its own weight-bearing kernels at every stageWeights
             if (!staticWeights || java.util.Arrays.asList(WEIGHTED).indexOf(k.name()) < 0) {
-                kernels.put(k.name(), backend.compile(k.program()));
+                Kernel compiled = backend.compile(k.program());
+                kernels.put(k.name(), compiled);
                 compiles++;
-            }
-            outputs.put(k.name(), TensorBuffer.allocate(k.program().main().outputs().get(0).type()));
+                outputs.put(k.name(), compiled.allocateOutput(TrainingKernels.OUTPUT));   // the ANE: its output surface, read in place
+            } else outputs.put(k.name(), TensorBuffer.allocate(k.program().main().outputs().get(0).type()));
         }
-        weightedInput = new TensorBuffer[WEIGHTED.length];
-        stagedLayer = new int[WEIGHTED.length];
-        java.util.Arrays.fill(stagedLayer, -1);
-        for (int i = 0; i < WEIGHTED.length; i++) weightedInput[i] = TensorBuffer.allocate(specs.get(WEIGHTED[i]).program().main().inputs().get(0).type());
+        if (!staticWeights && kernels.get(WEIGHTED[0]).prefersBoundInputs()) {
+            bound = new Kernel.Binding[nl][WEIGHTED.length];
+            boundStaged = new boolean[nl][WEIGHTED.length];
+            for (int l = 0; l < nl; l++) for (int i = 0; i < WEIGHTED.length; i++) bound[l][i] = kernels.get(WEIGHTED[i]).bind();
+        } else {
+            weightedInput = new TensorBuffer[WEIGHTED.length];
+            stagedLayer = new int[WEIGHTED.length];
+            java.util.Arrays.fill(stagedLayer, -1);
+            for (int i = 0; i < WEIGHTED.length; i++) weightedInput[i] = TensorBuffer.allocate(specs.get(WEIGHTED[i]).program().main().inputs().get(0).type());
+        }
         bwd1In = kernels.get("sdpaBwd1").allocateInput(TrainingKernels.INPUT);
         bwd2In = kernels.get("sdpaBwd2").allocateInput(TrainingKernels.INPUT);
         if (threeStage) valuesIn = kernels.get("attnValues").allocateInput(TrainingKernels.INPUT);
@@ -160,18 +180,36 @@ public final class TrainingStep implements AutoCloseable {
 
     public Map<Phase, Long> phaseNanos() { return phaseNanos; }
 
+    /** Whether each layer's weight-bearing kernels have bound inputs of their own (the backend prefers them). */
+    public boolean boundInputs() { return bound != null; }
+
+    /** Activation bytes the last step wrote into kernel inputs (the S columns of the weight-bearing ones, all of the rest). */
+    public long stagedActivationBytes() { return activationBytes; }
+
+    /** Weight bytes the last step wrote into kernel inputs (bound inputs: once per {@link #stageWeights}). */
+    public long stagedWeightBytes() { return weightBytes.sum(); }
+
     /** The input of a weight-bearing kernel, holding layer {@code layer}'s weights (staged now if it does not yet). */
     private TensorBuffer input(int layer, String kernel) {
-        int i = java.util.Arrays.asList(WEIGHTED).indexOf(kernel);
-        if (i < 0) throw new IllegalArgumentException(kernel);
-        if (!staticWeights && stagedLayer[i] != layer) {
+        int i = weighted(kernel);
+        if (staticWeights) return weightedInput[i];
+        boolean staged = bound != null ? boundStaged[layer][i] : stagedLayer[i] == layer;
+        TensorBuffer in = bound != null ? bound[layer][i].input(TrainingKernels.INPUT) : weightedInput[i];
+        if (!staged) {
             if (stagedParams == null) throw new IllegalStateException("[train] stageWeights was not called before the first step");
             long t0 = System.nanoTime();
-            stageLayer(weightedInput[i], kernel, layout.layer(layer), stagedParams);
-            stagedLayer[i] = layer;
+            stageLayer(in, kernel, layout.layer(layer), stagedParams);
+            if (bound != null) boundStaged[layer][i] = true;
+            else stagedLayer[i] = layer;
             add(Phase.IO, t0);
         }
-        return weightedInput[i];
+        return in;
+    }
+
+    private static int weighted(String kernel) {
+        int i = java.util.Arrays.asList(WEIGHTED).indexOf(kernel);
+        if (i < 0) throw new IllegalArgumentException(kernel);
+        return i;
     }
 
     private int col(String kernel, String segment) { return specs.get(kernel).input().start(segment); }
@@ -190,7 +228,8 @@ public final class TrainingStep implements AutoCloseable {
             return;
         }
         stagedParams = params;
-        java.util.Arrays.fill(stagedLayer, -1);
+        if (bound != null) for (boolean[] row : boundStaged) java.util.Arrays.fill(row, false);
+        else java.util.Arrays.fill(stagedLayer, -1);
     }
 
     /** Writes the weight segments of one kernel's input for layer w (transposed where the kernel reads Wᵀ). */
@@ -204,6 +243,7 @@ public final class TrainingStep implements AutoCloseable {
                     int hd = c.headDim(), at = col(kernel, "qkNorm");
                     in.writeColumns(0, 1, at, hd, params, w.qNorm().offset(), hd);
                     in.writeColumns(0, 1, at + hd, hd, params, w.kNorm().offset(), hd);
+                    weightBytes.add(2L * hd * in.dtype().byteSize());
                 }
             }
             case "woFwd" -> stageTransposed(in, col(kernel, "woT"), params, w.wo());
@@ -254,8 +294,9 @@ public final class TrainingStep implements AutoCloseable {
     }
 
     /** Matrix (rows, cols) as stored: channel r, columns [at, at+cols); blocks of rows in parallel. */
-    private static void stage(TensorBuffer dst, int at, float[] params, ParameterView m) {
+    private void stage(TensorBuffer dst, int at, float[] params, ParameterView m) {
         int rows = m.rows(), cols = m.cols(), blocks = (rows + STAGE_ROWS - 1) / STAGE_ROWS;
+        weightBytes.add((long) rows * cols * dst.dtype().byteSize());
         Parallel.forEach(blocks, b -> {
             int r0 = b * STAGE_ROWS, n = Math.min(STAGE_ROWS, rows - r0);
             dst.writeColumns(r0, n, at, cols, params, m.offset() + r0 * cols, cols);
@@ -268,6 +309,7 @@ public final class TrainingStep implements AutoCloseable {
     /** Matrix (rows, cols) transposed: channel j, column at+i ← m[i, j]; strips of STAGE_ROWS channels in parallel. */
     private void stageTransposed(TensorBuffer dst, int at, float[] params, ParameterView m) {
         int rows = m.rows(), cols = m.cols(), off = m.offset(), strips = (cols + STAGE_ROWS - 1) / STAGE_ROWS;
+        weightBytes.add((long) rows * cols * dst.dtype().byteSize());
         Parallel.forEach(strips, b -> {
             int j0 = b * STAGE_ROWS, jw = Math.min(STAGE_ROWS, cols - j0);
             float[] t = transposeScratch.get();
@@ -289,6 +331,8 @@ public final class TrainingStep implements AutoCloseable {
             if (targets[t] < -1 || targets[t] >= v)
                 throw new IllegalArgumentException("[train] target " + targets[t] + " at position " + t + " is outside the vocabulary of " + v + " (−1 means ignore); check the data's tokenizer against the model's vocabSize");
         phaseNanos.clear();
+        activationBytes = 0;
+        weightBytes.reset();
         float eps = c.normEps(), alpha = c.residualScale();
         ParameterView emb = layout.tokenEmbedding(), cls = layout.classifier();
 
@@ -328,7 +372,7 @@ public final class TrainingStep implements AutoCloseable {
             // feed-forward with residual: ffnFused
             TensorBuffer ffnIn = input(l, "ffnFused");
             long t3 = System.nanoTime();
-            ffnIn.writeColumns(0, d, col("ffnFused", "x2"), s, a.x2, 0, s);
+            writeActivation(ffnIn, d, col("ffnFused", "x2"), a.x2);
             add(Phase.IO, t3);
             TensorBuffer f = run("ffnFused", l, ffnIn, 0, a.x2norm, Phase.FORWARD_BACKEND);
             long t4 = System.nanoTime();
@@ -383,7 +427,7 @@ public final class TrainingStep implements AutoCloseable {
             CpuOps.swigluBackward(g.dh1, g.dh3, g.dgate, a.h1, a.h3, h * s);
             add(Phase.CPU, t0);
             TensorBuffer w13 = input(l, "ffnBwdW13t");
-            w13.writeColumns(0, h, col("ffnBwdW13t", "dh3"), s, g.dh3, 0, s);
+            writeActivation(w13, h, col("ffnBwdW13t", "dh3"), g.dh3);
             read(run("ffnBwdW13t", l, w13, 0, g.dh1, Phase.BACKWARD_BACKEND), 0, dtmp);
             dw(() -> { dW(grads, w.w1(), g.dh1, a.x2norm); dW(grads, w.w3(), g.dh3, a.x2norm); });
             // dx2 = rmsnorm_bwd(dffn path) + dy (residual)
@@ -403,6 +447,7 @@ public final class TrainingStep implements AutoCloseable {
             bwd1In.copyFrom(kTiled, 0, (long) b1.start("k") * s, q * s);
             bwd1In.copyFrom(vTiled, 0, (long) b1.start("v") * s, q * s);
             bwd1In.copyFrom(da, 0, (long) b1.start("da") * s, q * s);
+            activationBytes += 4L * q * s * bwd1In.dtype().byteSize();
             add(Phase.IO, t2);
             TensorBuffer o1 = eval("sdpaBwd1", -1, bwd1In, Phase.BACKWARD_BACKEND);
             long t3 = System.nanoTime();
@@ -411,6 +456,7 @@ public final class TrainingStep implements AutoCloseable {
             read(o1, l1.start("dv"), dvFull);
             bwd2In.copyChannels(o1, l1.start("probs"), b2.start("probs"), 2 * c.nHeads() * s);   // probs and dp, adjacent in both
             bwd2In.copyChannels(bwd1In, b1.start("q"), b2.start("q"), 2 * q);                     // q and k tiled, adjacent in both
+            activationBytes += (2L * c.nHeads() * s + 2L * q) * s * bwd2In.dtype().byteSize();
             add(Phase.IO, t3);
             TensorBuffer o2 = eval("sdpaBwd2", -1, bwd2In, Phase.BACKWARD_BACKEND);
             long t4 = System.nanoTime();
@@ -433,7 +479,7 @@ public final class TrainingStep implements AutoCloseable {
             // dx through the projections: Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv
             read(run("qBwd", l, input(l, "qBwd"), 0, g.dq, Phase.BACKWARD_BACKEND), 0, dxq);
             TensorBuffer kvIn = input(l, "kvBwd");
-            kvIn.writeColumns(0, kv, col("kvBwd", "dv"), s, g.dv, 0, s);
+            writeActivation(kvIn, kv, col("kvBwd", "dv"), g.dv);
             read(run("kvBwd", l, kvIn, 0, g.dk, Phase.BACKWARD_BACKEND), 0, dtmp);
             long t5 = System.nanoTime();
             for (int i = 0; i < d * s; i++) dtmp[i] += dxq[i];
@@ -468,9 +514,11 @@ public final class TrainingStep implements AutoCloseable {
             for (int j = 0; j < s; j++) row[j] = j <= i ? (float) (row[j] / sum) : 0f;
             valuesIn.copyFrom(row, 0, (long) r * s, s);
         }
+        activationBytes += (long) nh * s * s * valuesIn.dtype().byteSize();
         float[] vTiled = new float[c.qDim() * s];
         CpuOps.tileKv(vTiled, a.vh, nh, c.nKvHeads(), c.headDim(), s);
         valuesIn.copyFrom(vTiled, 0, (long) specs.get("attnValues").input().start("v") * s, vTiled.length);
+        activationBytes += (long) vTiled.length * valuesIn.dtype().byteSize();
         add(Phase.CPU, t0);
         read(eval("attnValues", -1, valuesIn, Phase.FORWARD_BACKEND), 0, a.attn);
     }
@@ -520,18 +568,28 @@ public final class TrainingStep implements AutoCloseable {
     /** Writes act (C,S) into the first S columns of in, then evaluates the kernel. */
     private TensorBuffer run(String kernel, int layer, TensorBuffer in, int column, float[] act, Phase phase) {
         long t0 = System.nanoTime();
-        in.writeColumns(0, in.channelCount(), column, s, act, 0, s);
+        writeActivation(in, in.channelCount(), column, act);
         add(Phase.IO, t0);
         return eval(kernel, layer, in, phase);
     }
 
-    /** Evaluates a kernel (layer −1 for the weight-free ones; in static mode each layer has its own compiled kernels). */
+    /** act (C,S) into columns [column, column+S) of the first C channels of in. */
+    private void writeActivation(TensorBuffer in, int channels, int column, float[] act) {
+        in.writeColumns(0, channels, column, s, act, 0, s);
+        activationBytes += (long) channels * s * in.dtype().byteSize();
+    }
+
+    /**
+     * Evaluates a kernel (layer −1 for the weight-free ones): a weight-bearing one on the layer's bound input when it has
+     * one (in is that input), in static mode the layer's own compiled kernel.
+     */
     private TensorBuffer eval(String kernel, int layer, TensorBuffer in, Phase phase) {
         long t0 = System.nanoTime();
         TensorBuffer out = outputs.get(kernel);
-        Kernel k = kernels.get(kernel);
-        if (staticWeights && layer >= 0) for (int i = 0; i < WEIGHTED.length; i++) if (WEIGHTED[i].equals(kernel)) k = staticKernels[layer][i];
-        k.evaluate(Map.of(TrainingKernels.INPUT, in), Map.of(TrainingKernels.OUTPUT, out));
+        Map<String, TensorBuffer> outs = Map.of(TrainingKernels.OUTPUT, out);
+        if (bound != null && layer >= 0) bound[layer][weighted(kernel)].evaluate(outs);
+        else if (staticWeights && layer >= 0) staticKernels[layer][weighted(kernel)].evaluate(Map.of(TrainingKernels.INPUT, in), outs);
+        else kernels.get(kernel).evaluate(Map.of(TrainingKernels.INPUT, in), outs);
         add(phase, t0);
         return out;
     }
@@ -545,6 +603,7 @@ public final class TrainingStep implements AutoCloseable {
 
     @Override public void close() {
         dwThread.shutdownNow();
+        if (bound != null) for (Kernel.Binding[] row : bound) for (Kernel.Binding b : row) b.close();
         for (Kernel k : kernels.values()) k.close();
         if (staticKernels != null) for (Kernel[] row : staticKernels) for (Kernel k : row) if (k != null) k.close();
     }

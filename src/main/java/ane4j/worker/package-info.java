@@ -37,7 +37,8 @@
  *      3 RELEASE_KERNEL i32 kernel id          4 RELEASE_REGION i64 region id     (the parent does not wait)
  *      5 TRAIN     map of TrainOptions keys (TrainOptions.of reads it back)   OK: i64 step the run starts at
  *                  then events with the TRAIN id: 35 STEP (i64 step, i64 steps, f32 loss, lr, lossScale, gradNorm,
- *                  i32 updated, i32 skipped, f64 ms, f64 tokens/s, i32 n + n × (str phase, f64 ms)),
+ *                  i32 updated, i32 skipped, f64 ms, f64 tokens/s, i32 n + n × (str phase, f64 ms),
+ *                  i64 staged activation bytes, i64 staged weight bytes),
  *                  36 MESSAGE (str line), 37 TRAIN_END (i32 0 done | 1 stopped | 2 failed, str message)
  *      6 STOP_TRAINING   checkpoint and stop at the next step boundary (TRAIN_END stopped follows)
  *      7 STATUS    OK: str backend, i64 compiles, i64 budget, i32 live kernels, i64 next training step (-1: none)

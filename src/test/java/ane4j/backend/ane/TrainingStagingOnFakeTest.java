@@ -1,0 +1,131 @@
+package ane4j.backend.ane;
+
+import ane4j.backend.ane.ffm.FakeObjc;
+import ane4j.backend.ref.RefBackend;
+import ane4j.model.ModelConfig;
+import ane4j.train.PackedLayout;
+import ane4j.train.TrainOptions;
+import ane4j.train.Trainer;
+import ane4j.train.TrainingKernels;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * Issue 12 point 5 (audit F3): training on the (fake) ANE stages what maderix stages. Each layer and weight-bearing
+ * kernel has an input surface of its own; the weights go into it once per optimizer update, a step writes only the
+ * activation columns, and no evaluate copies an input (maderix {@code training/training_dynamic/train.m}:
+ * {@code pls[L].*_in} staged at start and in the Adam block, {@code write_*_acts} per step). The losses equal the
+ * reference backend's, which keeps its on-demand staging.
+ */
+class TrainingStagingOnFakeTest {
+    FakeObjc fake;
+    RefOnFake ane;
+    @TempDir Path tmp;
+
+    @BeforeEach
+    void setUp() {
+        fake = FakeObjc.get();
+        fake.setTmpdir(tmp.resolve("ane"));
+        ane = new RefOnFake(fake, tmp.resolve("ane"));
+    }
+
+    @AfterEach
+    void noViolations() {
+        ane.close();
+        assertNull(fake.hookFailure(), () -> "evaluate hook failed: " + fake.hookFailure());
+        assertEquals(List.of(), fake.errors(), "contract violations seen by the fake");
+    }
+
+    /** The weight segments of the weight-bearing kernels' inputs (every other input column is an activation). */
+    static final Set<String> WEIGHT_SEGMENTS = Set.of("wqT", "wkT", "wvT", "woT", "w1T", "w3T", "w1", "w2", "w3", "wo", "wq", "wk", "wv", "qkNorm");
+
+    /** Bytes per step and layer from the kernels' input layouts: {activation columns and weight-free inputs, weights}. */
+    static long[] expectedPerLayer(ModelConfig c) {
+        long act = 0, w = 0;
+        for (TrainingKernels.Kernel k : new TrainingKernels(c).all()) {
+            PackedLayout in = k.input();
+            boolean packedColumns = in.width() > c.seqLen();
+            for (var seg : in.segments().entrySet()) {
+                // column layouts: channels × segment columns; channel layouts (the weight-free kernels): segment channels × S
+                long elements = packedColumns ? (long) in.channels() * seg.getValue().size() : (long) seg.getValue().size() * in.width();
+                if (packedColumns && WEIGHT_SEGMENTS.contains(seg.getKey())) w += elements * 2;
+                else act += elements * 2;
+            }
+        }
+        return new long[] {act, w};
+    }
+
+    static Path writeConfig(Path dir) throws Exception {
+        Files.createDirectories(dir);
+        Path f = dir.resolve("stories-small.conf");
+        Files.writeString(f, "preset = stories15m\ndim = 64\nhiddenDim = 192\nnLayers = 2\nnHeads = 2\nseqLen = 32\n");
+        return f;
+    }
+
+    @Test
+    void perStepWritesAreTheActivationColumnsPlusTheWeightsOncePerUpdate() throws Exception {
+        Path conf = writeConfig(tmp);
+        Map<String, String> opts = Map.of("model", conf.toString(), "steps", "4", "accum", "2", "warmup", "1", "checkpointEvery", "0");
+        List<Trainer.StepMetrics> onAne, onRef;
+        ModelConfig config;
+        List<AneKernel> compiled = new java.util.ArrayList<>();
+        try (Trainer t = new Trainer(options(opts, tmp.resolve("ane-run")), recording(AneBackendContractTest.backend(), compiled), null)) {
+            config = t.config();
+            onAne = t.run(null, 0);
+        }
+        try (Trainer t = new Trainer(options(opts, tmp.resolve("ref-run")), new RefBackend(), null)) {
+            onRef = t.run(null, 0);
+        }
+        assertEquals(10, compiled.size());
+        for (AneKernel k : compiled) assertEquals(0, k.copiedInputBytes(), k + ": no evaluate copied an input (bound inputs and surface buffers only)");
+        long[] perLayer = expectedPerLayer(config);
+        long act = perLayer[0] * config.nLayers(), weights = perLayer[1] * config.nLayers();
+        assertTrue(act > 0 && weights > act, act + " / " + weights);
+        for (int i = 0; i < onAne.size(); i++) {
+            Trainer.StepMetrics a = onAne.get(i), r = onRef.get(i);
+            assertEquals(Float.floatToIntBits(r.loss()), Float.floatToIntBits(a.loss()), "step " + i + ": loss on the fake ANE " + a.loss() + " vs the reference " + r.loss());
+            assertEquals(act, a.stagedActivationBytes(), "step " + i + ": activation bytes");
+            // steps 0 and 2 follow a stageWeights (the start, the update after step 1); the others reuse the bound weights
+            assertEquals(i % 2 == 0 ? weights : 0, a.stagedWeightBytes(), "step " + i + ": weight bytes");
+            // the reference backend stages every layer's weights at every step, on demand into one input per kernel
+            assertEquals(act, r.stagedActivationBytes(), "step " + i + ": reference activation bytes");
+            assertEquals(weights, r.stagedWeightBytes(), "step " + i + ": reference weight bytes");
+        }
+        assertTrue(Files.readString(tmp.resolve("ane-run/metrics.jsonl")).contains("\"stagedActivationBytes\":" + act + ",\"stagedWeightBytes\":" + weights + "}"));
+    }
+
+    /** The backend, remembering every kernel it compiles. */
+    static ane4j.backend.Backend recording(AneBackend b, List<AneKernel> into) {
+        return new ane4j.backend.Backend() {
+            @Override public String name() { return b.name(); }
+
+            @Override public boolean isAvailable() { return b.isAvailable(); }
+
+            @Override public ane4j.backend.Kernel compile(ane4j.mil.Program program, String functionName) {
+                AneKernel k = (AneKernel) b.compile(program, functionName);
+                into.add(k);
+                return k;
+            }
+
+            @Override public long compileCount() { return b.compileCount(); }
+
+            @Override public long compileBudget() { return b.compileBudget(); }
+        };
+    }
+
+    static TrainOptions options(Map<String, String> given, Path runDir) {
+        var m = new java.util.HashMap<>(given);
+        m.put("runDir", runDir.toString());
+        return TrainOptions.of(m);
+    }
+}
