@@ -120,12 +120,13 @@ public record ModelConfig(
     /**
      * A preset by name (case-insensitive). {@code tiny} is for the embedded corpus: dim 64, hidden 192
      * (a multiple of 32, which the ANE wants for matmul inner dims; llama's 8/3·dim rule would give 176),
-     * 2 layers, 4 heads of 16, seq 64, vocab 512; about 0.13M parameters.
+     * 2 layers, 2 heads of 32 (a head dim that is a multiple of 32: Q·Kᵀ contracts over it, chip rule
+     * matmul-contraction-32, maderix issue #47), seq 64, vocab 512; about 0.14M parameters.
      */
     public static ModelConfig parse(String preset) {
         String p = preset == null ? "" : preset.trim().toLowerCase(Locale.ROOT);
         return switch (p) {
-            case "tiny" -> llama("tiny", 64, 192, 2, 4, TINY_VOCAB, 64);
+            case "tiny" -> llama("tiny", 64, 192, 2, 2, TINY_VOCAB, 64);
             case "stories15m" -> llama("stories15m", 288, 768, 6, 6, 32000, 256);
             case "stories42m" -> llama("stories42m", 512, 1376, 8, 8, 32000, 1024);
             case "stories110m" -> llama("stories110m", 768, 2048, 12, 12, 32000, 256);

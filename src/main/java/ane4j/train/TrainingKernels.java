@@ -33,6 +33,8 @@ public final class TrainingKernels {
 
     private final ModelConfig c;
     private final int s, d, h, q, kv, nh, nkv, hd;
+    /** The head dim rounded up to a multiple of 32: matmuls contracting over the head dim see zero-padded heads (chip rule matmul-contraction-32). */
+    private final int hdp;
     private final float alpha;
     private final DType io;
     private final java.util.function.Function<String, float[]> staticWeights;
@@ -71,6 +73,7 @@ public final class TrainingKernels {
         this.nh = config.nHeads();
         this.nkv = config.nKvHeads();
         this.hd = config.headDim();
+        this.hdp = (hd + 31) / 32 * 32;
         this.alpha = config.residualScale();
     }
 
@@ -131,10 +134,13 @@ public final class TrainingKernels {
             }
             Value cos = f.weight("rope_cos", t(1, 1, s, hd), RopeTables.cos(c));
             Value sin = f.weight("rope_sin", t(1, 1, s, hd), RopeTables.sin(c));
-            Value qr = rope(f, qn, nh, cos, sin), kr = rope(f, kn, nkv, cos, sin);
+            Value rotation = f.weight("rope_rotation", t(1, 1, hdp, hd), rotation());
+            Value padQ = headPad(f, nh, "head_pad"), padKv = nkv == nh ? padQ : headPad(f, nkv, "head_pad_kv");
+            Value qr = rope(f, qn, padQ, cos, sin, rotation), kr = rope(f, kn, padKv, cos, sin, rotation);
+            Value qp = padded(f, qr, padQ), kp = padded(f, tileHeads(f, kr), padQ);                  // (1,NH,S,HDp)
             Value first = threeStage
-                    ? f.reshape(f.mul(f.matmul(qr, tileHeads(f, kr), false, true), scale()), 1, nh * s, 1, s)    // (1,NH·S,1,S)
-                    : fromHeads(f, attention(f, qr, tileHeads(f, kr), tileHeads(f, vh)), q);              // (1,Q,1,S)
+                    ? f.reshape(f.mul(f.matmul(qp, kp, false, true), scale()), 1, nh * s, 1, s)            // (1,NH·S,1,S)
+                    : fromHeads(f, attention(f, qp, kp, tileHeads(f, vh)), q);                        // (1,Q,1,S)
             Value y = f.concat(1, c.qkNorm()
                     ? new Value[] {first, fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv), fromHeads(f, qh, q), fromHeads(f, kh, kv)}
                     : new Value[] {first, fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv)});
@@ -205,9 +211,11 @@ public final class TrainingKernels {
             Value x = f.input(INPUT, t(1, input.channels(), 1, s));
             Value qh = channelHeads(f, x, input.start("q")), kh = channelHeads(f, x, input.start("k"));
             Value vh = channelHeads(f, x, input.start("v")), dah = channelHeads(f, x, input.start("da"));
-            Value probs = f.softmax(f.add(f.mul(f.matmul(qh, kh, false, true), scale()), mask(f)), -1);   // (1,NH,S,S)
+            Value pad = headPad(f, nh, "head_pad");
+            Value scores = f.matmul(padded(f, qh, pad), padded(f, kh, pad), false, true);               // (1,NH,S,S)
+            Value probs = f.softmax(f.add(f.mul(scores, scale()), mask(f)), -1);
             Value dv = f.matmul(probs, dah, true, false);                                                // (1,NH,S,HD)
-            Value dp = f.matmul(dah, vh, false, true);                                                   // (1,NH,S,S)
+            Value dp = f.matmul(padded(f, dah, pad), padded(f, vh, pad), false, true);                   // (1,NH,S,S)
             Value y = f.concat(1, fromHeads(f, dv, q), f.reshape(probs, 1, nh * s, 1, s), f.reshape(dp, 1, nh * s, 1, s));
             f.output(f.named(OUTPUT, y));
         }).build();
@@ -302,14 +310,29 @@ public final class TrainingKernels {
         return f.transpose(f.reshape(channels(f, x, from, q), 1, nh, hd, s), 0, 1, 3, 2);
     }
 
-    /** Repeat-interleave KV heads to NH query heads: query head i uses KV head i / (NH/NKV). */
+    /**
+     * Repeat-interleave KV heads to NH query heads: query head i uses KV head i / (NH/NKV). Each KV head is sliced on the
+     * channel axis and the copies are concatenated on axis 1 of (1,·,S,HD), as maderix tiles (mil_dynamic.h, concat on
+     * axis 1 of [1,KV,S,HD]): S and HD stay separate axes (a flattened (1,KV,1,S·HD) breaks the axis cap, audit F5).
+     */
     private Value tileHeads(FunctionBuilder f, Value kvHeads) {
         int group = nh / nkv;
         if (group == 1) return kvHeads;
-        Value flat = f.reshape(kvHeads, 1, nkv, 1, s * hd);
-        Value[] copies = new Value[group];
-        java.util.Arrays.fill(copies, flat);
-        return f.reshape(f.concat(2, copies), 1, nh, s, hd);
+        Value[] kvHead = new Value[nkv];
+        for (int j = 0; j < nkv; j++) kvHead[j] = f.sliceBySize(kvHeads, new int[] {0, j, 0, 0}, new int[] {1, 1, s, hd});   // (1,1,S,HD)
+        Value[] copies = new Value[nh];
+        for (int i = 0; i < nh; i++) copies[i] = kvHead[i / group];
+        return f.concat(1, copies);                                                     // (1,NH,S,HD)
+    }
+
+    /** Zeros (1,n,S,HDp−HD) that pad heads to HDp; null when HD is already a multiple of 32. */
+    private Value headPad(FunctionBuilder f, int heads, String name) {
+        return hdp == hd ? null : f.weight(name, t(1, heads, s, hdp - hd), new float[heads * s * (hdp - hd)]);
+    }
+
+    /** (1,n,S,HD) → (1,n,S,HDp) with zero columns (adds exact zeros to every head-dim contraction). */
+    private Value padded(FunctionBuilder f, Value x, Value pad) {
+        return pad == null ? x : f.concat(3, x, pad);
     }
 
     /** RMSNorm over the head dimension (QK-norm): x (1,n,S,HD), w (1,1,1,HD). */
@@ -319,21 +342,27 @@ public final class TrainingKernels {
         return f.mul(f.mul(x, r), w);
     }
 
-    /** RoPE on (1,n,S,HD) with cos/sin tables (1,1,S,HD): x·cos + rotate(x)·sin. */
-    private Value rope(FunctionBuilder f, Value x, int heads, Value cos, Value sin) {
-        Value rotated;
-        if (c.ropeStyle() == RopeStyle.INTERLEAVED) {
-            int pairs = s * hd / 2;
-            Value p = f.reshape(x, 1, heads, pairs, 2);
-            Value even = f.sliceBySize(p, new int[] {0, 0, 0, 0}, new int[] {1, heads, pairs, 1});
-            Value odd = f.sliceBySize(p, new int[] {0, 0, 0, 1}, new int[] {1, heads, pairs, 1});
-            rotated = f.reshape(f.concat(3, f.mul(odd, -1f), even), 1, heads, s, hd);  // (−x[2i+1], x[2i])
-        } else {
-            Value lo = f.sliceBySize(x, new int[] {0, 0, 0, 0}, new int[] {1, heads, s, hd / 2});
-            Value hi = f.sliceBySize(x, new int[] {0, 0, 0, hd / 2}, new int[] {1, heads, s, hd / 2});
-            rotated = f.concat(3, f.mul(hi, -1f), lo);                                  // (−x[i+HD/2], x[i])
-        }
+    /**
+     * RoPE on (1,n,S,HD) with cos/sin tables (1,1,S,HD): x·cos + rotate(x)·sin, where rotate(x) = x·P with the constant
+     * ±1 permutation P (HDp,HD) (rustane PR #9, which ran on M3 Ultra: a reshape to (1,n,S·HD/2,2) makes an axis over
+     * the cap, audit F6, and its width-offset slices meet the 4094 clamp on M1–M3). Exact: each output is one ±x term.
+     */
+    private Value rope(FunctionBuilder f, Value x, Value pad, Value cos, Value sin, Value rotation) {
+        Value rotated = f.matmul(padded(f, x, pad), rotation);                          // (1,n,S,HD)
         return f.add(f.mul(x, cos), f.mul(rotated, sin));
+    }
+
+    /** P (HDp,HD) row-major with x·P = rotate(x): interleaved (−x[2i+1], x[2i]) or half (−x[i+HD/2], x[i]); rows ≥ HD zero. */
+    private float[] rotation() {
+        float[] p = new float[hdp * hd];
+        for (int i = 0; i < hd / 2; i++) {
+            int a, b;                                                                   // rotated[a] = −x[b], rotated[b] = x[a]
+            if (c.ropeStyle() == RopeStyle.INTERLEAVED) { a = 2 * i; b = 2 * i + 1; }
+            else { a = i; b = i + hd / 2; }
+            p[b * hd + a] = -1f;
+            p[a * hd + b] = 1f;
+        }
+        return p;
     }
 
     /** softmax(Q·Kᵀ·scale + mask)·V on (1,NH,S,HD). */
