@@ -73,4 +73,85 @@ class MilRunCommandTest {
         Npy.write(f, a);
         assertArrayEquals(a.toFloatArray(), Npy.read(f, a.type(), "h").toFloatArray());
     }
+
+    static byte[] npy(int major, String dict) {
+        byte[] h = dict.getBytes(StandardCharsets.ISO_8859_1);
+        int pre = major == 1 ? 10 : 12;
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(pre + h.length).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        b.put(new byte[] {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y', (byte) major, 0});
+        if (major == 1) b.putShort((short) h.length); else b.putInt(h.length);
+        return b.put(h).array();
+    }
+
+    static String runA1(Path dir, Path x) throws Exception {
+        Program p = AcceptancePrograms.a1Conv(8, 4, new float[64]);
+        Files.writeString(dir.resolve("a1.mil"), MilWriter.write(p, Dialect.IOS18));
+        p.weights().writeTo(dir);
+        var out = new ByteArrayOutputStream();
+        var err = new ByteArrayOutputStream();
+        System.setProperty("ane4j.backend", "ref");
+        try {
+            int rc = Main.run(new String[] {"mil", "run", dir.resolve("a1.mil").toString(), "--input", p.main().inputs().get(0).name() + "=" + x,
+                    "--output", dir.resolve("out").toString()}, new PrintStream(out), new PrintStream(err));
+            assertEquals(1, rc, out.toString());
+        } finally {
+            System.clearProperty("ane4j.backend");
+        }
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    // issue 18 row 16: corrupt headers give one line naming the file, the field and the fix
+    @Test
+    void corruptNpyHeadersAreOneLineErrorsThroughTheCli() throws Exception {
+        Path x = dir.resolve("x.npy");
+        String[][] cases = {
+                // the three of the issue: a short dict (was StringIndexOutOfBounds), a Python 2 long (was NumberFormat "4L"), version 4
+                {"1", "{'descr': '<f4', 'fortran_order': False, 'shape': (", "header byte 61: expected a non-negative dimension, found the end of the header"},
+                {"1", "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 8, 1, 4L), }", "header byte 71: expected ',' or ')' in the shape, found 'L), }'"},
+                {"4", "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 8, 1, 4), }", "format version 4.0 is unknown (numpy writes 1.0, 2.0 and 3.0)"},
+                {"2", "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 8, 1, 99999999999), }", "expected a dimension below 2^31"},
+                {"1", "{'descr': '>f4', 'fortran_order': False, 'shape': (1, 8, 1, 4), }", "has dtype '>f4' but input"},
+                {"1", "{'descr': '<f4', 'shape': (1, 8, 1, 4), }", "header has no 'fortran_order' True/False"},
+                {"1", "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 8, 1, 4), }", "0 data bytes after the header, shape [1, 8, 1, 4] of '<f4' needs 128 (truncated file)"},
+        };
+        for (String[] c : cases) {
+            Files.write(x, npy(Integer.parseInt(c[0]), c[1]));
+            String err = runA1(dir, x);
+            assertTrue(err.startsWith("ane4j mil: [npy] " + x + ": ") || err.startsWith("ane4j mil: [npy] " + x + " has"), err);
+            assertTrue(err.contains(c[2]), c[2] + " not in " + err);
+            assertEquals(1, err.lines().count(), err);
+        }
+        byte[] huge = npy(2, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 8, 1, 4), }");
+        java.nio.ByteBuffer.wrap(huge).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(8, Integer.MAX_VALUE);
+        Files.write(x, huge);
+        assertTrue(runA1(dir, x).contains("header length 2147483647 is over 65536 bytes"));
+    }
+
+    @Test
+    void npyReadsVersion2And3Headers() throws Exception {
+        Path f = dir.resolve("v3.npy");
+        for (int major : new int[] {2, 3}) {
+            byte[] h = npy(major, "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (3,)}      \n");
+            byte[] data = new byte[12];
+            java.nio.ByteBuffer.wrap(data).order(java.nio.ByteOrder.LITTLE_ENDIAN).putFloat(0, 1.5f).putFloat(4, -2f).putFloat(8, 3f);
+            byte[] all = java.util.Arrays.copyOf(h, h.length + 12);
+            System.arraycopy(data, 0, all, h.length, 12);
+            Files.write(f, all);
+            assertArrayEquals(new float[] {1.5f, -2f, 3f}, Npy.read(f, TensorType.of(DType.FP32, 3), "x").toFloatArray());
+        }
+    }
+
+    // issue 18 row 14: a .npy over 2 GiB (a sparse file) reads through a mapping, no 2 GiB array
+    @Test
+    void npyOver2GiBIsMappedNotReadIntoAnArray() throws Exception {
+        Path f = dir.resolve("big.npy");
+        TensorType t = TensorType.of(DType.FP32, 1, 1, 1 << 15, 1 << 14 + 1); // 2^30 floats = 4 GiB
+        byte[] h = npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 32768, 32768), }");
+        try (var raf = new java.io.RandomAccessFile(f.toFile(), "rw")) {
+            raf.write(h);
+            raf.setLength(h.length + t.byteSize() - 1);
+        }
+        var e = assertThrows(CliException.class, () -> Npy.read(f, t, "x"));
+        assertTrue(e.getMessage().contains("4294967295 data bytes after the header, shape [1, 1, 32768, 32768] of '<f4' needs 4294967296 (truncated file)"), e.getMessage());
+    }
 }
