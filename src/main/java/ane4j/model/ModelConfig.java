@@ -62,6 +62,11 @@ public record ModelConfig(
         if (ropeStyle == null) throw new IllegalArgumentException("[config] " + name + ": ropeStyle is missing (interleaved or half)");
         long qDim = (long) nHeads * headDim;
         if (qDim > Integer.MAX_VALUE / 16) throw new IllegalArgumentException("[config] " + name + ": nHeads*headDim = " + qDim + " is too large");
+        // the training kernels' attention scores are one tensor [1, nHeads, seqLen, seqLen]; a MIL tensor holds at most 2^31-1 elements
+        long scores = (long) nHeads * seqLen * seqLen;
+        if (scores > Integer.MAX_VALUE)
+            throw new IllegalArgumentException("[config] " + name + ": seqLen " + seqLen + " with " + nHeads + " heads makes attention scores [1, " + nHeads + ", "
+                    + seqLen + ", " + seqLen + "] of " + scores + " elements, over 2^31-1; use seqLen ≤ " + (long) Math.sqrt((double) Integer.MAX_VALUE / nHeads));
     }
 
     private static void positive(String name, String key, int v) {

@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Hugging Face safetensors checkpoints with Llama/Qwen3 tensor names.
@@ -118,6 +119,7 @@ public final class Safetensors {
             }
             entries.put(name, entry(file, name, e.getValue(), dataSize));
         }
+        checkContiguous(entries, dataSize, file);
         return new Header(entries, metadata, 8 + n);
     }
 
@@ -147,9 +149,35 @@ public final class Safetensors {
             throw new ModelFormatException(where + "data_offsets must be [begin, end]");
         if (b < 0 || en < b || en > dataSize)
             throw new ModelFormatException(where + "data_offsets [" + b + ", " + en + "] out of range (data is " + dataSize + " bytes; truncated file?)");
-        if (en - b != elements * dtype.bytes)
-            throw new ModelFormatException(where + "data_offsets span " + (en - b) + " bytes but shape " + sl + " of " + dt + " needs " + elements * dtype.bytes);
+        if (elements > dataSize || en - b != elements * dtype.bytes)
+            throw new ModelFormatException(where + "data_offsets span " + (en - b) + " bytes but shape " + sl + " of " + dt + " needs "
+                    + (elements > dataSize ? "more than the file's " + dataSize : elements * dtype.bytes));
         return new Entry(name, dtype, shape, b, en);
+    }
+
+    /**
+     * The data buffer "needs to be entirely indexed, and cannot contain holes" (the safetensors format spec, and its
+     * reference reader's {@code validate}): sorted by offset, each tensor starts where the previous one ends, the last ends at
+     * the end of the file. Overlapping tensors would alias each other; a hole hides bytes no tensor names.
+     */
+    private static void checkContiguous(Map<String, Entry> entries, long dataSize, String file) {
+        List<Entry> sorted = new ArrayList<>(entries.values());
+        sorted.sort(java.util.Comparator.comparingLong(Entry::begin).thenComparingLong(Entry::end));
+        long at = 0;
+        String prev = null;
+        for (Entry e : sorted) {
+            if (e.begin() < at)
+                throw new ModelFormatException(TAG + file + ": tensor '" + e.name() + "' data_offsets [" + e.begin() + ", " + e.end() + "] overlap tensor '" + prev
+                        + "' (ends at " + at + "); the file is corrupt, re-export it");
+            if (e.begin() > at)
+                throw new ModelFormatException(TAG + file + ": bytes [" + at + ", " + e.begin() + ") of the data belong to no tensor (a hole before '" + e.name()
+                        + "' in data_offsets); the file is corrupt, re-export it");
+            at = e.end();
+            prev = e.name();
+        }
+        if (at != dataSize)
+            throw new ModelFormatException(TAG + file + ": the tensors end at data byte " + at + " but the file has " + dataSize + " data bytes"
+                    + (prev == null ? "" : " after '" + prev + "'") + " (trailing bytes or a missing tensor); re-export it");
     }
 
     /** Reads a tensor's elements (any supported dtype) as floats into {@code dst[dstIndex…]}. */
@@ -201,9 +229,15 @@ public final class Safetensors {
             ModelConfig c = config != null ? config : inferConfig(file, h);
             if (c.ropeStyle() != RopeStyle.HALF)
                 throw new IllegalArgumentException(TAG + name + ": safetensors checkpoints use rotate-half RoPE; the config must have ropeStyle half");
-            Parameters p = Parameters.zeros(c);
-            List<String> used = new ArrayList<>();
-            for (ParameterView v : p.layout().views()) {
+            ParameterLayout layout;
+            try {
+                layout = new ParameterLayout(c);
+            } catch (IllegalArgumentException e) {
+                throw new ModelFormatException(TAG + name + ": " + e.getMessage(), e);
+            }
+            // every shape against the config before anything is allocated: the floats then number what the file holds
+            Set<String> used = new java.util.HashSet<>();
+            for (ParameterView v : layout.views()) {
                 String hf = hfName(v.name());
                 Entry e = h.entries().get(hf);
                 if (e == null)
@@ -211,8 +245,7 @@ public final class Safetensors {
                 long[] want = v.isMatrix() ? new long[]{v.rows(), v.cols()} : new long[]{v.rows()};
                 if (!java.util.Arrays.equals(want, java.util.Arrays.stream(e.shape()).asLongStream().toArray()))
                     throw new ModelFormatException(TAG + name + ": tensor '" + hf + "' has shape " + java.util.Arrays.toString(e.shape())
-                            + ", the config needs " + java.util.Arrays.toString(want));
-                readFloats(m.segment(), h.dataStart(), e, p.data(), v.offset());
+                            + ", the config needs " + java.util.Arrays.toString(want) + " (" + v.name() + " of " + c.name() + "); fix config.json or the file");
                 used.add(hf);
             }
             for (String t : h.entries().keySet()) {
@@ -221,6 +254,12 @@ public final class Safetensors {
                 throw new ModelFormatException(TAG + name + ": tensor '" + t + "' is not part of a Llama/Qwen3 model with this config"
                         + (t.endsWith(".bias") ? " (bias tensors are not supported)" : ""));
             }
+            long bytes = 4L * layout.size(), free = Runtime.getRuntime().maxMemory() - (Runtime.getRuntime().totalMemory() - Runtime.getRuntime().freeMemory());
+            if (bytes > free)
+                throw new ModelFormatException(TAG + name + ": " + layout.size() + " parameters need " + (bytes >> 20) + " MB as fp32 but the JVM has "
+                        + (free >> 20) + " MB free; raise the heap (--heap, or -Xmx in ANE4J_JAVA_OPTS)");
+            Parameters p = Parameters.zeros(layout);
+            for (ParameterView v : layout.views()) readFloats(m.segment(), h.dataStart(), h.entries().get(hfName(v.name())), p.data(), v.offset());
             return p;
         }
     }
@@ -231,6 +270,7 @@ public final class Safetensors {
         Path json = file.toAbsolutePath().resolveSibling("config.json");
         if (Files.isRegularFile(json)) {
             try {
+                if (Files.size(json) > 1 << 20) throw new ModelFormatException(TAG + json + ": " + Files.size(json) + " bytes is not a model config.json (over 1 MB)");
                 if (!(Json.parse(Files.readString(json)) instanceof Map<?, ?> mm)) throw new ModelFormatException(TAG + json + ": not a JSON object");
                 for (var e : mm.entrySet()) cfg.put((String) e.getKey(), e.getValue());
             } catch (IOException | IllegalArgumentException e) {
@@ -249,13 +289,25 @@ public final class Safetensors {
         Entry q = t.get("model.layers.0.self_attn.q_proj.weight"), k = t.get("model.layers.0.self_attn.k_proj.weight");
         Entry gate = t.get("model.layers.0.mlp.gate_proj.weight"), qn = t.get("model.layers.0.self_attn.q_norm.weight");
         if (k == null || gate == null) throw new ModelFormatException(TAG + name + ": layer 0 lacks k_proj or gate_proj; not a Llama/Qwen3 checkpoint");
+        for (Entry e : new Entry[] {q, k, gate})
+            if (e.shape().length != 2) throw new ModelFormatException(TAG + name + ": tensor '" + e.name() + "' has shape " + java.util.Arrays.toString(e.shape()) + ", a matrix expected; not a Llama/Qwen3 checkpoint");
         boolean qkNorm = qn != null;
+        if (qn != null && qn.shape().length != 1)
+            throw new ModelFormatException(TAG + name + ": tensor '" + qn.name() + "' has shape " + java.util.Arrays.toString(qn.shape()) + ", a vector [head_dim] expected; the file is corrupt");
         Integer headDim = intKey(cfg, "head_dim", name);
         if (headDim == null && qn != null) headDim = qn.shape()[0];
         Integer nHeads = intKey(cfg, "num_attention_heads", name);
-        if (headDim == null && nHeads != null) headDim = dim / nHeads;
+        if (headDim == null && nHeads != null) {
+            if (dim % nHeads != 0)
+                throw new ModelFormatException(TAG + name + ": num_attention_heads " + nHeads + " does not divide hidden_size " + dim
+                        + ", so head_dim is unknown; set head_dim in config.json or fix num_attention_heads");
+            headDim = dim / nHeads;
+        }
         if (headDim == null)
             throw new ModelFormatException(TAG + name + ": cannot infer the number of heads from the shapes; put the model's config.json next to the file");
+        if (headDim <= 0 || q.shape()[0] % headDim != 0 || k.shape()[0] % headDim != 0)
+            throw new ModelFormatException(TAG + name + ": head_dim " + headDim + " does not divide the q_proj rows " + q.shape()[0] + " and k_proj rows " + k.shape()[0]
+                    + "; fix head_dim or num_attention_heads in config.json");
         if (nHeads == null) nHeads = q.shape()[0] / headDim;
         Integer nKv = intKey(cfg, "num_key_value_heads", name);
         if (nKv == null) nKv = k.shape()[0] / headDim;

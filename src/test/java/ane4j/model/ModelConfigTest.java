@@ -109,4 +109,13 @@ class ModelConfigTest {
         e = assertThrows(ModelFormatException.class, () -> ModelConfig.load(r));
         assertTrue(e.getMessage().contains(":3: key 'dim' repeated (first on line 2)"), e.getMessage());
     }
+
+    // issue 18 row 15: a sequence length whose attention scores cannot be one tensor is refused by the config, before any allocation
+    @Test
+    void seqLenWhoseAttentionScoresCannotBeATensorIsRefused() throws Exception {
+        Path f = writeText("long.cfg", "preset = stories15m\nseqLen = 100000\n");
+        var e = assertThrows(ModelFormatException.class, () -> ModelConfig.load(f));
+        assertTrue(e.getMessage().matches("\\[config\\] .*long\\.cfg: seqLen 100000 with 6 heads makes attention scores \\[1, 6, 100000, 100000\\] of 60000000000 elements, over 2\\^31-1; use seqLen ≤ 18918"), e.getMessage());
+        assertEquals(18918, ModelConfig.parse("stories15m").withSeqLen(18918).seqLen());
+    }
 }

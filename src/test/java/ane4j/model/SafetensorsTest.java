@@ -149,4 +149,93 @@ class SafetensorsTest {
         byte[] all = Files.readAllBytes(f);
         return raw(name, json.toString(), java.util.Arrays.copyOfRange(all, (int) h.dataStart(), all.length));
     }
+
+    /** A Llama/Qwen3-named file of F32 zeros (norms one) with these shapes per tensor; {@code qNorm} null for none. */
+    static Path llamaFile(Path file, int dim, int hidden, int heads, int kv, int hd, int vocab, int[] qNorm, String metadata) throws IOException {
+        Map<String, int[]> t = new java.util.LinkedHashMap<>();
+        t.put("model.embed_tokens.weight", new int[] {vocab, dim});
+        String p = "model.layers.0.";
+        t.put(p + "input_layernorm.weight", new int[] {dim});
+        t.put(p + "post_attention_layernorm.weight", new int[] {dim});
+        t.put(p + "self_attn.q_proj.weight", new int[] {heads * hd, dim});
+        t.put(p + "self_attn.k_proj.weight", new int[] {kv * hd, dim});
+        t.put(p + "self_attn.v_proj.weight", new int[] {kv * hd, dim});
+        t.put(p + "self_attn.o_proj.weight", new int[] {dim, heads * hd});
+        if (qNorm != null) {
+            t.put(p + "self_attn.q_norm.weight", qNorm);
+            t.put(p + "self_attn.k_norm.weight", new int[] {hd});
+        }
+        t.put(p + "mlp.gate_proj.weight", new int[] {hidden, dim});
+        t.put(p + "mlp.up_proj.weight", new int[] {hidden, dim});
+        t.put(p + "mlp.down_proj.weight", new int[] {dim, hidden});
+        t.put("model.norm.weight", new int[] {dim});
+        StringBuilder h = new StringBuilder("{");
+        if (metadata != null) h.append("\"__metadata__\":").append(metadata).append(',');
+        long off = 0;
+        for (var e : t.entrySet()) {
+            long n = 4L * java.util.Arrays.stream(e.getValue()).asLongStream().reduce(1, (a, b) -> a * b);
+            h.append('"').append(e.getKey()).append("\":{\"dtype\":\"F32\",\"shape\":").append(java.util.Arrays.toString(e.getValue()).replace(" ", ""))
+                    .append(",\"data_offsets\":[").append(off).append(',').append(off + n).append("]},");
+            off += n;
+        }
+        h.setLength(h.length() - 1);
+        byte[] hb = h.append('}').toString().getBytes(StandardCharsets.UTF_8);
+        ByteBuffer b = ByteBuffer.allocate((int) (8 + hb.length + off)).order(ByteOrder.LITTLE_ENDIAN);
+        b.putLong(hb.length).put(hb);
+        Files.createDirectories(file.getParent());
+        return Files.write(file, b.array());
+    }
+
+    static String train(Path init, Path runDir) {
+        var out = new java.io.ByteArrayOutputStream();
+        var err = new java.io.ByteArrayOutputStream();
+        int rc = ane4j.cli.Main.run(new String[] {"train", "--init", init.toString(), "--steps", "1", "--in-process", "--backend", "ref", "--run-dir", runDir.toString()},
+                new java.io.PrintStream(out, true, StandardCharsets.UTF_8), new java.io.PrintStream(err, true, StandardCharsets.UTF_8));
+        assertEquals(1, rc, out.toString());
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    // issue 18 row 15: were "/ by zero", ArrayIndexOutOfBounds, and AIOOBE after 5.6 GB; now one line before any allocation
+    @Test
+    void badConfigsAndShapesAreRefusedBeforeAllocationThroughTheCli() throws IOException {
+        Path heads = llamaFile(tmp.resolve("heads/model.safetensors"), 8, 16, 2, 2, 4, 512, null, null);
+        Files.writeString(heads.resolveSibling("config.json"), "{\"num_attention_heads\": 16, \"hidden_size\": 8}");
+        assertEquals("ane4j train: [safetensors] model.safetensors: num_attention_heads 16 does not divide hidden_size 8, so head_dim is unknown; "
+                + "set head_dim in config.json or fix num_attention_heads\n", train(heads, tmp.resolve("r1")));
+
+        Path qn = llamaFile(tmp.resolve("qn/model.safetensors"), 8, 16, 2, 2, 4, 512, new int[0], null);
+        assertEquals("ane4j train: [safetensors] model.safetensors: tensor 'model.layers.0.self_attn.q_norm.weight' has shape [], a vector [head_dim] expected; "
+                + "the file is corrupt\n", train(qn, tmp.resolve("r2")));
+
+        Path seq = llamaFile(tmp.resolve("seq/model.safetensors"), 8, 16, 2, 2, 4, 512, null, "{\"ane4j_seq_len\":\"100000\",\"head_dim\":\"4\"}");
+        long t0 = System.nanoTime();
+        assertTrue(train(seq, tmp.resolve("r3")).contains("[config] seq: seqLen 100000 with 2 heads makes attention scores [1, 2, 100000, 100000] of 20000000000 elements, "
+                + "over 2^31-1; use seqLen ≤ 32767"));
+        assertTrue(System.nanoTime() - t0 < 5_000_000_000L, "refused before any work");
+
+        // a config that asks for more than the file holds is refused by shape before the parameters are allocated
+        Path small = llamaFile(tmp.resolve("small/model.safetensors"), 8, 16, 2, 2, 4, 512, null, "{\"head_dim\":\"4\"}");
+        ModelConfig huge = new ModelConfig("huge", 8, 1 << 26, 1, 2, 2, 4, 512, 16, 1e4f, RopeStyle.HALF, false, true, 1e-5f, 1f);
+        var e = assertThrows(ModelFormatException.class, () -> Safetensors.read(small, huge));
+        assertTrue(e.getMessage().contains("tensor 'model.layers.0.mlp.gate_proj.weight' has shape [16, 8], the config needs [67108864, 8]"), e.getMessage());
+    }
+
+    // issue 18 row 17: overlapping or holed data_offsets are refused (the format spec: "entirely indexed, … cannot contain holes")
+    @Test
+    void overlappingAndHoledOffsetsAreRefused() throws IOException {
+        String two = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[%d,%d]}}";
+        Path overlap = raw("o.safetensors", String.format(two, 4, 12), new byte[12]);
+        var e = assertThrows(ModelFormatException.class, () -> Safetensors.readHeader(overlap));
+        assertEquals("[safetensors] o.safetensors: tensor 'b' data_offsets [4, 12] overlap tensor 'a' (ends at 8); the file is corrupt, re-export it", e.getMessage());
+        Path same = raw("s.safetensors", String.format(two, 0, 8), new byte[8]);
+        e = assertThrows(ModelFormatException.class, () -> Safetensors.readHeader(same));
+        assertTrue(e.getMessage().contains("overlap tensor 'a'"), e.getMessage());
+        Path hole = raw("h.safetensors", String.format(two, 12, 20), new byte[20]);
+        e = assertThrows(ModelFormatException.class, () -> Safetensors.readHeader(hole));
+        assertEquals("[safetensors] h.safetensors: bytes [8, 12) of the data belong to no tensor (a hole before 'b' in data_offsets); the file is corrupt, re-export it", e.getMessage());
+        Path tail = raw("t.safetensors", String.format(two, 8, 16), new byte[20]);
+        e = assertThrows(ModelFormatException.class, () -> Safetensors.readHeader(tail));
+        assertTrue(e.getMessage().contains("the tensors end at data byte 16 but the file has 20 data bytes after 'b'"), e.getMessage());
+        assertEquals(2, Safetensors.readHeader(raw("ok.safetensors", String.format(two, 8, 16), new byte[16])).entries().size());
+    }
 }
