@@ -40,6 +40,29 @@
  *    entry[allKeys.firstObject] to <dir>/<that key>, which is the <hex>/data file maderix PR #22 found after compile.
  *    A first value that is not NSData gets -bytes: NSInvalidArgumentException (an exception, rule X1).
  * D5 inMemoryModelWithDescriptor: copies the descriptor's identifier (initWithDesctiptor:, 9864758886/58792041997).
+ * C1 compileWithQoS:options:error: always compiles (saveModelFiles, then compileModel: with
+ *    compilerOptionsWithOptions:isCompiledModelCached:0, 58792041997): saveModelFiles writes each entry's first value to
+ *    <dir>/<its key>, i.e. <dir>/data (D4); the compiler leaves net.plist (maderix PR #22 found both after compile).
+ * A1 compiledModelExists asks aned ([sharedConnection compiledModelExistsMatchingHash:hexStringIdentifier], 9864758886,
+ *    58792041997); BOOL(id,SEL) as the cache probe 54297209156 calls it.
+ * A2 aned keeps a compiled program by identifier after compile, across unload and outside the client process: the
+ *    probe 54297209156 ("loadWithQoS works without compileWithQoS (1.5ms vs 14ms) because the aned daemon caches compiled
+ *    programs keyed by hexStringIdentifier"; "persist across unload? (YES from probe1)"); across processes is what the
+ *    daemon being a separate process implies and what that probe's phase 2 tests (its result is not published).
+ *    Here: one directory per identifier under fake_set_daemon_dir / $FAKE_ANED_DIR.
+ * A3 purgeCompiledModel drops it (purgeCompiledModelMatchingHash:, same decompiles; exercised by the probe).
+ * L1 loadWithQoS:options:error: loads what aned has without a compile (decompile: compiledModelExists → loadModel: with
+ *    isCompiledModelCached:YES). For a program aned does not have, the decompile calls saveModelFiles and loadModel:
+ *    with isCompiledModelCached:NO; whether aned compiles then is unknown, so the fake fails that load (ane4j always
+ *    compiles first in that case and never relies on either answer).
+ * U1 unloadWithQoS:error: removes NSTemporaryDirectory()/<identifier> after unloadModel:, whether or not that succeeded
+ *    (removeItemAtPath:localModelPath, 58792041997; ane-audit F13).
+ * K1 the compiler leak: compiles fail after about 119 per process (maderix README, tiny_train.m; 119-132 on M4, PR #23):
+ *    fake_set_leak_after(n) fails compiles after n in this "process" (fake_new_process starts the count again). Loads
+ *    from aned's cache are not counted (maderix PR #22 counts only real compiles: g_compile_count++ when !fromCache).
+ * Knob F7: fake_set_refuse_dialect("ios18"|"ios16") fails compiles of that dialect like ANECCompile(): which dialect the
+ *    dynamic-weight kernels need on M1/M2 is unknown (maderix PR #6 vs its M1 Pro/Max ios18 runs; ane-audit F7), so the
+ *    backend must cope with either answer.
  * X1 an Objective-C exception raised inside a framework call unwinds to the caller: unrecognized selectors raise
  *    NSInvalidArgumentException (NSObject doesNotRecognizeSelector:); through a plain objc_msgSend from FFM it aborts the
  *    JVM (anchors.md §4.4 item 7; ane-audit F9). The fake reports it through ane4j_guarded_send, the entry point of
@@ -50,12 +73,15 @@
  * under "@model_path/..." keys (maderix train.m:30-35), model.mil and the weight files in NSTemporaryDirectory()/<id>/
  * before compile (maderix io.h:105-115, the probe 54297209156), QoS 21 and @{} options, procedureIndex an NSNumber,
  * selectors sent inside an autorelease pool, retain/release balance, equal surface sizes (Orion #2/#3). */
+#define _GNU_SOURCE   /* memmem */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
 #include <sys/stat.h>
+#include <dirent.h>
+#include <unistd.h>
 
 enum kind { K_CLASS, K_STRING, K_DATA, K_NUMBER, K_ARRAY, K_DICT, K_ERROR,
             K_DESC, K_MODEL, K_REQUEST, K_SURFOBJ, K_SURFACE };
@@ -90,7 +116,10 @@ static char *g_failCompile;       /* fake_set_fail_compile */
 static char *g_identifierOverride; /* fake_set_identifier: what hexStringIdentifier returns instead of rule D3's value */
 static int g_leakAfter = -1;      /* fake_set_leak_after: compiles that succeed before the emulated leak */
 static int g_compiles;            /* successful compiles since reset */
-static int g_realCompiles, g_cacheHits;  /* of those: without / with a net.plist already present */
+static int g_realCompiles;        /* compiles since reset */
+static int g_daemonLoads;         /* loads of a program aned had, without a compile by that model object */
+static char g_refuseDialect[32];  /* fake_set_refuse_dialect */
+static char g_daemonDir[4096];    /* aned's cache of compiled programs: one empty directory per identifier */
 static const char *g_evaluatingHex; /* the model whose evaluate is running the hook */
 static long long g_minSurface;    /* fake_set_min_surface_bytes */
 static char g_subType[64] = "h16g";
@@ -427,6 +456,45 @@ static void raise_exception(const char *name, const char *reason) {
     logf_("raise\t\t\t%s\t%s", name, reason);
 }
 
+
+/* Deletes a file tree; 1 when something was there. */
+static int remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return 0;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char child[8192]; snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            remove_tree(child);
+        }
+        if (d) closedir(d);
+        rmdir(path);
+    } else unlink(path);
+    return 1;
+}
+
+/* A2: aned keeps compiled programs by identifier, outside the client process (probe 54297209156: "loadWithQoS works
+   without compileWithQoS ... because the aned daemon caches compiled programs keyed by hexStringIdentifier"); here a
+   directory per identifier under fake_set_daemon_dir (or $FAKE_ANED_DIR), so a second process sees it too. */
+static void daemon_path(const char *id, char *out, size_t n) { snprintf(out, n, "%s/%s", g_daemonDir, id); }
+static int daemon_has(const char *id) {
+    if (!g_daemonDir[0]) return 0;
+    char p[8192]; daemon_path(id, p, sizeof p);
+    struct stat st; return stat(p, &st) == 0;
+}
+static void daemon_store(const char *id) {
+    if (!g_daemonDir[0]) return;
+    char p[8192]; daemon_path(id, p, sizeof p);
+    mkdir(g_daemonDir, 0700); mkdir(p, 0700);
+}
+static void daemon_purge(const char *id) {
+    if (!g_daemonDir[0]) return;
+    char p[8192]; daemon_path(id, p, sizeof p);
+    remove_tree(p);
+}
+
 static void set_error(void **errOut, const char *msg) {
     fobj *e = mk_error(msg);
     if (errOut) *errOut = e;
@@ -473,7 +541,7 @@ void *objc_msgSend(void *self, void *sel, void *a, void *b, void *c, void *d, vo
     }
     /* BOOL-returning selectors end in "error:"; the others return objects, pointers or integers */
     size_t sl = strlen(s);
-    if (sl >= 6 && strcmp(s + sl - 6, "error:") == 0) snprintf(ret, sizeof ret, "%s", r ? "YES" : "NO");
+    if ((sl >= 6 && strcmp(s + sl - 6, "error:") == 0) || strcmp(s, "compiledModelExists") == 0) snprintf(ret, sizeof ret, "%s", r ? "YES" : "NO");
     else if (strcmp(s, "UTF8String") == 0) snprintf(ret, sizeof ret, "char*");
     else if (strcmp(s, "state") == 0) snprintf(ret, sizeof ret, "%lld", (long long)(intptr_t)r);
     else desc_ptr(r, ret, sizeof ret);
@@ -609,31 +677,43 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
         }
         logf_("compileFiles\t%s\t\t%s\t%s", dir, files, ok ? "ok" : why);
         if (!ok) { set_error(c, why); return NO; }
-        /* what the real compiler leaves behind (PR #22): net.plist, and data for a model with weights. A net.plist
-           already there (restored from a cache) makes the compile skip its work, as PR #22 observed. */
-        char plist[4800]; snprintf(plist, sizeof plist, "%s/net.plist", dir);
-        size_t plen = 0; unsigned char *old = read_file(plist, &plen);
-        if (old) {
-            logf_("compileCacheHit\t%s\t\t%.*s\t", dir, (int)(plen && old[plen - 1] == '\n' ? plen - 1 : plen), (const char *)old);
-            free(old);
-            g_cacheHits++;
-        } else {
-            FILE *pf = fopen(plist, "w"); if (pf) { fprintf(pf, "<plist><!-- fake net %s --></plist>\n", o->hex); fclose(pf); }
-            if (w && w->count) {
-                char dataPath[4800]; snprintf(dataPath, sizeof dataPath, "%s/data", dir);
-                FILE *df = fopen(dataPath, "w"); if (df) { fprintf(df, "fake data %s\n", o->hex); fclose(df); }
+        if (g_refuseDialect[0]) {   /* a test knob: ane-audit F7, the dialect M1/M2 accept is unknown */
+            char tag[80]; snprintf(tag, sizeof tag, "func main<%s>", g_refuseDialect);
+            if (memmem(mil->bytes, mil->len, tag, strlen(tag))) {
+                snprintf(why, sizeof why, "_ANECompiler : ANECCompile() FAILED (fake: this chip refuses %s)", g_refuseDialect);
+                set_error(c, why); return NO;
             }
-            g_realCompiles++;
         }
+        /* C1: saveModelFiles writes each entry's first value to <dir>/<its key> (<dir>/data, rule D4); the compiler
+           leaves net.plist (maderix PR #22 listed both after compile). A2: aned now has the program. */
+        for (int i = 0; w && i < w->count; i++) {
+            fobj *first = first_value(w->items[i]);
+            char dataPath[4800]; snprintf(dataPath, sizeof dataPath, "%s/data", dir);
+            FILE *df = fopen(dataPath, "wb"); if (df) { fwrite(first->bytes, 1, first->len, df); fclose(df); }
+        }
+        char plist[4800]; snprintf(plist, sizeof plist, "%s/net.plist", dir);
+        FILE *pf = fopen(plist, "w"); if (pf) { fprintf(pf, "<plist><!-- fake net %s --></plist>\n", o->hex); fclose(pf); }
+        daemon_store(o->hex);
+        g_realCompiles++;
         o->state = 1; g_compiles++;
         return YES;
     }
-    /* 5. -[_ANEInMemoryModel loadWithQoS:options:error:] */
+    /* A1: -[_ANEInMemoryModel compiledModelExists] asks aned (compiledModelExistsMatchingHash:) */
+    if (o->kind == K_MODEL && IS("compiledModelExists")) return daemon_has(o->hex) ? YES : NO;
+    /* A3: -[_ANEInMemoryModel purgeCompiledModel] (purgeCompiledModelMatchingHash:) */
+    if (o->kind == K_MODEL && IS("purgeCompiledModel")) { daemon_purge(o->hex); return NULL; }
+    /* 5. -[_ANEInMemoryModel loadWithQoS:options:error:] (L1) */
     if (o->kind == K_MODEL && IS("loadWithQoS:options:error:")) {
         unsigned qos = (unsigned)(uintptr_t)a;
         ARGS("u32:%u|%s|%s", qos, desc_ptr(b, db, sizeof db), c ? "NSError**" : "NULL");
         require_pool(s);
-        if (o->state != 1 && o->state != 3) { set_error(c, "fake: load before compile"); return NO; }
+        if (o->state == 2) { set_error(c, "fake: load of a model that is already loaded"); return NO; }
+        if (!daemon_has(o->hex)) {
+            set_error(c, "fake: loadModel:options:qos:error: failed (aned has no compiled program for this identifier; "
+                         "what the real load does then is not known, so ane4j compiles first)");
+            return NO;
+        }
+        if (o->state != 1) { g_daemonLoads++; logf_("daemonLoad\t%s\t\t\t", o->hex); }
         o->state = 2;
         return YES;
     }
@@ -703,9 +783,15 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
         unsigned qos = (unsigned)(uintptr_t)a;
         ARGS("u32:%u|%s", qos, b ? "NSError**" : "NULL");
         require_pool(s);
-        if (o->state != 2) { set_error(b, "fake: unload of a model that is not loaded"); return NO; }
-        o->state = 3;
-        return YES;
+        int ok = o->state == 2;
+        if (!ok) set_error(b, "fake: unload of a model that is not loaded");
+        else o->state = 3;
+        /* U1: unloadWithQoS removes localModelPath = NSTemporaryDirectory()/<identifier> after unloadModel:, whether
+           or not the unload succeeded (58792041997) */
+        const char *t = g_tmpdir[0] ? g_tmpdir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        char dir[4700]; snprintf(dir, sizeof dir, "%s/%s", t, o->hex);
+        if (remove_tree(dir)) logf_("removeItemAtPath	%s			", dir);
+        return ok ? YES : NO;
     }
     if (isClass && strcmp(cls, "_ANEDeviceInfo") == 0 && IS("aneSubType")) return mk_string(g_subType);
 
@@ -803,7 +889,9 @@ void fake_reset(void) {
     for (int i = 0; i < g_nobjs; i++) g_objs[i]->ignored = 1;
     free(g_failCompile); g_failCompile = NULL;
     free(g_identifierOverride); g_identifierOverride = NULL; g_excPending = 0;
-    g_leakAfter = -1; g_compiles = 0; g_realCompiles = 0; g_cacheHits = 0; g_minSurface = 0; g_hook = NULL;
+    g_leakAfter = -1; g_compiles = 0; g_realCompiles = 0; g_daemonLoads = 0; g_refuseDialect[0] = 0;
+    snprintf(g_daemonDir, sizeof g_daemonDir, "%s", getenv("FAKE_ANED_DIR") ? getenv("FAKE_ANED_DIR") : "");
+    g_minSurface = 0; g_hook = NULL;
     snprintf(g_subType, sizeof g_subType, "h16g");
 }
 
@@ -816,6 +904,12 @@ void fake_set_tmpdir(const char *dir) { snprintf(g_tmpdir, sizeof g_tmpdir, "%s"
 void fake_set_evaluate_hook(void (*hook)(int, void **, long long *, int, void **, long long *)) { g_hook = hook; }
 /* the hex id of the model being evaluated, while the evaluate hook runs (else NULL) */
 const char *fake_evaluating_hex(void) { return g_evaluatingHex; }
-/* compiles since reset that did the work, and those that found net.plist already in place */
+/* compiles since reset, and loads served from aned's cache without a compile by that model */
 int fake_real_compiles(void) { return g_realCompiles; }
-int fake_cache_hits(void) { return g_cacheHits; }
+int fake_daemon_loads(void) { return g_daemonLoads; }
+/* where aned keeps compiled programs ("" : nowhere, nothing is cached) */
+void fake_set_daemon_dir(const char *dir) { snprintf(g_daemonDir, sizeof g_daemonDir, "%s", dir ? dir : ""); }
+/* compiles of MIL whose function is main<dialect> fail like ANECCompile() (NULL or "": off) */
+void fake_set_refuse_dialect(const char *d) { snprintf(g_refuseDialect, sizeof g_refuseDialect, "%s", d ? d : ""); }
+/* a new process: the compiler-leak count starts again (aned and its cache stay) */
+void fake_new_process(void) { g_compiles = 0; }

@@ -15,12 +15,21 @@ public abstract class CountingBackend implements Backend {
 
     private final AtomicLong compiles = new AtomicLong();
     private final long budget;
+    private final boolean chargeOnCompile;
 
     /** @param budget the budget, or null for {@code -Dane4j.compileBudget} or else {@code defaultBudget} */
-    protected CountingBackend(Long budget, long defaultBudget) {
+    protected CountingBackend(Long budget, long defaultBudget) { this(budget, defaultBudget, true); }
+
+    /**
+     * @param chargeOnCompile false: {@link #compile} does not count; the backend calls {@link #chargeCompile()} itself
+     *                        once it knows a real compile follows (the ANE loads programs Apple's daemon already compiled
+     *                        without compiling them)
+     */
+    protected CountingBackend(Long budget, long defaultBudget, boolean chargeOnCompile) {
         long b = budget != null ? budget : budgetFromProperty(defaultBudget);
         if (b < 0) throw new IllegalArgumentException("[backend] compile budget " + b + " is negative");
         this.budget = b;
+        this.chargeOnCompile = chargeOnCompile;
     }
 
     static long budgetFromProperty(long defaultBudget) {
@@ -37,15 +46,20 @@ public abstract class CountingBackend implements Backend {
 
     @Override
     public final Kernel compile(Program program, String functionName) {
+        if (chargeOnCompile) chargeCompile();
+        return doCompile(program, functionName);
+    }
+
+    /** Counts one compile, or throws {@link CompileBudgetExceededException} when the budget has none left. */
+    protected final void chargeCompile() {
         long done;
         do {
             done = compiles.get();
             if (done >= budget) throw new CompileBudgetExceededException(name(), done, budget);
         } while (!compiles.compareAndSet(done, done + 1));
-        return doCompile(program, functionName);
     }
 
-    /** Compiles one function; the budget has already been checked and the compile counted. */
+    /** Compiles one function; unless the backend charges itself, the budget has already been checked and the compile counted. */
     protected abstract Kernel doCompile(Program program, String functionName);
 
     @Override public final long compileCount() { return compiles.get(); }

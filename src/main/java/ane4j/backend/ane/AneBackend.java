@@ -17,13 +17,16 @@ import java.util.Map;
 /**
  * The Apple Neural Engine backend: writes the function as MIL text in the chip's dialect, hands it with its MILBlob weight
  * files to {@code _ANEInMemoryModel} ({@link AneProgram}), and returns an {@link AneKernel} over the model's IOSurfaces.
- * Compiles count against the budget ({@value CountingBackend#BUDGET_PROPERTY}, default {@value #DEFAULT_BUDGET}); a
- * compile that fails after {@link Options#leakSuspectAfter} earlier ones is reported as
+ * A kernel whose program is live in this process already shares its loaded model; one that Apple's aned daemon has
+ * compiled before (in any process: a restarted worker, a second run) is loaded without compiling; only the rest is
+ * compiled ({@link LoadedModel}, {@link AneKernel#origin()}). Only real compiles count against the budget
+ * ({@value CountingBackend#BUDGET_PROPERTY}, default {@value #DEFAULT_BUDGET}; {@link #compileCount()}); a compile that
+ * fails after {@link Options#leakSuspectAfter} earlier ones is reported as
  * {@link ane4j.backend.CompileBudgetExceededException}, because that is how Apple's compiler leak fails.
  *
  * <p>Knobs: {@code -Dane4j.milDialect=1.0|1.3} overrides the dialect detected from {@code _ANEDeviceInfo};
- * {@code -Dane4j.ane.compileCache=true} turns on the {@link CompileCache}. On anything but macOS {@link #isAvailable()}
- * is false and no FFM class is loaded.
+ * {@code -Dane4j.ane.daemonCache=false} compiles even what the daemon has (to measure compiles). On anything but macOS
+ * {@link #isAvailable()} is false and no FFM class is loaded.
  */
 public final class AneBackend extends CountingBackend {
     public static final long DEFAULT_BUDGET = CompileBudget.DEFAULT_BUDGET;
@@ -31,30 +34,43 @@ public final class AneBackend extends CountingBackend {
     /**
      * @param compileBudget    null: {@code -Dane4j.compileBudget}, else {@value #DEFAULT_BUDGET}
      * @param dialect          null: detected from the chip ({@link MilDialect#forSubType}, which honours {@code -Dane4j.milDialect})
-     * @param compileCache     null: no compile cache
+     * @param daemonCache      null or true: load what the aned daemon has compiled without compiling it; false: compile
      * @param leakSuspectAfter a compile failing after this many earlier ones is taken for the compiler leak
      */
-    public record Options(Long compileBudget, MilDialect dialect, CompileCache compileCache, int leakSuspectAfter) {
+    public record Options(Long compileBudget, MilDialect dialect, Boolean daemonCache, int leakSuspectAfter) {
         public static Options fromSystemProperties() {
             String d = System.getProperty(MilDialect.PROPERTY);
             return new Options(null, d == null || d.isBlank() ? null : MilDialect.parse(d),
-                    CompileCache.fromSystemProperties(), CompileBudget.LEAK_SUSPECT_AFTER);
+                    daemonCacheFromProperty(), CompileBudget.LEAK_SUSPECT_AFTER);
         }
 
-        public Options withCompileBudget(long b) { return new Options(b, dialect, compileCache, leakSuspectAfter); }
-        public Options withDialect(MilDialect d) { return new Options(compileBudget, d, compileCache, leakSuspectAfter); }
-        public Options withCompileCache(CompileCache c) { return new Options(compileBudget, dialect, c, leakSuspectAfter); }
-        public Options withLeakSuspectAfter(int n) { return new Options(compileBudget, dialect, compileCache, n); }
+        public Options withCompileBudget(long b) { return new Options(b, dialect, daemonCache, leakSuspectAfter); }
+        public Options withDialect(MilDialect d) { return new Options(compileBudget, d, daemonCache, leakSuspectAfter); }
+        public Options withDaemonCache(boolean on) { return new Options(compileBudget, dialect, on, leakSuspectAfter); }
+        public Options withLeakSuspectAfter(int n) { return new Options(compileBudget, dialect, daemonCache, n); }
+
+        boolean usesDaemonCache() { return daemonCache == null || daemonCache; }
+    }
+
+    public static final String DAEMON_CACHE_PROPERTY = "ane4j.ane.daemonCache";
+
+    static Boolean daemonCacheFromProperty() {
+        String on = System.getProperty(DAEMON_CACHE_PROPERTY, "true").strip().toLowerCase(java.util.Locale.ROOT);
+        if (!on.equals("true") && !on.equals("false"))
+            throw new IllegalArgumentException("[" + DAEMON_CACHE_PROPERTY + "] \"" + on + "\" must be true or false");
+        return on.equals("true");
     }
 
     private final Options options;
     private final CompileBudget leakWatch;   // counts native compiles to classify failures; the budget is CountingBackend's
     private volatile MilDialect dialect;
+    private final java.util.concurrent.atomic.AtomicLong daemonCacheLoads = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong sharedLoads = new java.util.concurrent.atomic.AtomicLong();
 
     public AneBackend() { this(Options.fromSystemProperties()); }
 
     public AneBackend(Options options) {
-        super(options.compileBudget(), DEFAULT_BUDGET);
+        super(options.compileBudget(), DEFAULT_BUDGET, false);
         this.options = options;
         this.leakWatch = new CompileBudget(Integer.MAX_VALUE, options.leakSuspectAfter());
         this.dialect = options.dialect();
@@ -106,9 +122,21 @@ public final class AneBackend extends CountingBackend {
         Function f = program.function(functionName);
         List<TensorSpec> ins = specs(f.inputs(), "input"), outs = specs(f.outputs(), "output");
         String mil = milText(program, functionName);
-        AneProgram p = AneProgram.compile(mil, program.weights().encoded(), surfaces(ins), surfaces(outs), leakWatch, options.compileCache());
+        AneProgram p = AneProgram.compile(mil, program.weights().encoded(), surfaces(ins), surfaces(outs), leakWatch,
+                this::chargeCompile, options.usesDaemonCache());
+        switch (p.origin()) {
+            case DAEMON_CACHE -> daemonCacheLoads.incrementAndGet();
+            case SHARED -> sharedLoads.incrementAndGet();
+            case COMPILED -> { }
+        }
         return new AneKernel(f.name(), ins, outs, p, mil);
     }
+
+    /** Kernels loaded from the aned daemon's cache without a compile (not counted in {@link #compileCount()}). */
+    public long daemonCacheLoads() { return daemonCacheLoads.get(); }
+
+    /** Kernels that shared the loaded model of an identical live program (not counted in {@link #compileCount()}). */
+    public long sharedLoads() { return sharedLoads.get(); }
 
     private void requireAvailable() {
         if (!isAvailable()) throw new BackendException("[ane] the ANE is not available: " + AneRuntime.unavailableReason()

@@ -63,6 +63,9 @@ public final class AneKernel implements Kernel {
     /** The program behind this kernel (hex id, directory, compile and load times, surfaces). */
     public AneProgram program() { return program; }
 
+    /** Whether this kernel's program was compiled, loaded from the aned daemon's cache, or shared with a live identical one. */
+    public AneProgram.Origin origin() { return program.origin(); }
+
     /** The MIL text that was compiled. */
     public String milText() { return milText; }
 
@@ -227,5 +230,5 @@ public final class AneKernel implements Kernel {
         }
     }
 
-    @Override public String toString() { return "AneKernel(" + function + ", " + program.hexId() + ")"; }
+    @Override public String toString() { return "AneKernel(" + function + ", " + program.identifier() + ")"; }
 }

@@ -2,27 +2,19 @@ package ane4j.backend.ane;
 
 import ane4j.backend.ane.ffm.AneIOSurfaceObject;
 import ane4j.backend.ane.ffm.AneInMemoryModel;
-import ane4j.backend.ane.ffm.AneInMemoryModelDescriptor;
 import ane4j.backend.ane.ffm.AneRequest;
 import ane4j.backend.ane.ffm.AutoreleasePool;
-import ane4j.backend.ane.ffm.Foundation;
 import ane4j.backend.ane.ffm.IOSurfaces;
 import ane4j.backend.ane.ffm.ObjC;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.stream.Stream;
 
 /**
  * A MIL program compiled and loaded on the ANE, with its input and output IOSurfaces and its request:
@@ -43,21 +35,24 @@ public final class AneProgram implements AutoCloseable {
     /** The weights-dictionary entry: {@code {"offset": @0, "data": NSData}}; every maderix caller after inmem_basic uses offset 0. */
     static final int WEIGHT_ENTRY_OFFSET = 0;
 
-    /** Temp directories in use, by count: two programs with the same MIL and weights share one hex id. */
-    private static final Map<Path, Integer> DIRECTORIES = new HashMap<>();
-
     private final ObjC objc;
-    private AneInMemoryModel model;       // retained (+1) by us
+    private LoadedModel shared;           // one user of it is us
+    private LoadedModel.Source source;
     private MemorySegment request;        // retained (+1) by us
-    private boolean loaded;
-    private String hexId;
-    private Path directory;
     private final List<AneSurface> inputs = new ArrayList<>();
     private final List<AneSurface> outputs = new ArrayList<>();
     private final List<InputSet> inputSets = new ArrayList<>();
     private boolean closed;
-    private boolean cacheHit;
-    private long compileNanos, loadNanos;
+
+    /** How a program got its loaded model. */
+    public enum Origin {
+        /** {@code compileWithQoS} then {@code loadWithQoS}: one compile, counted against the budget. */
+        COMPILED,
+        /** {@code loadWithQoS} alone: the aned daemon had the compiled program (e.g. from an earlier process). */
+        DAEMON_CACHE,
+        /** an identical program live in this process already had it loaded: no compile, no load. */
+        SHARED
+    }
 
     private AneProgram(ObjC objc) {
         this.objc = objc;
@@ -70,61 +65,45 @@ public final class AneProgram implements AutoCloseable {
     }
 
     /**
-     * Compiles and loads {@code milText} with its weight files (keys as in the MIL, {@code "@model_path/weights/x.bin"},
-     * values the MILBlob file bytes) and allocates its surfaces ({@link SurfacePlan}). Takes one compile from
-     * {@code budget} first. Errors carry the failing selector and Apple's message.
+     * Loads {@code milText} with its weight files (keys as in the MIL, {@code "@model_path/weights/x.bin"}, values the
+     * MILBlob file bytes) and allocates its surfaces ({@link SurfacePlan}): shared with a live identical program, else
+     * from the aned daemon's cache, else compiled, taking one compile from {@code budget} just before
+     * {@code compileWithQoS} ({@link LoadedModel}). Errors carry the failing selector and Apple's message.
      */
     public static AneProgram compile(String milText, Map<String, byte[]> weightFiles,
                                      List<SurfaceSpec> inputs, List<SurfaceSpec> outputs, CompileBudget budget) {
-        return compile(milText, weightFiles, inputs, outputs, budget, null);
+        return compile(milText, weightFiles, inputs, outputs, budget, () -> {}, true);
     }
 
     /**
-     * As {@link #compile(String, Map, List, List, CompileBudget)}, restoring the compiler's outputs from {@code cache}
-     * into the hex directory before compile when it has them, and storing them after a compile when it has not
-     * ({@code cache} null: no cache). A cache hit still sends {@code compileWithQoS} and still counts against the budget.
+     * As {@link #compile(String, Map, List, List, CompileBudget)}; a real compile also runs {@code beforeCompile} first
+     * (the backend's own budget), and {@code useDaemonCache} false compiles even when the daemon has the program.
      */
     public static AneProgram compile(String milText, Map<String, byte[]> weightFiles,
                                      List<SurfaceSpec> inputs, List<SurfaceSpec> outputs, CompileBudget budget,
-                                     CompileCache cache) {
+                                     Runnable beforeCompile, boolean useDaemonCache) {
         byte[] mil = milText.getBytes(StandardCharsets.UTF_8);
-        Map<String, byte[]> weights = new TreeMap<>(weightFiles);   // sorted: a stable dictionary, a stable hex id
+        Map<String, byte[]> weights = new TreeMap<>(weightFiles);   // sorted, as the descriptor hashes them
         Map<String, Path> weightPaths = new LinkedHashMap<>();
         for (String key : weights.keySet()) weightPaths.put(key, relativeWeightPath(key));
         List<SurfacePlan.Slot> inputSlots = SurfacePlan.plan("input", inputs);
         List<SurfacePlan.Slot> outputSlots = SurfacePlan.plan("output", outputs);
-        budget.acquire();
+        LoadedModel.CompileCharge charge = new LoadedModel.CompileCharge() {
+            @Override public void take() {
+                beforeCompile.run();
+                budget.acquire();
+            }
+
+            @Override public RuntimeException classify(AneException failure) { return budget.classifyFailure(failure); }
+        };
 
         ObjC objc = ObjC.get();
         AneProgram p = new AneProgram(objc);
+        LoadedModel.Use use = LoadedModel.acquire(mil, weights, weightPaths, charge, useDaemonCache);
+        p.shared = use.model();
+        p.source = use.source();
         try {
             try (AutoreleasePool pool = objc.pool()) {
-                // 1. descriptor from the MIL bytes (NSData, not NSString) and {path: {offset, data}}
-                MemorySegment descriptor = AneInMemoryModelDescriptor.modelWithMILText(
-                        Foundation.data(mil), weightsDictionary(weights));
-                // 2. the model (+0; retained because we keep it — it keeps its descriptor)
-                AneInMemoryModel model = AneInMemoryModel.inMemoryModelWithDescriptor(descriptor);
-                objc.retain(model.id());
-                p.model = model;
-                // 3. the temp dir <NSTemporaryDirectory>/<hex>/ with model.mil and weights/..., written before compile
-                p.hexId = directoryName(model.hexStringIdentifier());
-                p.directory = acquireDirectory(Path.of(Foundation.temporaryDirectory(), p.hexId));
-                writeFiles(p.directory, mil, weights, weightPaths);
-                p.cacheHit = cache != null && cache.restore(p.hexId, p.directory);
-                // 4. compile (a failure late in the process is the compiler leak)
-                long t0 = System.nanoTime();
-                try {
-                    model.compileWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary());
-                } catch (AneException e) {
-                    throw budget.classifyFailure(e);
-                }
-                long t1 = System.nanoTime();
-                p.compileNanos = t1 - t0;
-                if (cache != null && !p.cacheHit) cache.store(p.hexId, p.directory);
-                // 5. load
-                model.loadWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary());
-                p.loadNanos = System.nanoTime() - t1;
-                p.loaded = true;
                 // 6. surfaces (+1 each, ours) and their _ANEIOSurfaceObject wrappers (+0, kept alive by the request)
                 List<MemorySegment> inputObjects = p.allocate(inputSlots, p.inputs);
                 List<MemorySegment> outputObjects = p.allocate(outputSlots, p.outputs);
@@ -157,9 +136,7 @@ public final class AneProgram implements AutoCloseable {
         if (closed) throw new IllegalStateException("[ane.evaluate] the program is closed");
         for (AneSurface s : inputs) checkUnlocked(s);
         for (AneSurface s : outputs) checkUnlocked(s);
-        try (AutoreleasePool pool = objc.pool()) {
-            model.evaluateWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary(), request);
-        }
+        shared.evaluate(request);
     }
 
     /**
@@ -208,9 +185,7 @@ public final class AneProgram implements AutoCloseable {
             if (released || closed) throw new IllegalStateException("[ane.evaluate] the input set or its program is closed");
             for (AneSurface s : inputs) checkUnlocked(s);
             for (AneSurface s : outputs) checkUnlocked(s);
-            try (AutoreleasePool pool = objc.pool()) {
-                model.evaluateWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary(), request);
-            }
+            shared.evaluate(request);
         }
 
         /** Releases the request and the surfaces. Idempotent. */
@@ -234,20 +209,23 @@ public final class AneProgram implements AutoCloseable {
         if (s.isLocked()) throw new IllegalStateException("[ane.evaluate] surface " + s.name() + " is still locked; close its Access first");
     }
 
-    /** Wall time of {@code compileWithQoS:options:error:}. */
-    public long compileNanos() { return compileNanos; }
+    /** Wall time of {@code compileWithQoS:options:error:} for the shared model (0 when it came from the daemon's cache). */
+    public long compileNanos() { return source == LoadedModel.Source.COMPILED ? shared.compileNanos : 0; }
 
-    /** Wall time of {@code loadWithQoS:options:error:}. */
-    public long loadNanos() { return loadNanos; }
+    /** Wall time of {@code loadWithQoS:options:error:} (0 for a program that shared a loaded model). */
+    public long loadNanos() { return source == LoadedModel.Source.SHARED ? 0 : shared.loadNanos; }
 
-    /** Whether the compiler's outputs were restored from the compile cache before compile. */
-    public boolean cacheHit() { return cacheHit; }
+    /** How this program got its loaded model: compiled, from the daemon's cache, or shared with a live identical one. */
+    public Origin origin() { return Origin.valueOf(source.name()); }
 
-    /** The content-derived id from {@code hexStringIdentifier} (names the temp dir; a cache key). */
-    public String hexId() { return hexId; }
+    /**
+     * {@code hexStringIdentifier}: {@code <SHA-256 MIL>_<SHA-256 weights>_<SHA-256 options>} as Apple's descriptor
+     * builds it; names the model directory and keys the daemon's cache of compiled programs.
+     */
+    public String identifier() { return shared.identifier; }
 
-    /** {@code NSTemporaryDirectory()/<hexId>}: model.mil, weights/, and what the compiler leaves there. */
-    public Path directory() { return directory; }
+    /** {@code NSTemporaryDirectory()/<identifier>}: model.mil, weights/, and what the compiler leaves there. */
+    public Path directory() { return shared.directory; }
 
     /** Inputs in binding order (alphabetical by MIL name). */
     public List<AneSurface> inputs() { return List.copyOf(inputs); }
@@ -266,30 +244,21 @@ public final class AneProgram implements AutoCloseable {
     }
 
     /**
-     * 9. Unloads, releases the request, the model and the surfaces, and deletes the temp dir (when no other
-     * program shares it), as maderix's free does. Idempotent; an unload error is thrown after cleanup.
+     * 9. Releases the request, the input sets and the surfaces, and drops this program's use of the loaded model: the
+     * last user unloads it, which deletes the model directory (ane-audit F13). Idempotent; an unload error is thrown
+     * after cleanup.
      */
     @Override
     public void close() {
         if (closed) return;
         closed = true;
-        AneException failure = null;
         try (AutoreleasePool pool = objc.pool()) {
-            if (loaded) {
-                try {
-                    model.unloadWithQoS(AneInMemoryModel.QOS_DEFAULT);
-                } catch (AneException e) {
-                    failure = e;
-                }
-            }
             for (InputSet set : inputSets) set.release();
             if (request != null) objc.release(request);
-            if (model != null) objc.release(model.id());
             for (AneSurface s : inputs) IOSurfaces.release(s.ref());
             for (AneSurface s : outputs) IOSurfaces.release(s.ref());
         }
-        if (directory != null) releaseDirectory(directory);
-        if (failure != null) throw failure;
+        if (shared != null) shared.release();
     }
 
     /** Longest identifier accepted: APFS and HFS+ allow 255 bytes per name; Apple's is 194 characters. */
@@ -326,52 +295,5 @@ public final class AneProgram implements AutoCloseable {
         if (rel.isAbsolute() || rel.toString().isEmpty() || rel.startsWith("..") || rel.toString().equals("model.mil"))
             throw new IllegalArgumentException("[ane.weights] key \"" + key + "\" does not name a file inside the model directory");
         return rel;
-    }
-
-    /** {path: {"offset": @0, "data": NSData}} in key order, +0. An empty map gives {@code @{}}, never nil. */
-    private static MemorySegment weightsDictionary(Map<String, byte[]> weights) {
-        Map<MemorySegment, MemorySegment> entries = new LinkedHashMap<>();
-        for (Map.Entry<String, byte[]> w : weights.entrySet()) {
-            Map<MemorySegment, MemorySegment> entry = new LinkedHashMap<>();
-            entry.put(Foundation.string("offset"), Foundation.number(WEIGHT_ENTRY_OFFSET));
-            entry.put(Foundation.string("data"), Foundation.data(w.getValue()));
-            entries.put(Foundation.string(w.getKey()), Foundation.dictionary(entry));
-        }
-        return Foundation.dictionary(entries);
-    }
-
-    private static void writeFiles(Path dir, byte[] mil, Map<String, byte[]> weights, Map<String, Path> paths) {
-        try {
-            Files.createDirectories(dir.resolve("weights"));
-            Files.write(dir.resolve("model.mil"), mil);
-            for (Map.Entry<String, byte[]> w : weights.entrySet()) {
-                Path file = dir.resolve(paths.get(w.getKey()));
-                Files.createDirectories(file.getParent());
-                Files.write(file, w.getValue());
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("[ane.compile] cannot write the model files into " + dir + ": " + e.getMessage(), e);
-        }
-    }
-
-    private static Path acquireDirectory(Path dir) {
-        synchronized (DIRECTORIES) {
-            DIRECTORIES.merge(dir, 1, Integer::sum);
-        }
-        return dir;
-    }
-
-    private static void releaseDirectory(Path dir) {
-        synchronized (DIRECTORIES) {
-            int left = DIRECTORIES.merge(dir, -1, Integer::sum);
-            if (left > 0) return;
-            DIRECTORIES.remove(dir);
-            if (!Files.exists(dir)) return;
-            try (Stream<Path> walk = Files.walk(dir)) {
-                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
-            } catch (IOException e) {
-                throw new UncheckedIOException("[ane.close] cannot delete " + dir + ": " + e.getMessage(), e);
-            }
-        }
     }
 }

@@ -186,20 +186,29 @@ class AneBackendContractTest {
         }
     }
 
+    /** A 1x1 conv whose weights (and so identifier) depend on the seed. */
+    static Program conv(int seed) { return AcceptancePrograms.a1Conv(8, 4, AcceptancePrograms.uniform(seed, 8 * 8, 0.125f)); }
+
     @Test
-    void theBudgetStopsTheCompilePastItBeforeTheFrameworkSeesIt() {
+    void theBudgetStopsTheCompilePastItBeforeTheFrameworkCompiles() {
         AneBackend b = new AneBackend(new AneBackend.Options(2L, null, null, 100));
-        Program p = AcceptancePrograms.a1Conv(8, 4);
-        b.compile(p).close();
-        b.compile(p).close();
-        int sends = (int) fake.log().stream().filter(FakeObjc.Entry::isAneSend).count();
-        var e = assertThrows(CompileBudgetExceededException.class, () -> b.compile(p));
+        b.compile(conv(1)).close();
+        b.compile(conv(2)).close();
+        int compiles = compileSends();
+        var e = assertThrows(CompileBudgetExceededException.class, () -> b.compile(conv(3)));
         assertEquals("[ane] compile 3 exceeds the compile budget of 2 (2 compiles done in this process); restart the worker "
                 + "process (the supervisor does this automatically) or raise -Dane4j.compileBudget", e.getMessage());
-        assertEquals(sends, fake.log().stream().filter(FakeObjc.Entry::isAneSend).count());
+        assertEquals(compiles, compileSends(), "no compileWithQoS for the refused one");
         assertEquals(2, b.compileCount());
+        try (AneKernel k = (AneKernel) b.compile(conv(1))) {   // aned still has it: no compile, so no budget needed
+            assertEquals(AneProgram.Origin.DAEMON_CACHE, k.origin());
+        }
+        assertEquals(2, b.compileCount());
+        assertEquals(1, b.daemonCacheLoads());
         assertEquals(100, backend().compileBudget(), "default budget");
     }
+
+    int compileSends() { return (int) fake.log().stream().filter(x -> "compileWithQoS:options:error:".equals(x.selector())).count(); }
 
     @Test
     void aCompileFailingLikeTheLeakIsBudgetExhaustionAndEarlierFailuresAreNot() {
@@ -212,9 +221,9 @@ class AneBackendContractTest {
 
         fake.setLeakAfter(2);
         AneBackend b = new AneBackend(new AneBackend.Options(1000L, null, null, 2));
-        b.compile(p).close();
-        b.compile(p).close();
-        var leak = assertThrows(CompileBudgetExceededException.class, () -> b.compile(p));
+        b.compile(conv(1)).close();
+        b.compile(conv(2)).close();
+        var leak = assertThrows(CompileBudgetExceededException.class, () -> b.compile(conv(3)));
         assertTrue(leak.getMessage().startsWith("[ane.compile] compile failed after 2 earlier compiles in this process"), leak.getMessage());
         assertTrue(leak.getMessage().endsWith("[compileWithQoS:options:error:] fake: ANECCompile() FAILED (emulated compiler leak after 2 compiles)"), leak.getMessage());
         assertEquals(2, leak.count());
@@ -223,34 +232,69 @@ class AneBackendContractTest {
     }
 
     @Test
-    void theCompileCacheRestoresTheCompilerOutputsSoARestartedWorkerSkipsTheCompile() throws Exception {
-        Path cacheDir = tmp.resolve("cache");
-        CompileCache cache = new CompileCache(cacheDir);
-        AneBackend.Options withCache = new AneBackend.Options(null, null, cache, 100);
-        Program p = AcceptancePrograms.a1Conv(8, 4);
-        String hex;
-        try (AneKernel k = (AneKernel) new AneBackend(withCache).compile(p)) {
-            hex = k.program().hexId();
-            assertFalse(k.program().cacheHit());
+    void aRestartedBackendLoadsWhatTheDaemonCompiledWithoutCompilingAndTheKernelsRun() {
+        Program p = conv(5);
+        String id;
+        try (AneKernel k = (AneKernel) backend().compile(p)) {
+            assertEquals(AneProgram.Origin.COMPILED, k.origin());
+            id = k.program().identifier();
         }
-        assertEquals(1, fake.realCompiles());
-        assertEquals("<plist><!-- fake net " + hex + " --></plist>\n", Files.readString(cacheDir.resolve(hex).resolve("net.plist")));
-        assertEquals("fake data " + hex + "\n", Files.readString(cacheDir.resolve(hex).resolve("data")));
-        assertFalse(Files.exists(tmp.resolve(hex)), "the model directory itself is gone after close");
-
-        try (AneKernel k = (AneKernel) new AneBackend(withCache).compile(p); Kernel r = new RefBackend().compile(p)) {
-            assertTrue(k.program().cacheHit());
+        assertFalse(Files.exists(tmp.resolve(id)), "unload removed the model directory");
+        fake.newProcess();
+        AneBackend restarted = backend();
+        try (AneKernel k = (AneKernel) restarted.compile(p); Kernel r = new RefBackend().compile(p)) {
+            assertEquals(AneProgram.Origin.DAEMON_CACHE, k.origin());
             Map<String, TensorBuffer> in = randomInputs(r, 9);
             assertArrayEquals(r.evaluate(in).get("y").toFloatArray(), k.evaluate(in).get("y").toFloatArray(), "a cached kernel runs");
         }
-        assertEquals(1, fake.realCompiles(), "second compile restored from the cache");
-        assertEquals(1, fake.cacheHits());
-        FakeObjc.Entry hit = fake.log().stream().filter(e -> e.kind().equals("compileCacheHit")).findFirst().orElseThrow();
-        assertEquals("<plist><!-- fake net " + hex + " --></plist>", hit.args().get(0), "the restored file is the cached one");
+        assertEquals(0, restarted.compileCount());
+        assertEquals(1, restarted.daemonCacheLoads());
+        assertEquals(1, fake.realCompiles());
+        AneBackend measuring = new AneBackend(backend().options().withDaemonCache(false));
+        try (AneKernel k = (AneKernel) measuring.compile(p)) {
+            assertEquals(AneProgram.Origin.COMPILED, k.origin(), "daemonCache=false compiles anyway");
+        }
+        assertEquals(2, fake.realCompiles());
+    }
 
-        new AneBackend(backend().options()).compile(p).close();
-        assertEquals(2, fake.realCompiles(), "without the cache the compile does its work");
-        assertNull(CompileCache.fromSystemProperties(), "off by default");
+    @Test
+    void aRestartAfterTheBudgetRanOutReloadsAllTenTrainingKernelsWithZeroCompiles() {
+        List<TrainingKernels.Kernel> kernels = new TrainingKernels(ModelConfig.parse("tiny")).all();
+        assertEquals(10, kernels.size());
+        // first worker: budget 8; tiny is MHA with dim == heads·headDim, so woFwd, wotBwd and qBwd are one program
+        AneBackend first = new AneBackend(new AneBackend.Options(8L, null, null, 100));
+        List<Kernel> live = new ArrayList<>();
+        for (TrainingKernels.Kernel k : kernels) live.add(first.compile(k.program()));
+        long distinct = live.stream().map(k -> ((AneKernel) k).program().identifier()).distinct().count();
+        assertEquals(first.compileCount(), distinct, "identical programs compiled once");
+        assertEquals(10 - distinct, first.sharedLoads());
+        assertTrue(distinct < 10, "woFwd/wotBwd/qBwd share: " + distinct);
+        assertEquals(8, first.compileCount(), "the budget is spent");
+        assertThrows(CompileBudgetExceededException.class, () -> first.compile(conv(11)), "the next compile asks for a restart");
+        for (Kernel k : live) k.close();   // the worker exits
+
+        fake.newProcess();
+        int compilesBefore = fake.realCompiles();
+        AneBackend restarted = new AneBackend(new AneBackend.Options(8L, null, null, 100));
+        for (TrainingKernels.Kernel k : kernels) {
+            try (AneKernel a = (AneKernel) restarted.compile(k.program())) {
+                assertNotEquals(AneProgram.Origin.COMPILED, a.origin(), k.name());
+                assertSameOutputsAsRef(k.name(), k.program(), a);
+            }
+        }
+        assertEquals(0, restarted.compileCount(), "zero new compiles");
+        assertEquals(compilesBefore, fake.realCompiles());
+        assertEquals(10, restarted.daemonCacheLoads(), "each closed before the next: every one from the daemon");
+    }
+
+    /** One evaluation of an ANE kernel against the reference backend, bit for bit. */
+    static void assertSameOutputsAsRef(String name, Program program, Kernel a) {
+        try (Kernel r = new RefBackend().compile(program)) {
+            Map<String, TensorBuffer> in = randomInputs(r, name.hashCode());
+            Map<String, TensorBuffer> want = r.evaluate(in), got = a.evaluate(in);
+            for (String out : want.keySet())
+                assertArrayEquals(want.get(out).toFloatArray(), got.get(out).toFloatArray(), name + "/" + out);
+        }
     }
 
     @Test

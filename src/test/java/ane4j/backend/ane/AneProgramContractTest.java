@@ -55,8 +55,11 @@ class AneProgramContractTest {
         return b;
     }
 
-    static AneProgram compileOne(CompileBudget budget) {
-        return AneProgram.compile(MIL, Map.of("@model_path/weights/w.bin", blob(1)),
+    static AneProgram compileOne(CompileBudget budget) { return compileOne(budget, 1); }
+
+    /** A program whose weights (and so identifier) depend on the seed. */
+    static AneProgram compileOne(CompileBudget budget, int seed) {
+        return AneProgram.compile(MIL, Map.of("@model_path/weights/w.bin", blob(seed)),
                 List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), budget);
     }
 
@@ -72,6 +75,7 @@ class AneProgramContractTest {
                 "modelWithMILText:weights:optionsPlist:",
                 "inMemoryModelWithDescriptor:",
                 "hexStringIdentifier",
+                "compiledModelExists",
                 "compileWithQoS:options:error:",
                 "loadWithQoS:options:error:",
                 "objectWithIOSurface:",
@@ -88,20 +92,21 @@ class AneProgramContractTest {
         assertTrue(ane.get(1).args().get(0).startsWith("_ANEInMemoryModelDescriptor#"));
         assertEquals("class:_ANEInMemoryModel", ane.get(1).receiver());
         String model = ane.get(1).result();
-        for (int i : new int[] {2, 3, 4, 8, 9}) assertEquals(model, ane.get(i).receiver(), ane.get(i).selector());
-        assertEquals(List.of("u32:21", "NSDictionary{}", "NSError**"), ane.get(3).args());
+        for (int i : new int[] {2, 3, 4, 5, 9, 10}) assertEquals(model, ane.get(i).receiver(), ane.get(i).selector());
+        assertEquals("NO", ane.get(3).result(), "aned has not compiled it yet");
         assertEquals(List.of("u32:21", "NSDictionary{}", "NSError**"), ane.get(4).args());
-        assertTrue(ane.get(5).args().get(0).startsWith("IOSurface#"));
-        assertEquals("class:_ANEIOSurfaceObject", ane.get(5).receiver());
-        List<String> req = ane.get(7).args();
+        assertEquals(List.of("u32:21", "NSDictionary{}", "NSError**"), ane.get(5).args());
+        assertTrue(ane.get(6).args().get(0).startsWith("IOSurface#"));
+        assertEquals("class:_ANEIOSurfaceObject", ane.get(6).receiver());
+        List<String> req = ane.get(8).args();
         assertEquals(7, req.size());
-        assertEquals("NSArray[" + ane.get(5).result() + "]", req.get(0));
+        assertEquals("NSArray[" + ane.get(6).result() + "]", req.get(0));
         assertEquals("NSArray[NSNumber(0)]", req.get(1));
-        assertEquals("NSArray[" + ane.get(6).result() + "]", req.get(2));
+        assertEquals("NSArray[" + ane.get(7).result() + "]", req.get(2));
         assertEquals("NSArray[NSNumber(0)]", req.get(3));
         assertEquals(List.of("nil", "nil", "NSNumber(0)"), req.subList(4, 7));
-        assertEquals(List.of("u32:21", "NSDictionary{}", ane.get(7).result(), "NSError**"), ane.get(8).args());
-        assertEquals(List.of("u32:21", "NSError**"), ane.get(9).args());
+        assertEquals(List.of("u32:21", "NSDictionary{}", ane.get(8).result(), "NSError**"), ane.get(9).args());
+        assertEquals(List.of("u32:21", "NSError**"), ane.get(10).args());
         for (FakeObjc.Entry e : ane) if (e.selector().endsWith("error:")) assertEquals("YES", e.result(), e.selector());
     }
 
@@ -124,12 +129,15 @@ class AneProgramContractTest {
         Path dir;
         try (AneProgram p = compileOne(roomy())) {
             dir = p.directory();
-            assertEquals(tmp.resolve(p.hexId()), dir);
+            assertEquals(tmp.resolve(p.identifier()), dir);
             assertArrayEquals(MIL.getBytes(StandardCharsets.UTF_8), Files.readAllBytes(dir.resolve("model.mil")));
             assertArrayEquals(blob(1), Files.readAllBytes(dir.resolve("weights/w.bin")));
             assertTrue(Files.exists(dir.resolve("net.plist")), "the fake compiler's output is there too");
+            assertArrayEquals(blob(1), Files.readAllBytes(dir.resolve("data")), "saveModelFiles wrote the entry's data value to <dir>/data");
         }
         assertFalse(Files.exists(dir), "temp dir deleted on close");
+        FakeObjc.Entry removed = fake.log().stream().filter(e -> e.kind().equals("removeItemAtPath")).findFirst().orElseThrow();
+        assertEquals(dir.toString(), removed.receiver(), "unloadWithQoS itself removed the directory (F13)");
         // the fake compared both files with the descriptor's bytes when compile ran, and found them present and equal
         FakeObjc.Entry files = fake.log().stream().filter(e -> e.kind().equals("compileFiles")).findFirst().orElseThrow();
         assertEquals("ok", files.result());
@@ -192,8 +200,8 @@ class AneProgramContractTest {
     void compileFailureLikeTheLeakBecomesBudgetExhaustion() {
         fake.setLeakAfter(3);
         CompileBudget budget = new CompileBudget(1000, 3);
-        for (int i = 0; i < 3; i++) compileOne(budget).close();
-        CompileBudgetExceededException e = assertThrows(CompileBudgetExceededException.class, () -> compileOne(budget));
+        for (int i = 0; i < 3; i++) compileOne(budget, i).close();
+        CompileBudgetExceededException e = assertThrows(CompileBudgetExceededException.class, () -> compileOne(budget, 3));
         assertTrue(e.getMessage().contains("after 3 earlier compiles"), e.getMessage());
         assertTrue(e.getMessage().contains("[compileWithQoS:options:error:] fake: ANECCompile() FAILED (emulated compiler leak"), e.getMessage());
         assertInstanceOf(AneException.class, e.getCause());
@@ -204,22 +212,35 @@ class AneProgramContractTest {
     void earlyCompileFailureIsNotMistakenForTheLeak() {
         fake.setLeakAfter(1);   // fails from the second compile on, but only 1 compile came before it
         CompileBudget budget = new CompileBudget(1000, 5);
-        compileOne(budget).close();
-        RuntimeException e = assertThrows(AneException.class, () -> compileOne(budget));
+        compileOne(budget, 1).close();
+        RuntimeException e = assertThrows(AneException.class, () -> compileOne(budget, 2));
         assertFalse(e instanceof CompileBudgetExceededException, e.getMessage());
     }
 
     @Test
-    void budgetStopsTheCompilePastItBeforeAnythingIsSent() {
+    void budgetStopsTheCompilePastItBeforeCompileWithQoSButNotALoadFromTheDaemon() {
         CompileBudget budget = new CompileBudget(2, 100);
-        compileOne(budget).close();
-        compileOne(budget).close();
-        fake.reset();
-        fake.setTmpdir(tmp);
-        CompileBudgetExceededException e = assertThrows(CompileBudgetExceededException.class, () -> compileOne(budget));
+        compileOne(budget, 1).close();
+        compileOne(budget, 2).close();
+        int logAt = fake.log().size();
+        CompileBudgetExceededException e = assertThrows(CompileBudgetExceededException.class, () -> compileOne(budget, 3));
         assertTrue(e.getMessage().startsWith("[ane.compile] the compile budget of 2 per process is used up"), e.getMessage());
-        assertEquals(List.of(), fake.log(), "nothing reached the framework");
+        assertEquals(List.of("modelWithMILText:weights:optionsPlist:", "inMemoryModelWithDescriptor:", "hexStringIdentifier", "compiledModelExists"),
+                fake.log().subList(logAt, fake.log().size()).stream().filter(FakeObjc.Entry::isAneSend).map(FakeObjc.Entry::selector).toList(),
+                "no compileWithQoS was sent");
         assertEquals(2, budget.used());
+        assertFalse(Files.exists(tmp.resolve(AneProgramContractTest.identifier(3))), "its files are gone again");
+        try (AneProgram again = compileOne(budget, 1)) {
+            assertEquals(AneProgram.Origin.DAEMON_CACHE, again.origin(), "aned still has the first program");
+            again.evaluate();
+        }
+        assertEquals(2, budget.used(), "a load from the daemon's cache is not a compile");
+        assertEquals(1, fake.daemonLoads());
+    }
+
+    /** The identifier of compileOne(_, seed), as the decompiled descriptor computes it. */
+    static String identifier(int seed) {
+        return sha256(MIL.getBytes(StandardCharsets.UTF_8)) + "_" + sha256(new byte[4], blob(seed)) + "_" + sha256();
     }
 
     @Test
@@ -286,18 +307,18 @@ class AneProgramContractTest {
         String expected = sha256(mil) + "_" + sha256(new byte[4], a, b) + "_" + sha256();
         try (AneProgram p = AneProgram.compile(MIL, Map.of("@model_path/weights/b.bin", a, "@model_path/weights/c.bin", b),
                 List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), roomy())) {
-            assertEquals(expected, p.hexId());
-            assertEquals(194, p.hexId().length());
+            assertEquals(expected, p.identifier());
+            assertEquals(194, p.identifier().length());
             assertEquals(tmp.resolve(expected), p.directory(), "used as the directory name, as it comes");
             assertTrue(Files.isRegularFile(p.directory().resolve("model.mil")));
         }
         try (AneProgram p = AneProgram.compile(MIL, Map.of(), List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), roomy())) {
-            assertEquals(sha256(mil) + "_" + sha256(new byte[4]) + "_" + sha256(), p.hexId(), "@{}: the hash of the 4-byte prefix alone");
+            assertEquals(sha256(mil) + "_" + sha256(new byte[4]) + "_" + sha256(), p.identifier(), "@{}: the hash of the 4-byte prefix alone");
         }
         // the key order is the sorted one, whatever order the dictionary was built in: swapping the keys swaps the blobs
         try (AneProgram p = AneProgram.compile(MIL, Map.of("@model_path/weights/c.bin", a, "@model_path/weights/b.bin", b),
                 List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), roomy())) {
-            assertEquals(sha256(mil) + "_" + sha256(new byte[4], b, a) + "_" + sha256(), p.hexId());
+            assertEquals(sha256(mil) + "_" + sha256(new byte[4], b, a) + "_" + sha256(), p.identifier());
         }
     }
 
@@ -344,18 +365,71 @@ class AneProgramContractTest {
     }
 
     @Test
-    void identicalProgramsShareTheirDirectoryUntilTheLastCloses() {
-        AneProgram first = compileOne(roomy());
-        AneProgram second = compileOne(roomy());
-        assertEquals(first.hexId(), second.hexId(), "the hex id is content-derived");
+    void identicalProgramsShareOneLoadedModelAndItsDirectoryUntilTheLastCloses() {
+        CompileBudget budget = roomy();
+        AneProgram first = compileOne(budget);
+        AneProgram second = compileOne(budget);
+        assertEquals(first.identifier(), second.identifier(), "the identifier is content-derived");
+        assertEquals(AneProgram.Origin.COMPILED, first.origin());
+        assertEquals(AneProgram.Origin.SHARED, second.origin());
+        assertEquals(1, budget.used(), "compiled once");
+        assertEquals(List.of("compileWithQoS:options:error:", "loadWithQoS:options:error:"), fake.log().stream()
+                .map(FakeObjc.Entry::selector).filter(x -> x.startsWith("compileWith") || x.startsWith("loadWith")).toList(), "and loaded once");
+        assertNotEquals(first.input("x").ref(), second.input("x").ref(), "each program has surfaces of its own");
+        first.evaluate();
+        second.evaluate();
         first.close();
+        assertEquals(-1, indexOf("unloadWithQoS:error:"), "no unload while the other program uses the model");
         assertTrue(Files.exists(second.directory().resolve("model.mil")));
+        second.evaluate();
         second.close();
         assertFalse(Files.exists(second.directory()));
-        try (AneProgram other = AneProgram.compile(MIL, Map.of("@model_path/weights/w.bin", blob(2)),
-                List.of(new SurfaceSpec("x", BYTES)), List.of(new SurfaceSpec("y", BYTES)), roomy())) {
-            assertNotEquals(first.hexId(), other.hexId(), "different weights, different id");
+        assertEquals(1, fake.log().stream().filter(e -> "unloadWithQoS:error:".equals(e.selector())).count());
+        try (AneProgram other = compileOne(budget, 2)) {
+            assertNotEquals(first.identifier(), other.identifier(), "different weights, different id");
         }
+        assertEquals(0, fake.liveObjects(), "leaked: " + fake.liveDescription());
+    }
+
+    @Test
+    void aProgramTheDaemonHasLoadsWithoutCompileUntilItIsPurged() {
+        CompileBudget budget = roomy();
+        compileOne(budget).close();   // compiled, loaded, unloaded: aned keeps the compiled program (probe 54297209156)
+        assertTrue(Files.isDirectory(fake.daemonDir().resolve(identifier(1))));
+        int logAt = fake.log().size();
+        try (AneProgram p = compileOne(budget)) {
+            assertEquals(AneProgram.Origin.DAEMON_CACHE, p.origin());
+            assertEquals(0, p.compileNanos());
+            p.evaluate();
+        }
+        List<FakeObjc.Entry> sends = fake.log().subList(logAt, fake.log().size()).stream().filter(FakeObjc.Entry::isAneSend).toList();
+        assertEquals("YES", sends.stream().filter(e -> e.selector().equals("compiledModelExists")).findFirst().orElseThrow().result());
+        assertTrue(sends.stream().noneMatch(e -> e.selector().startsWith("compileWithQoS")), "no compile");
+        assertEquals(1, budget.used());
+        assertEquals(1, fake.daemonLoads());
+
+        ane4j.backend.ane.ffm.ObjC objc = ane4j.backend.ane.ffm.ObjC.get();
+        try (var pool = objc.pool()) {   // purgeCompiledModel on a model of the same identifier drops aned's program
+            MemorySegment d = ane4j.backend.ane.ffm.AneInMemoryModelDescriptor.modelWithMILText(
+                    ane4j.backend.ane.ffm.Foundation.data(MIL.getBytes(StandardCharsets.UTF_8)), weightsOf(blob(1)));
+            var m = ane4j.backend.ane.ffm.AneInMemoryModel.inMemoryModelWithDescriptor(d);
+            assertTrue(m.compiledModelExists());
+            m.purgeCompiledModel();
+            assertFalse(m.compiledModelExists());
+        }
+        try (AneProgram p = compileOne(budget)) {
+            assertEquals(AneProgram.Origin.COMPILED, p.origin(), "purged: compiled again");
+        }
+        assertEquals(2, budget.used());
+    }
+
+    private static MemorySegment weightsOf(byte[] blob) {
+        var entry = new java.util.LinkedHashMap<MemorySegment, MemorySegment>();
+        entry.put(ane4j.backend.ane.ffm.Foundation.string("offset"), ane4j.backend.ane.ffm.Foundation.number(0));
+        entry.put(ane4j.backend.ane.ffm.Foundation.string("data"), ane4j.backend.ane.ffm.Foundation.data(blob));
+        var w = new java.util.LinkedHashMap<MemorySegment, MemorySegment>();
+        w.put(ane4j.backend.ane.ffm.Foundation.string("@model_path/weights/w.bin"), ane4j.backend.ane.ffm.Foundation.dictionary(entry));
+        return ane4j.backend.ane.ffm.Foundation.dictionary(w);
     }
 
     @Test

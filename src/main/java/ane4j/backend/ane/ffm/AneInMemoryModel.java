@@ -67,6 +67,32 @@ public final class AneInMemoryModel {
         return objc.utf8(objc.sendId(id, "hexStringIdentifier"));
     }
 
+    // BOOL (id, SEL) and void (id, SEL)
+    private static final FunctionDescriptor BOOL_OF_NOTHING = FunctionDescriptor.of(BOOL, ID, ID);
+    private static final FunctionDescriptor VOID_OF_NOTHING = FunctionDescriptor.ofVoid(ID, ID);
+
+    /**
+     * {@code -compiledModelExists}: whether the aned daemon has this identifier's compiled program
+     * ({@code [sharedConnection compiledModelExistsMatchingHash:hexStringIdentifier]}, decompile index ids 9864758886,
+     * 58792041997; called as {@code BOOL(*)(id,SEL)} by the cache probe, index id 54297209156).
+     */
+    public boolean compiledModelExists() {
+        try {
+            return (byte) objc.msgSend(BOOL_OF_NOTHING).invokeExact(id, objc.sel("compiledModelExists")) != 0;
+        } catch (Throwable t) {
+            throw ObjC.rethrow(t);
+        }
+    }
+
+    /** {@code -purgeCompiledModel}: drops the daemon's compiled program for this identifier (same decompiles). */
+    public void purgeCompiledModel() {
+        try {
+            objc.msgSend(VOID_OF_NOTHING).invokeExact(id, objc.sel("purgeCompiledModel"));
+        } catch (Throwable t) {
+            throw ObjC.rethrow(t);
+        }
+    }
+
     /** {@code -compileWithQoS:options:error:}; throws with Apple's message on NO. */
     public void compileWithQoS(int qos, MemorySegment options) {
         objc.callWithError("compileWithQoS:options:error:", err -> (byte) objc.msgSend(QOS_OPTIONS_ERROR)

@@ -41,7 +41,7 @@ public final class FakeObjc {
     private final Linker linker = Linker.nativeLinker();
     private final MethodHandle logCount, logEntry, errorCount, error, liveObjects, liveDescription, poolDepth, reset,
             setFailCompile, setLeakAfter, setMinSurfaceBytes, setAneSubType, setTmpdir, setEvaluateHook,
-            evaluatingHex, realCompiles, cacheHits, setIdentifier;
+            evaluatingHex, realCompiles, daemonLoads, setIdentifier, setDaemonDir, setRefuseDialect, newProcess;
     private final MemorySegment hookStub;
     private volatile EvaluateHook hook;
     private volatile Throwable hookFailure;
@@ -85,7 +85,10 @@ public final class FakeObjc {
         setEvaluateHook = fn("fake_set_evaluate_hook", FunctionDescriptor.ofVoid(ADDRESS));
         evaluatingHex = fn("fake_evaluating_hex", FunctionDescriptor.of(ADDRESS));
         realCompiles = fn("fake_real_compiles", FunctionDescriptor.of(JAVA_INT));
-        cacheHits = fn("fake_cache_hits", FunctionDescriptor.of(JAVA_INT));
+        daemonLoads = fn("fake_daemon_loads", FunctionDescriptor.of(JAVA_INT));
+        setDaemonDir = fn("fake_set_daemon_dir", FunctionDescriptor.ofVoid(ADDRESS));
+        setRefuseDialect = fn("fake_set_refuse_dialect", FunctionDescriptor.ofVoid(ADDRESS));
+        newProcess = fn("fake_new_process", FunctionDescriptor.ofVoid());
         setIdentifier = fn("fake_set_identifier", FunctionDescriptor.ofVoid(ADDRESS));
         // void hook(int nin, void **inBases, long long *inSizes, int nout, void **outBases, long long *outSizes)
         MethodHandle target = MethodHandles.lookup().findVirtual(FakeObjc.class, "onEvaluate",
@@ -158,13 +161,61 @@ public final class FakeObjc {
         return t instanceof RuntimeException r ? r : new IllegalStateException(t);
     }
 
-    /** Clears the log, errors and knobs, and forgets objects created so far (called by {@link #get()}). */
+    /**
+     * Clears the log, errors and knobs, and forgets objects created so far (called by {@link #get()}); aned's cache of
+     * compiled programs starts empty in a new directory, unless {@code $FAKE_ANED_DIR} names one (a second process).
+     */
     public void reset() {
         hook = null;
         hookFailure = null;
         try {
             reset.invokeExact();
             setEvaluateHook.invokeExact(hookStub);
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+        if (System.getenv("FAKE_ANED_DIR") == null) {
+            try {
+                Files.createDirectories(LIBRARY.getParent());
+                daemonDir = Files.createTempDirectory(LIBRARY.getParent(), "aned-");
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            setDaemonDir(daemonDir);
+        } else {
+            daemonDir = Path.of(System.getenv("FAKE_ANED_DIR"));
+        }
+    }
+
+    private Path daemonDir;
+
+    /** Where the fake aned keeps compiled programs (one directory per identifier). */
+    public Path daemonDir() { return daemonDir; }
+
+    /** Points the fake aned at another cache directory (e.g. one a second process shares). */
+    public void setDaemonDir(Path dir) {
+        try (Arena a = Arena.ofConfined()) {
+            setDaemonDir.invokeExact(a.allocateFrom(dir.toAbsolutePath().toString()));
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+        daemonDir = dir;
+    }
+
+    /** Makes compiles of MIL in this dialect ({@code "ios18"}, {@code "ios16"}) fail as ANECCompile() does (null: off). */
+    public void setRefuseDialect(String opset) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment text = opset == null ? MemorySegment.NULL : a.allocateFrom(opset);
+            setRefuseDialect.invokeExact(text);
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** A fresh process as far as the compiler leak goes (its count restarts); aned and its cache stay. */
+    public void newProcess() {
+        try {
+            newProcess.invokeExact();
         } catch (Throwable t) {
             throw fail(t);
         }
@@ -285,7 +336,7 @@ public final class FakeObjc {
         }
     }
 
-    /** Compiles since the last reset that wrote net.plist (did the work). */
+    /** Compiles since the last reset. */
     public int realCompiles() {
         try {
             return (int) realCompiles.invokeExact();
@@ -294,10 +345,10 @@ public final class FakeObjc {
         }
     }
 
-    /** Compiles since the last reset that found net.plist already in the hex directory (a restored cache entry). */
-    public int cacheHits() {
+    /** Loads since the last reset that aned served from its cache, for a model object that did not compile. */
+    public int daemonLoads() {
         try {
-            return (int) cacheHits.invokeExact();
+            return (int) daemonLoads.invokeExact();
         } catch (Throwable t) {
             throw fail(t);
         }
