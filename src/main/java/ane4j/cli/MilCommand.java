@@ -79,6 +79,7 @@ final class MilCommand {
             }
             return 0;
         }
+        for (String w : parsed.warnings()) err.println(file + ": warning: " + w);
         summary(file, parsed, modelDir, out);
         return 0;
     }

@@ -1,9 +1,15 @@
 package ane4j.mil;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * MILBlob storage v2, the weight-file format of CoreML and of the ANE's in-memory compiler
@@ -111,5 +117,82 @@ public final class MilBlob {
         byte[] out = new byte[(int) size];
         b.get((int) data, out);
         return new Entry(t, out, pos);
+    }
+
+    private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /** What a BLOBFILE literal says of its blob: the metadata offset, the element type and the byte size of its tensor type. */
+    public record Declared(long metadataOffset, DType dtype, long byteSize) {}
+
+    /**
+     * Reads the blobs a program's BLOBFILE literals name from a (mapped) weight file, trusting what the ANE compiler
+     * evidently trusts — the BLOBFILE offset, the sentinel there and the literal's tensor type — and reading the header
+     * fields maderix's builders write sloppily with a one-line warning naming the field instead of a refusal. Those
+     * builders ran on M3/M4 (ane-facts.md §4.4), byte for byte:
+     * <ul>
+     *   <li>count 1 for several blobs: {@code training/ane_mil_gen.h} (fused QKV, FFN-up), {@code inmem_peak.m}, {@code ane_int8_bench.m};
+     *   <li>data offset 0 and a hard-coded sizeInBytes (byte 10 = 0x08, 524288; 0x10, 1048576): {@code inmem_peak.m}, {@code ane_int8_bench.m};
+     *   <li>mil_dtype 1 (fp16) on int8 data: {@code ane_int8_bench.m}.
+     * </ul>
+     * Refused, as corruption, with one line: no MILBlob v2 header, an offset outside the file, no sentinel at the offset, an
+     * unknown mil_dtype, data that does not fit the file, a blob over 2 GiB.
+     */
+    public static Map<Long, Entry> readDeclared(MemorySegment file, String name, Collection<Declared> blobs, Consumer<String> warn) {
+        long size = file.byteSize();
+        if (size < HEADER_SIZE)
+            throw new MilException("[blob] " + name + ": " + size + " bytes is shorter than the 64-byte MILBlob header (truncated or not a weight file); re-export the weights");
+        int version = file.get(U32, 4);
+        if (version != VERSION) throw new MilException("[blob] " + name + ": MILBlob version " + version + ", expected 2 (not a CoreML weight file?); re-export the weights");
+        Map<Long, Entry> out = new LinkedHashMap<>();
+        for (Declared d : blobs) {
+            if (out.containsKey(d.metadataOffset())) {
+                Entry e = out.get(d.metadataOffset());
+                if (e.dtype() != d.dtype() || e.data().length != d.byteSize())
+                    throw new MilException("[blob] " + name + ": two BLOBFILE literals read the blob at offset " + d.metadataOffset() + " as different types (" + e.dtype() + " of "
+                            + e.data().length + " bytes and " + d.dtype() + " of " + d.byteSize() + "); give each its own blob");
+                continue;
+            }
+            out.put(d.metadataOffset(), declaredAt(file, name, d, warn));
+        }
+        long count = Integer.toUnsignedLong(file.get(U32, 0));
+        if (count < out.size())
+            warn.accept("[blob] " + name + ": header count " + count + " but the program reads " + out.size() + " blobs from it (maderix's ane_mil_gen.h and benchmarks write 1); "
+                    + "reading each blob at its BLOBFILE offset");
+        return out;
+    }
+
+    private static Entry declaredAt(MemorySegment file, String name, Declared d, Consumer<String> warn) {
+        long size = file.byteSize(), m = d.metadataOffset();
+        String at = "[blob] " + name + ": blob at offset " + m;
+        if (m < HEADER_SIZE || m > size - METADATA_SIZE)
+            throw new MilException("[blob] " + name + ": BLOBFILE offset " + m + " is outside the file (" + size + " bytes; metadata starts at 64); fix the offset or re-export the weights");
+        int sentinel = file.get(U32, m);
+        if (sentinel != SENTINEL)
+            throw new MilException(String.format("%s: no 0xDEADBEEF sentinel (found 0x%08X); the BLOBFILE offset must point at a blob's metadata", at, sentinel));
+        int code = file.get(U32, m + 4);
+        DType stored = DType.fromBlobCode(code);
+        if (stored == null) throw new MilException(at + ": unsupported mil_dtype " + code + " (1 fp16, 2 fp32, 3 uint8, 4 int8, …); re-export the weights");
+        if (stored != d.dtype())
+            warn.accept(at + ": mil_dtype " + code + " (" + stored.milName() + ") but the literal declares " + d.dtype().milName()
+                    + (stored == DType.FP16 && d.dtype() == DType.INT8 ? " (maderix's ane_int8_bench.m writes the fp16 code on int8 data)" : "") + "; reading " + d.dtype().milName());
+        if (d.byteSize() > Integer.MAX_VALUE - 8)
+            throw new MilException(at + ": the literal declares " + d.byteSize() + " bytes; a single weight over 2 GiB is not supported, split the constant");
+        long sizeField = file.get(U64, m + 8), dataField = file.get(U64, m + 16);
+        long data = m + METADATA_SIZE;
+        if (dataField == 0)
+            warn.accept(at + ": data offset 0 (maderix's inmem_peak.m and ane_int8_bench.m leave it 0); reading the data right after the metadata, at " + data);
+        else if (dataField >= data && dataField <= size) data = dataField;
+        else
+            throw new MilException(at + ": data offset " + Long.toUnsignedString(dataField) + " is " + (dataField < data ? "inside the blob's own metadata or before it" : "past the end of the file (" + size + " bytes)")
+                    + "; re-export the weights");
+        if (d.byteSize() > size - data)
+            throw new MilException(at + ": the literal's " + d.byteSize() + " bytes at offset " + data + " run past the end of the file (" + size + " bytes; truncated?); re-export the weights");
+        if (sizeField != d.byteSize())
+            warn.accept(at + ": sizeInBytes " + Long.toUnsignedString(sizeField) + " but the literal declares " + d.byteSize() + " bytes"
+                    + (dataField == 0 ? " (maderix's benchmarks hard-code this field)" : "") + "; reading " + d.byteSize());
+        byte[] bytes = new byte[(int) d.byteSize()];
+        MemorySegment.copy(file, ValueLayout.JAVA_BYTE, data, bytes, 0, bytes.length);
+        return new Entry(d.dtype(), bytes, m);
     }
 }

@@ -18,7 +18,7 @@ import java.util.Set;
  */
 public final class MilParser {
     /** What a parse found besides the graph: the program version and each function's declared opset. */
-    public record Parsed(Program program, String programVersion, Map<String, Opset> opsets) {
+    public record Parsed(Program program, String programVersion, Map<String, Opset> opsets, List<String> warnings) {
         /** {@code 1.0} → ios16 (verbose scalars), anything else → ios18. */
         public Dialect dialect() { return programVersion.equals("1.0") ? Dialect.IOS16 : Dialect.IOS18; }
     }
@@ -38,7 +38,13 @@ public final class MilParser {
     public static Program parse(String text) { return parseDetailed(text, null).program(); }
 
     /** Parses and loads the weight files the BLOBFILE constants name from {@code modelDir} ({@code @model_path/}). */
-    public static Program parse(String text, Path modelDir) { return parseDetailed(text, modelDir).program(); }
+    public static Program parse(String text, Path modelDir) {
+        Parsed p = parseDetailed(text, modelDir);
+        for (String w : p.warnings()) LOG.log(System.Logger.Level.WARNING, w);
+        return p.program();
+    }
+
+    private static final System.Logger LOG = System.getLogger("ane4j.mil");
 
     /** Parses; when {@code modelDir} is not null also reads and checks the weight files. */
     public static Parsed parseDetailed(String text, Path modelDir) {
@@ -47,7 +53,8 @@ public final class MilParser {
         try {
             Parsed parsed = p.program();
             if (modelDir == null) return parsed;
-            return new Parsed(p.loadWeights(parsed.program(), modelDir), parsed.programVersion(), parsed.opsets());
+            List<String> warnings = new ArrayList<>();
+            return new Parsed(p.loadWeights(parsed.program(), modelDir, warnings::add), parsed.programVersion(), parsed.opsets(), List.copyOf(warnings));
         } catch (MilParseException e) {
             throw e;
         } catch (MilException e) {
@@ -313,7 +320,7 @@ public final class MilParser {
         Token close = next();
         if (functions.isEmpty()) throw err(close, "[mil] the program has no functions (expected 'func main<ios18>(…) { … } -> (…);')");
         if (peek().kind != Kind.EOF) throw expected("end of input after the program's closing '}'", peek());
-        return new Parsed(new Program(functions, Weights.empty()), v.text, opsets);
+        return new Parsed(new Program(functions, Weights.empty()), v.text, opsets, List.of());
     }
 
     /** {@code [buildInfo = dict<string, string>({{"k", "v"}, …})]}: parsed for syntax, contents not kept. */
@@ -824,29 +831,18 @@ public final class MilParser {
     // ---------------------------------------------------------------------------------------------------------------
     // weights
 
-    private Program loadWeights(Program program, Path modelDir) {
+    private Program loadWeights(Program program, Path modelDir, java.util.function.Consumer<String> warn) {
+        List<Literal> literals = blobLiterals(program);
+        if (literals.isEmpty()) return program;
         Set<String> paths = blobPaths(program);
-        if (paths.isEmpty()) return program;
         Weights w;
         try {
-            w = Weights.read(modelDir, paths);
+            w = Weights.read(modelDir, literals, warn);
         } catch (MilException e) {
-            String failing = paths.stream().filter(p -> e.getMessage().contains(p)).findFirst().orElse(paths.iterator().next());
+            String failing = paths.stream().filter(p -> e.getMessage().contains(p.startsWith(Weights.MODEL_PATH) ? p.substring(Weights.MODEL_PATH.length()) : p))
+                    .findFirst().orElse(paths.iterator().next());
             Token at = blobSites.get(failing);
             throw new MilParseException(at == null ? 0 : at.line, at == null ? 0 : at.col, e.getMessage());
-        }
-        for (Literal l : blobLiterals(program)) {
-            Literal.BlobRef ref = l.blobRef();
-            Token at = blobSites.get(ref.path());
-            MilBlob.Entry e;
-            try {
-                e = w.resolve(ref);
-            } catch (MilException ex) {
-                throw new MilParseException(at.line, at.col, ex.getMessage());
-            }
-            if (e.dtype() != l.dtype() || e.data().length != l.type().byteSize())
-                throw new MilParseException(at.line, at.col, "[blob] " + ref.path() + " at offset " + ref.offset() + " holds " + e.data().length + " bytes of "
-                        + e.dtype() + " but the literal declares " + MilWriter.type(l.type(), Dialect.IOS18) + " (" + l.type().byteSize() + " bytes)");
         }
         return program.withWeights(w);
     }

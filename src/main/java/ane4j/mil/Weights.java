@@ -73,23 +73,65 @@ public final class Weights {
         return out;
     }
 
-    /** Reads the files these BLOBFILE paths name from {@code modelDir} ({@code @model_path/} = modelDir). */
-    public static Weights read(Path modelDir, Iterable<String> paths) {
+    /**
+     * Reads the blobs these BLOBFILE literals name from {@code modelDir} ({@code @model_path/} = modelDir). Each file is
+     * mapped, not read whole, and only the declared blobs are copied out ({@link MilBlob#readDeclared}; sloppy header
+     * fields go to {@code warn}). Paths are resolved through symlinks before the containment check.
+     */
+    public static Weights read(Path modelDir, List<Literal> blobLiterals, java.util.function.Consumer<String> warn) {
+        Map<String, List<MilBlob.Declared>> byPath = new LinkedHashMap<>();
+        for (Literal l : blobLiterals)
+            byPath.computeIfAbsent(l.blobRef().path(), k -> new ArrayList<>()).add(new MilBlob.Declared(l.blobRef().offset(), l.dtype(), l.type().byteSize()));
+        long declared = byPath.values().stream().flatMap(List::stream).mapToLong(MilBlob.Declared::byteSize).sum();
+        long free = Runtime.getRuntime().maxMemory() - (Runtime.getRuntime().totalMemory() - Runtime.getRuntime().freeMemory());
+        if (declared > free)
+            throw new MilException("[blob] the program's BLOBFILE constants declare " + declared + " bytes but the JVM has " + (free >> 20)
+                    + " MB free; raise -Xmx (ANE4J_JAVA_OPTS) or use smaller constants");
         Map<String, File> m = new LinkedHashMap<>();
-        for (String p : paths) {
-            if (m.containsKey(p)) continue;
-            String rel = p.startsWith(MODEL_PATH) ? p.substring(MODEL_PATH.length()) : p;
-            Path file = modelDir.resolve(rel).normalize();
-            if (!file.startsWith(modelDir.normalize())) throw new MilException("[blob] weight path '" + p + "' leaves the model directory");
-            try {
-                m.put(p, new File(p, MilBlob.read(Files.readAllBytes(file), file.toString())));
-            } catch (NoSuchFileException e) {
+        for (var e : byPath.entrySet()) {
+            String p = e.getKey();
+            Path file = contained(modelDir, p);
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
+                 java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                long size = ch.size();
+                java.lang.foreign.MemorySegment seg = size == 0 ? java.lang.foreign.MemorySegment.ofArray(new byte[0])
+                        : ch.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0, size, arena);
+                Map<Long, MilBlob.Entry> blobs = MilBlob.readDeclared(seg, file.toString(), e.getValue(), warn);
+                List<MilBlob.Entry> inFileOrder = new ArrayList<>(blobs.values());
+                inFileOrder.sort(java.util.Comparator.comparingLong(MilBlob.Entry::metadataOffset));
+                m.put(p, new File(p, inFileOrder));
+            } catch (NoSuchFileException ex) {
                 throw new MilException("[blob] weight file " + file + " not found (BLOBFILE path '" + p + "'); pass the directory that holds weights/");
-            } catch (IOException e) {
-                throw new MilException("[blob] cannot read " + file + ": " + e.getMessage(), e);
+            } catch (IOException ex) {
+                throw new MilException("[blob] cannot read " + file + ": " + ex.getMessage(), ex);
             }
         }
         return new Weights(m);
+    }
+
+    private static String relative(String p) { return p.startsWith(MODEL_PATH) ? p.substring(MODEL_PATH.length()) : p; }
+
+    /** {@code modelDir/rel} with symlinks resolved, refused when it leaves the (real) model directory. */
+    static Path contained(Path modelDir, String blobPath) {
+        Path file = modelDir.resolve(relative(blobPath)).normalize();
+        if (!file.startsWith(modelDir.normalize())) throw new MilException("[blob] weight path '" + blobPath + "' leaves the model directory; keep weights under " + modelDir);
+        Path realDir, real;
+        try {
+            realDir = modelDir.toRealPath();
+        } catch (IOException e) {
+            throw new MilException("[blob] model directory " + modelDir + " cannot be read (" + e.getClass().getSimpleName() + "); pass the directory that holds weights/");
+        }
+        try {
+            real = file.toRealPath();
+        } catch (NoSuchFileException e) {
+            return file; // reported as "not found" by the caller
+        } catch (IOException e) {
+            throw new MilException("[blob] cannot read " + file + ": " + e.getMessage(), e);
+        }
+        if (!real.startsWith(realDir))
+            throw new MilException("[blob] weight file " + file + " resolves to " + real + ", outside the model directory " + realDir
+                    + " (a symlink?); copy the file into the model directory");
+        return real;
     }
 
     /** Writes every file under {@code modelDir} at its relative path. */

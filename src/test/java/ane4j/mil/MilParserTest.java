@@ -185,6 +185,6 @@ class MilParserTest {
         String wrong = text.replace("tensor<fp16, [8, 8, 1, 1]>(BLOBFILE", "tensor<fp16, [4, 8, 1, 1]>(BLOBFILE").replace("tensor<fp16, [8, 8, 1, 1]> W", "tensor<fp16, [4, 8, 1, 1]> W");
         assertThrows(MilParseException.class, () -> MilParser.parse(wrong));  // conv then sees 4 output channels
         String badOffset = text.replace("offset = uint64(64)", "offset = uint64(128)");
-        assertTrue(assertThrows(MilParseException.class, () -> MilParser.parse(badOffset, dir)).getMessage().contains("no blob at offset 128"));
+        assertTrue(assertThrows(MilParseException.class, () -> MilParser.parse(badOffset, dir)).getMessage().contains("blob at offset 128: no 0xDEADBEEF sentinel"));
     }
 }
