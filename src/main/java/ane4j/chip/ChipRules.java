@@ -71,9 +71,8 @@ public final class ChipRules {
         String more = errors.size() == 1 ? "" : "; " + (errors.size() - 1) + " more";
         throw new ChipRuleException("[ane] " + f.name() + " breaks chip rule " + first.rule().id() + " on " + chip + ": "
                 + first.what() + " (limit " + (first.limit().isEmpty() ? "-" : first.limit()) + "; source: "
-                + shortSource(first.rule()) + ")" + more + "; list them with: ane4j mil check FILE.mil --chip "
-                + chip.name().toLowerCase(java.util.Locale.ROOT) + " (the program as Apple's compiler would get it: "
-                + "it would fail with \"ANECCompile() FAILED\")", errors);
+                + shortSource(first.rule()) + ")" + more + "; Apple's compiler would fail it with \"ANECCompile() FAILED\"; "
+                + "list every violation with: ane4j mil check FILE.mil --chip " + chip.name().toLowerCase(java.util.Locale.ROOT), errors);
     }
 
     /** The source up to its first clause, for one-line messages. */

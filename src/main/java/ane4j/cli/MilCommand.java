@@ -1,5 +1,8 @@
 package ane4j.cli;
 
+import ane4j.chip.Chip;
+import ane4j.chip.ChipRules;
+import ane4j.chip.Violation;
 import ane4j.mil.Dialect;
 import ane4j.mil.Function;
 import ane4j.mil.MilException;
@@ -12,18 +15,21 @@ import ane4j.mil.Value;
 import ane4j.mil.Weights;
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 
-/** {@code ane4j mil check FILE.mil [--weights DIR | --no-weights]} and {@code ane4j mil fmt FILE.mil [--dialect ios16|ios18]}. */
+/** {@code ane4j mil check FILE.mil [--weights DIR | --no-weights] [--chip m1…m5]} and {@code ane4j mil fmt FILE.mil [--dialect ios16|ios18]}. */
 final class MilCommand {
     private MilCommand() {}
 
     static final String USAGE = """
-              mil check FILE.mil [--weights DIR | --no-weights]
+              mil check FILE.mil [--weights DIR | --no-weights] [--chip m1|m2|m3|m4|m5]
                                         parse a MIL program, check every op's shapes and its weight files
-                                        (read from DIR/weights/…, default: the directory of FILE.mil); print a summary
+                                        (read from DIR/weights/…, default: the directory of FILE.mil); print a summary;
+                                        with --chip also every chip-rule violation (line:col, limit, source);
+                                        exit status 1 when one is an error
               mil fmt FILE.mil [--dialect ios16|ios18]
                                         print the program in canonical form""";
 
@@ -32,7 +38,7 @@ final class MilCommand {
         String sub = args[0];
         if (sub.equals("run")) return MilRunCommand.run(java.util.Arrays.copyOfRange(args, 1, args.length), out);
         if (!sub.equals("check") && !sub.equals("fmt")) throw new CliException("unknown subcommand '" + sub + "' (check, fmt or run)");
-        String file = null, weights = null, dialect = null;
+        String file = null, weights = null, dialect = null, chipName = null;
         boolean noWeights = false;
         for (int i = 1; i < args.length; i++) {
             String a = args[i];
@@ -40,6 +46,7 @@ final class MilCommand {
                 case "--weights" -> weights = value(args, ++i, a);
                 case "--no-weights" -> noWeights = true;
                 case "--dialect" -> dialect = value(args, ++i, a);
+                case "--chip" -> chipName = value(args, ++i, a);
                 default -> {
                     if (a.startsWith("--")) throw new CliException("unknown option '" + a + "'");
                     if (file != null) throw new CliException("one file at a time (got '" + file + "' and '" + a + "')");
@@ -48,6 +55,15 @@ final class MilCommand {
             }
         }
         if (file == null) throw new CliException("no file given (usage: ane4j mil " + sub + " FILE.mil)");
+        Chip chip = null;
+        if (chipName != null) {
+            if (!sub.equals("check")) throw new CliException("--chip goes with 'mil check'");
+            try {
+                chip = Chip.parse(chipName);
+            } catch (IllegalArgumentException e) {
+                throw new CliException(e.getMessage().replace("[chip] ", ""));
+            }
+        }
         Path path = Path.of(file);
         String text;
         try {
@@ -81,7 +97,18 @@ final class MilCommand {
         }
         for (String w : parsed.warnings()) err.println(file + ": warning: " + w);
         summary(file, parsed, modelDir, out);
-        return 0;
+        return chip == null ? 0 : chipRules(file, text, parsed.program(), chip, out);
+    }
+
+    /** Lists every violation of {@code chip}'s rules as {@code FILE:line:col: severity [rule] …}; 1 when one is an error. */
+    static int chipRules(String file, String text, Program program, Chip chip, PrintStream out) {
+        List<Violation> vs = ChipRules.check(text, program, chip);
+        long errors = vs.stream().filter(Violation::isError).count();
+        for (Violation v : vs) out.println(file + (v.line() > 0 ? ":" : ": ") + v.format());
+        out.println("  chip       " + chip + ": " + errors + " error" + (errors == 1 ? "" : "s") + ", "
+                + (vs.size() - errors) + " warning" + (vs.size() - errors == 1 ? "" : "s") + " and note" + (vs.size() - errors == 1 ? "" : "s")
+                + (errors > 0 ? " — Apple's compiler would refuse this program (\"ANECCompile() FAILED\")" : ""));
+        return errors > 0 ? 1 : 0;
     }
 
     private static Path absoluteParent(Path p) {

@@ -66,6 +66,7 @@ public final class AneBackend extends CountingBackend {
     private volatile MilDialect dialect;
     private final java.util.concurrent.atomic.AtomicLong daemonCacheLoads = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong sharedLoads = new java.util.concurrent.atomic.AtomicLong();
+    private volatile java.util.Optional<ane4j.chip.Chip> chipFamily;
 
     public AneBackend() { this(Options.fromSystemProperties()); }
 
@@ -120,6 +121,7 @@ public final class AneBackend extends CountingBackend {
     protected Kernel doCompile(Program program, String functionName) {
         requireAvailable();
         Function f = program.function(functionName);
+        chipRules(program, functionName);
         List<TensorSpec> ins = specs(f.inputs(), "input"), outs = specs(f.outputs(), "output");
         String mil = milText(program, functionName);
         AneProgram p = AneProgram.compile(mil, program.weights().encoded(), surfaces(ins), surfaces(outs), leakWatch,
@@ -137,6 +139,21 @@ public final class AneBackend extends CountingBackend {
 
     /** Kernels that shared the loaded model of an identical live program (not counted in {@link #compileCount()}). */
     public long sharedLoads() { return sharedLoads.get(); }
+
+    /**
+     * Refuses a program that breaks an error rule of this chip ({@link ane4j.chip.ChipRules}) before Apple's compiler would
+     * fail it with "ANECCompile() FAILED"; an unknown chip is not checked. Same message as the reference backend's
+     * {@code -Dane4j.ref.chip} emulation.
+     */
+    private void chipRules(Program program, String functionName) {
+        var chip = chipFamily;
+        if (chip == null) chipFamily = chip = ane4j.chip.Chip.fromSubType(chip().replaceFirst("^.*\\(", ""));
+        try {
+            chip.ifPresent(c -> ane4j.chip.ChipRules.requireCompatible(program, functionName, c));
+        } catch (ane4j.chip.ChipRuleException e) {
+            throw new BackendException(e.getMessage(), e);
+        }
+    }
 
     private void requireAvailable() {
         if (!isAvailable()) throw new BackendException("[ane] the ANE is not available: " + AneRuntime.unavailableReason()

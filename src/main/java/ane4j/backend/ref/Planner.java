@@ -4,6 +4,8 @@ import ane4j.backend.BackendException;
 import ane4j.backend.TensorSpec;
 import ane4j.blas.Parallel;
 import ane4j.blas.VectorMath;
+import ane4j.chip.Chip;
+import ane4j.chip.Rule;
 import ane4j.mil.Arg;
 import ane4j.mil.DType;
 import ane4j.mil.Function;
@@ -379,7 +381,42 @@ final class Planner {
         T x = in("x");
         int[] begin = lit("begin").toInts();
         for (int i = 0; i < begin.length; i++) if (begin[i] < 0) begin[i] += x.shape[i];
-        def(out, x.slice(begin, out.shape()));
+        T view = x.slice(begin, out.shape());
+        float clamp = sliceClamp();
+        if (clamp > 0 && begin.length > 0 && begin[begin.length - 1] != 0 && out.dtype() == DType.FP16) {
+            // chip emulation: the pre-A16 crop-DMA of a width-offset slice saturates |v| > 4094 to ±inf (ANEForge
+            // aneforge/_targets.py FP16_SLICE_SAT; PRs #145/#148, M1 and M2 Pro), so the slice is a copy that clamps
+            T d = newOut(out.shape(), out.dtype());
+            Iter it = Iter.of(d.shape, d, view);
+            add(() -> { copy(it, d.st.seg, view.st.seg); saturate(d.st.seg, d.st.floats, clamp, false); });
+            def(out, d);
+            return;
+        }
+        def(out, view);
+    }
+
+    /** The emulated chip's slice clamp (4094 on M1–M3), or 0. */
+    private float sliceClamp() {
+        Chip c = opt.chip();
+        return c == null || !Rule.SLICE_CLAMP.appliesTo(c) ? 0 : Rule.SLICE_CLAMP.limit(c);
+    }
+
+    /**
+     * Turns every value beyond {@code limit} in magnitude into ±inf (NaN stays NaN). {@code roundsAbove}: the limit is the
+     * largest finite fp16 result, so everything that rounds above it goes (|v| ≥ the midpoint to the next fp16 value).
+     */
+    static void saturate(MemorySegment seg, long n, float limit, boolean roundsAbove) {
+        float cut = roundsAbove ? limit + fp16HalfStepAbove(limit) : limit;                 // 32752 → 32760
+        for (long i = 0; i < n; i++) {
+            float v = seg.getAtIndex(F, i);
+            if (roundsAbove ? Math.abs(v) >= cut : Math.abs(v) > cut) seg.setAtIndex(F, i, Math.copySign(Float.POSITIVE_INFINITY, v));
+        }
+    }
+
+    /** Half the fp16 spacing above {@code v} (a finite fp16 value): the rounding midpoint's distance. */
+    private static float fp16HalfStepAbove(float v) {
+        short h = Float.floatToFloat16(v);
+        return (Float.float16ToFloat((short) (h + 1)) - v) / 2;
     }
 
     private void split(Operation o) {
@@ -865,6 +902,9 @@ final class Planner {
         Mat mb = mat(k, n, y.strides[y.rank() - 2], y.strides[y.rank() - 1]);
         long batches = Shapes.count(batch);
         labelExtra = " [" + (batches > 1 ? batches + "×" : "") + m + "×" + k + "·" + k + "×" + n + (ma.trans() ? " Aᵀ" : "") + (mb.trans() ? " Bᵀ" : "") + (transOut ? " Cᵀ" : "") + "]";
+        // chip emulation: an fp16 matmul output that rounds above 32752 (fp16 max / 2) is ±inf on the ANE, for every
+        // contraction size (ANEForge issue #115 on M5, PR #145 on M2 Pro)
+        float saturation = opt.chip() != null && out.dtype() == DType.FP16 ? Rule.MATMUL_SATURATION.limit(opt.chip()) : 0;
         addRounded(() -> {
             MemorySegment xs = fx.st.seg, ys = fy.st.seg, csg = st.seg;
             int[] idx = new int[batch.length];
@@ -879,6 +919,7 @@ final class Planner {
                 }
                 for (int i = batch.length - 1; i >= 0; i--) { if (++idx[i] < batch[i]) break; idx[i] = 0; }
             }
+            if (saturation > 0) saturate(csg, st.floats, saturation, true);
         }, c);
         // drop the dims numpy adds for rank-1 operands
         T result = c;

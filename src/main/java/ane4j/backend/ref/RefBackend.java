@@ -1,7 +1,11 @@
 package ane4j.backend.ref;
 
+import ane4j.backend.BackendException;
 import ane4j.backend.CountingBackend;
 import ane4j.backend.Kernel;
+import ane4j.chip.Chip;
+import ane4j.chip.ChipRuleException;
+import ane4j.chip.ChipRules;
 import ane4j.mil.Function;
 import ane4j.mil.Program;
 
@@ -12,29 +16,44 @@ import ane4j.mil.Program;
  *
  * <p>Knobs: {@code -Dane4j.ref.storage=fp32} keeps fp16 values in fp32 (to compare), {@code -Dane4j.ref.honorSdpaMask=true}
  * applies {@code attn_mask} of {@code scaled_dot_product_attention} (the ANE ignores it), {@code -Dane4j.compileBudget}
- * limits compiles (unlimited by default).
+ * limits compiles (unlimited by default), {@code -Dane4j.ref.chip=m1…m5} emulates a chip family: programs breaking one of
+ * its error rules ({@link ChipRules}) are refused with the ANE backend's message, and its numeric cliffs apply (fp16
+ * matmul outputs above 32752 become ±inf; on M1–M3 a slice at a non-zero width offset turns |v| > 4094 into ±inf).
+ * Without it nothing is emulated.
  */
 public final class RefBackend extends CountingBackend {
     public static final String STORAGE_PROPERTY = "ane4j.ref.storage";
     public static final String SDPA_MASK_PROPERTY = "ane4j.ref.honorSdpaMask";
+    public static final String CHIP_PROPERTY = "ane4j.ref.chip";
 
     /**
      * @param fp32Storage  keep fp16-typed values in fp32 instead of rounding them after every op
      * @param honorSdpaMask apply {@code attn_mask} of {@code scaled_dot_product_attention}
      * @param compileBudget null: {@code -Dane4j.compileBudget}, else unlimited
+     * @param chip          the chip family to emulate (rules and numeric cliffs); null: none
      */
-    public record Options(boolean fp32Storage, boolean honorSdpaMask, Long compileBudget) {
+    public record Options(boolean fp32Storage, boolean honorSdpaMask, Long compileBudget, Chip chip) {
+        public Options(boolean fp32Storage, boolean honorSdpaMask, Long compileBudget) { this(fp32Storage, honorSdpaMask, compileBudget, null); }
+
         /** From the system properties. */
         public static Options fromSystemProperties() {
             String s = System.getProperty(STORAGE_PROPERTY, "fp16").strip();
             if (!s.equals("fp16") && !s.equals("fp32"))
                 throw new IllegalArgumentException("[ref] -D" + STORAGE_PROPERTY + "=" + s + " must be fp16 or fp32");
-            return new Options(s.equals("fp32"), Boolean.getBoolean(SDPA_MASK_PROPERTY), null);
+            String c = System.getProperty(CHIP_PROPERTY, "").strip();
+            Chip chip;
+            try {
+                chip = c.isEmpty() ? null : Chip.parse(c);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("[ref] -D" + CHIP_PROPERTY + "=" + c + ": " + e.getMessage().replace("[chip] ", ""));
+            }
+            return new Options(s.equals("fp32"), Boolean.getBoolean(SDPA_MASK_PROPERTY), null, chip);
         }
 
-        public Options withFp32Storage(boolean b) { return new Options(b, honorSdpaMask, compileBudget); }
-        public Options withHonorSdpaMask(boolean b) { return new Options(fp32Storage, b, compileBudget); }
-        public Options withCompileBudget(long b) { return new Options(fp32Storage, honorSdpaMask, b); }
+        public Options withFp32Storage(boolean b) { return new Options(b, honorSdpaMask, compileBudget, chip); }
+        public Options withHonorSdpaMask(boolean b) { return new Options(fp32Storage, b, compileBudget, chip); }
+        public Options withCompileBudget(long b) { return new Options(fp32Storage, honorSdpaMask, b, chip); }
+        public Options withChip(Chip c) { return new Options(fp32Storage, honorSdpaMask, compileBudget, c); }
     }
 
     private final Options options;
@@ -55,6 +74,13 @@ public final class RefBackend extends CountingBackend {
     @Override
     protected Kernel doCompile(Program program, String functionName) {
         Function f = program.function(functionName);
+        if (options.chip() != null) {
+            try {
+                ChipRules.requireCompatible(program, functionName, options.chip());
+            } catch (ChipRuleException e) {
+                throw new BackendException(e.getMessage(), e);
+            }
+        }
         return new Planner(f, program.weights(), options).plan();
     }
 
