@@ -74,6 +74,19 @@ MVN_FLAGS=(-B -q -Dstyle.color=never)
 say "building"
 mvn "${MVN_FLAGS[@]}" -DskipTests package
 
+# macOS: the @try/@catch trampoline that turns an Objective-C exception inside Apple's framework into an [ane] error
+# (src/main/objc/ane4j_guard.m; loaded from beside the jar). Without it such an exception aborts the JVM.
+if [ "$(uname -s)" = Darwin ]; then
+  if command -v clang >/dev/null 2>&1 && clang -dynamiclib -O2 -fobjc-exceptions -fno-objc-arc -framework Foundation \
+       -o target/libane4j_guard.dylib src/main/objc/ane4j_guard.m >target/ane4j_guard.log 2>&1; then
+    say "exception guard: target/libane4j_guard.dylib"
+  else
+    rm -f target/libane4j_guard.dylib
+    say "no exception guard (clang missing or failed, see target/ane4j_guard.log): an Objective-C exception inside"
+    say "  Apple's framework would abort the JVM; fix: xcode-select --install, then re-run ./install.sh"
+  fi
+fi
+
 mkdir -p bin
 cat > bin/ane4j <<LAUNCHER
 #!/usr/bin/env bash

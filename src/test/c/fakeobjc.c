@@ -449,6 +449,8 @@ static fobj *first_value(fobj *d) {
    ane4j_guarded_send returns it; an unguarded objc_msgSend that raises is a contract error (on macOS the process aborts). */
 static char g_excName[256], g_excReason[1024];
 static int g_excPending;
+static int g_inGuard;             /* inside ane4j_guarded_send */
+static char g_throwSel[256], g_throwName[256], g_throwReason[1024];   /* fake_set_throw */
 static void raise_exception(const char *name, const char *reason) {
     snprintf(g_excName, sizeof g_excName, "%s", name);
     snprintf(g_excReason, sizeof g_excReason, "%.1000s", reason);
@@ -535,7 +537,7 @@ void *objc_msgSend(void *self, void *sel, void *a, void *b, void *c, void *d, vo
     describe(o, recv, sizeof recv);
     if (o->dead) { errf("message %s to deallocated %s", s, recv); return NULL; }
     void *r = send(o, s, a, b, c, d, e, f, g, args, sizeof args);
-    if (g_excPending) {
+    if (g_excPending && !g_inGuard) {
         g_excPending = 0;
         errf("%s raised %s (%s) through an unguarded objc_msgSend: the process aborts on macOS", s, g_excName, g_excReason);
     }
@@ -549,6 +551,26 @@ void *objc_msgSend(void *self, void *sel, void *a, void *b, void *c, void *d, vo
     return r;
 }
 
+const char *sel_getName(void *sel) { return (const char *)sel; }
+
+/* The entry point of ane4j's @try/@catch trampoline (src/main/objc/ane4j_guard.m), same prototype: calls imp with the
+   receiver, selector and seven argument words; 1 with the exception's name and reason when one was raised (X1). */
+int ane4j_guarded_send(void *imp, void *self, void *sel, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6,
+                       void *a7, uintptr_t *result, char *name, char *reason, size_t cap) {
+    typedef void *(*send_fn)(void *, void *, void *, void *, void *, void *, void *, void *, void *);
+    g_inGuard++;
+    void *r = ((send_fn)imp)(self, sel, a1, a2, a3, a4, a5, a6, a7);
+    g_inGuard--;
+    if (g_excPending) {
+        g_excPending = 0;
+        snprintf(name, cap, "%s", g_excName);
+        snprintf(reason, cap, "%s", g_excReason);
+        return 1;
+    }
+    *result = (uintptr_t)r;
+    return 0;
+}
+
 #define ARGS(...) snprintf(args, an, __VA_ARGS__)
 #define IS(sel) (strcmp(s, sel) == 0)
 
@@ -556,6 +578,12 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
     char da[1024], db[1024], dc[1024], dd[1024], de[1024], df[1024], dg[1024], why[8400];
     int isClass = o->kind == K_CLASS;
     const char *cls = isClass ? o->clsName : NULL;
+
+    if (g_throwSel[0] && IS(g_throwSel)) {   /* X1 on demand: the framework raises inside this selector */
+        ARGS("(raises)");
+        raise_exception(g_throwName, g_throwReason);
+        return NULL;
+    }
 
     /* NSObject protocol, any receiver */
     if (IS("retain")) { retain_obj(o); ARGS("rc=%d", o->rc); return o; }
@@ -888,7 +916,7 @@ void fake_reset(void) {
     g_nlog = 0; g_nerr = 0;
     for (int i = 0; i < g_nobjs; i++) g_objs[i]->ignored = 1;
     free(g_failCompile); g_failCompile = NULL;
-    free(g_identifierOverride); g_identifierOverride = NULL; g_excPending = 0;
+    free(g_identifierOverride); g_identifierOverride = NULL; g_excPending = 0; g_throwSel[0] = 0;
     g_leakAfter = -1; g_compiles = 0; g_realCompiles = 0; g_daemonLoads = 0; g_refuseDialect[0] = 0;
     snprintf(g_daemonDir, sizeof g_daemonDir, "%s", getenv("FAKE_ANED_DIR") ? getenv("FAKE_ANED_DIR") : "");
     g_minSurface = 0; g_hook = NULL;
@@ -896,6 +924,12 @@ void fake_reset(void) {
 }
 
 void fake_set_fail_compile(const char *msg) { free(g_failCompile); g_failCompile = msg ? strdup(msg) : NULL; }
+/* the next sends of `selector` raise an Objective-C exception with this name and reason (NULL selector: off) */
+void fake_set_throw(const char *selector, const char *name, const char *reason) {
+    snprintf(g_throwSel, sizeof g_throwSel, "%s", selector ? selector : "");
+    snprintf(g_throwName, sizeof g_throwName, "%s", name ? name : "");
+    snprintf(g_throwReason, sizeof g_throwReason, "%s", reason ? reason : "");
+}
 void fake_set_identifier(const char *id) { free(g_identifierOverride); g_identifierOverride = id ? strdup(id) : NULL; }
 void fake_set_leak_after(int compiles) { g_leakAfter = compiles; }
 void fake_set_min_surface_bytes(long long n) { g_minSurface = n; }

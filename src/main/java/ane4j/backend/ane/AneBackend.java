@@ -104,6 +104,15 @@ public final class AneBackend extends CountingBackend {
         return d;
     }
 
+    /**
+     * Where the {@code @try/@catch} trampoline came from (Objective-C exceptions become {@link FrameworkException}), or
+     * null when there is none and such an exception aborts the JVM (no {@code clang} at install time).
+     */
+    public String exceptionGuard() {
+        requireAvailable();
+        return Native.exceptionGuard();
+    }
+
     /** The chip as the framework reports it, e.g. {@code M4 (h16g)}. */
     public String chip() {
         requireAvailable();
@@ -180,6 +189,10 @@ public final class AneBackend extends CountingBackend {
     private static final class Native {
         static MilDialect detectDialect() {
             return ane4j.backend.ane.ffm.DeviceInfo.read().milDialect();
+        }
+
+        static String exceptionGuard() {
+            return ane4j.backend.ane.ffm.ObjC.get().exceptionGuard();
         }
 
         static String chip() {

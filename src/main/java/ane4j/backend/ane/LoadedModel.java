@@ -115,6 +115,8 @@ final class LoadedModel {
         long t0 = System.nanoTime();
         try {
             model.loadWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary());
+        } catch (FrameworkException e) {
+            throw e;
         } catch (AneException e) {
             return null;
         }
@@ -127,6 +129,8 @@ final class LoadedModel {
         long t0 = System.nanoTime();
         try {
             model.compileWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary());
+        } catch (FrameworkException e) {
+            throw e;   // an exception is not the leak's symptom
         } catch (AneException e) {
             throw charge.classify(e);
         }

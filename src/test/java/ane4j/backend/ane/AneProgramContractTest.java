@@ -448,6 +448,42 @@ class AneProgramContractTest {
     }
 
     @Test
+    void anObjectiveCExceptionInsideAFrameworkCallIsAnAneExceptionAndTheJvmGoesOn() {
+        assertNotNull(ane4j.backend.ane.ffm.ObjC.get().exceptionGuard(), "the fake exports the trampoline's entry point");
+        fake.setThrow("compileWithQoS:options:error:", "NSInternalInconsistencyException", "fake: the compiler service went away");
+        CompileBudget budget = roomy();
+        FrameworkException e = assertThrows(FrameworkException.class, () -> compileOne(budget));
+        assertEquals("[compileWithQoS:options:error:] raised NSInternalInconsistencyException: fake: the compiler service went away"
+                + " (an Objective-C exception inside the framework; the process goes on)", e.getMessage());
+        assertEquals("compileWithQoS:options:error:", e.selector());
+        assertEquals("NSInternalInconsistencyException", e.name());
+        assertEquals("fake: the compiler service went away", e.reason());
+        assertEquals(0, fake.liveObjects(), "leaked: " + fake.liveDescription());
+        try (var files = Files.list(tmp)) {
+            assertEquals(List.of(), files.toList(), "the model directory is cleaned up");
+        } catch (java.io.IOException io) {
+            fail(io);
+        }
+
+        fake.setThrow("evaluateWithQoS:options:request:error:", "NSGenericException", "fake: request rejected");
+        try (AneProgram p = compileOne(budget)) {   // the JVM and the runtime go on: compile, then a failing evaluate
+            var ev = assertThrows(FrameworkException.class, p::evaluate);
+            assertEquals("evaluateWithQoS:options:request:error:", ev.selector());
+            fake.setThrow(null, null, null);
+            p.evaluate();
+        }
+        // an exception the framework raises by itself: a selector it does not know
+        try (var pool = ane4j.backend.ane.ffm.ObjC.get().pool()) {
+            var bogus = assertThrows(FrameworkException.class,
+                    () -> ane4j.backend.ane.ffm.ObjC.get().sendId(ane4j.backend.ane.ffm.Foundation.string("x"), "noSuchSelector"));
+            assertEquals("NSInvalidArgumentException", bogus.name());
+            assertEquals("-[NSString noSuchSelector]: unrecognized selector sent to instance", bogus.reason());
+        }
+        assertEquals(1, fake.errors().size(), fake.errors().toString());   // the fake also flags the unknown selector
+        fake.reset();
+    }
+
+    @Test
     void closeIsIdempotentAndEvaluateAfterCloseFails() {
         AneProgram p = compileOne(roomy());
         p.close();

@@ -1,20 +1,30 @@
 package ane4j.backend.ane.ffm;
 
 import ane4j.backend.ane.AneException;
+import ane4j.backend.ane.FrameworkException;
 
 import java.lang.foreign.AddressLayout;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The Objective-C runtime through FFM: library loading, cached classes and selectors, one exact
@@ -30,6 +40,14 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  *
  * <p>{@code BOOL} is a C {@code bool} on arm64 and a {@code signed char} on x86-64 (objc.h), so it is read
  * as {@link java.lang.foreign.ValueLayout#JAVA_BYTE} and tested for non-zero.
+ *
+ * <p>Exceptions: an Objective-C exception raised inside a framework call would unwind through the JVM's frames and
+ * abort the process (anchors.md §4.4 item 7; ane-audit F9). When the {@code @try/@catch} trampoline
+ * {@code ane4j_guarded_send} is present ({@code src/main/objc/ane4j_guard.m}, built by install.sh with the system
+ * {@code clang} into {@value #GUARD_LIBRARY_NAME} next to the jar, or {@value #GUARD_PROPERTY}; the tests' fake runtime
+ * exports it too), every {@link #msgSend} handle goes through it and an exception becomes an {@link AneException}
+ * {@code "[selector] raised Name: reason"}. Without it the calls are direct and an exception aborts the JVM
+ * ({@link #exceptionGuard()} says which).
  *
  * <p>Ownership: Java has no ARC. Results of {@code alloc/new/copy/mutableCopy} and of C {@code *Create*}
  * functions are +1 and must be released; every other result is +0 (autoreleased) and must be retained
@@ -60,6 +78,26 @@ public final class ObjC {
     private static final FunctionDescriptor ID_OF_NOTHING = FunctionDescriptor.of(ID);
     private static final FunctionDescriptor SEND_ID = FunctionDescriptor.of(ID, ID, ID);
 
+    /** The trampoline library's file name, looked for next to the jar (or the classes directory's parent). */
+    public static final String GUARD_LIBRARY_NAME = "libane4j_guard.dylib";
+    /** Overrides where the trampoline library is. */
+    public static final String GUARD_PROPERTY = "ane4j.ane.guardLibrary";
+    static final String GUARD_SYMBOL = "ane4j_guarded_send";
+    /** int ane4j_guarded_send(imp, self, sel, 7 argument words, uintptr_t *result, char *name, char *reason, size_t cap) */
+    private static final FunctionDescriptor GUARDED_SEND = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS,
+            JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG);
+    private static final int GUARD_WORDS = 7, GUARD_TEXT_BYTES = 1024;
+    private static final MethodHandle GUARDED_INVOKE;
+
+    static {
+        try {
+            GUARDED_INVOKE = MethodHandles.lookup().findVirtual(ObjC.class, "guardedInvoke",
+                    MethodType.methodType(Object.class, FunctionDescriptor.class, Object[].class));
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private static ObjC instance;
 
     private final String origin;
@@ -72,11 +110,17 @@ public final class ObjC {
     private final Map<String, MemorySegment> selectors = new ConcurrentHashMap<>();
     private final Map<FunctionDescriptor, MethodHandle> msgSends = new ConcurrentHashMap<>();
     private final Map<String, MethodHandle> functions = new ConcurrentHashMap<>();
+    private final MethodHandle guard, sel_getName;   // null: no trampoline, direct calls
+    private final String guardOrigin;
 
-    private ObjC(String origin, SymbolLookup lookup) {
+    private ObjC(String origin, SymbolLookup lookup, SymbolLookup guardLookup, String guardOrigin) {
         this.origin = origin;
         this.lookup = lookup;
         this.msgSendAddress = symbol("objc_msgSend");
+        Optional<MemorySegment> g = guardLookup == null ? Optional.empty() : guardLookup.find(GUARD_SYMBOL);
+        this.guard = g.map(a -> linker.downcallHandle(a, GUARDED_SEND)).orElse(null);
+        this.guardOrigin = guard == null ? null : guardOrigin;
+        this.sel_getName = guard == null ? null : downcall("sel_getName", ID_OF_ID);
         this.objc_getClass = downcall("objc_getClass", ID_OF_ID);
         this.sel_registerName = downcall("sel_registerName", ID_OF_ID);
         this.objc_retain = downcall("objc_retain", ID_OF_ID);
@@ -108,8 +152,36 @@ public final class ObjC {
             }
             lookup = lookup == null ? one : lookup.or(one);
         }
-        return new ObjC(String.join(", ", libraries), lookup);
+        String joined = String.join(", ", libraries);
+        if (lookup.find(GUARD_SYMBOL).isPresent()) return new ObjC(joined, lookup, lookup, joined);
+        Path guardFile = guardLibrary();
+        if (guardFile == null) return new ObjC(joined, lookup, null, null);
+        try {
+            return new ObjC(joined, lookup, SymbolLookup.libraryLookup(guardFile, Arena.global()), guardFile.toString());
+        } catch (IllegalArgumentException e) {
+            throw new AneException("[ane.load] cannot load the exception guard " + guardFile + ": " + e.getMessage()
+                    + "; rebuild it with ./install.sh or delete it (ObjC exceptions then abort the JVM)", e);
+        }
     }
+
+    /** {@value #GUARD_PROPERTY}, else {@value #GUARD_LIBRARY_NAME} beside the jar or classes directory; null when absent. */
+    static Path guardLibrary() {
+        String set = System.getProperty(GUARD_PROPERTY);
+        if (set != null && !set.isBlank()) return Path.of(set);
+        try {
+            Path code = Path.of(ObjC.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            Path candidate = code.getParent().resolve(GUARD_LIBRARY_NAME);
+            return Files.isRegularFile(candidate) ? candidate : null;
+        } catch (Exception e) {   // no code source (e.g. a custom class loader): no guard
+            return null;
+        }
+    }
+
+    /**
+     * Where the {@code @try/@catch} trampoline was loaded from, or null when there is none and an Objective-C exception
+     * inside a framework call aborts the JVM.
+     */
+    public String exceptionGuard() { return guardOrigin; }
 
     /** The libraries this runtime was loaded from. */
     public String origin() { return origin; }
@@ -138,7 +210,63 @@ public final class ObjC {
      */
     public MethodHandle msgSend(FunctionDescriptor descriptor) {
         assert descriptor.argumentLayouts().size() >= 2 : "receiver and selector come first: " + descriptor;
-        return msgSends.computeIfAbsent(descriptor, d -> linker.downcallHandle(msgSendAddress, d));
+        return msgSends.computeIfAbsent(descriptor, d -> guard == null ? linker.downcallHandle(msgSendAddress, d) : guarded(d));
+    }
+
+    /** A handle of the descriptor's exact type that calls objc_msgSend through the trampoline (see the class comment). */
+    private MethodHandle guarded(FunctionDescriptor d) {
+        List<MemoryLayout> args = d.argumentLayouts();
+        if (args.size() - 2 > GUARD_WORDS)
+            throw new IllegalArgumentException("[ane.ffm] " + d + " has more than " + GUARD_WORDS + " arguments after the selector");
+        for (MemoryLayout l : args)
+            if (!(l instanceof ValueLayout v) || v.carrier() == float.class || v.carrier() == double.class)
+                throw new IllegalArgumentException("[ane.ffm] " + d + ": only integer and pointer arguments pass through the guard");
+        return GUARDED_INVOKE.bindTo(this).bindTo(d).asCollector(Object[].class, args.size()).asType(d.toMethodType());
+    }
+
+    @SuppressWarnings("unused")   // through GUARDED_INVOKE
+    private Object guardedInvoke(FunctionDescriptor d, Object[] args) throws Throwable {
+        long[] w = new long[GUARD_WORDS];
+        for (int i = 2; i < args.length; i++) w[i - 2] = word(args[i]);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment result = arena.allocate(JAVA_LONG), name = arena.allocate(GUARD_TEXT_BYTES), reason = arena.allocate(GUARD_TEXT_BYTES);
+            int raised = (int) guard.invokeExact(msgSendAddress, (MemorySegment) args[0], (MemorySegment) args[1],
+                    w[0], w[1], w[2], w[3], w[4], w[5], w[6], result, name, reason, (long) GUARD_TEXT_BYTES);
+            if (raised != 0) throw new FrameworkException(selectorName((MemorySegment) args[1]), name.getString(0), reason.getString(0));
+            long r = result.get(JAVA_LONG, 0);
+            return d.returnLayout().map(l -> fromWord(l, r)).orElse(null);
+        }
+    }
+
+    private static long word(Object arg) {
+        return switch (arg) {
+            case MemorySegment m -> m.address();
+            case Long l -> l;
+            case Integer i -> i;
+            case Short s -> s;
+            case Byte b -> b;
+            case Character c -> c;
+            default -> throw new IllegalArgumentException("[ane.ffm] cannot pass " + arg.getClass() + " through the guard");
+        };
+    }
+
+    private static Object fromWord(MemoryLayout l, long r) {
+        ValueLayout v = (ValueLayout) l;
+        if (v instanceof AddressLayout) return MemorySegment.ofAddress(r);
+        if (v.carrier() == byte.class) return (byte) r;
+        if (v.carrier() == int.class) return (int) r;
+        if (v.carrier() == long.class) return r;
+        if (v.carrier() == short.class) return (short) r;
+        throw new IllegalArgumentException("[ane.ffm] cannot return " + l + " through the guard");
+    }
+
+    private String selectorName(MemorySegment sel) {
+        try {
+            MemorySegment p = (MemorySegment) sel_getName.invokeExact(sel);
+            return p.reinterpret(Long.MAX_VALUE).getString(0);
+        } catch (Throwable t) {
+            return "selector " + sel;
+        }
     }
 
     /** {@code objc_getClass(name)}, cached; a missing class is an error naming it. */

@@ -41,7 +41,7 @@ public final class FakeObjc {
     private final Linker linker = Linker.nativeLinker();
     private final MethodHandle logCount, logEntry, errorCount, error, liveObjects, liveDescription, poolDepth, reset,
             setFailCompile, setLeakAfter, setMinSurfaceBytes, setAneSubType, setTmpdir, setEvaluateHook,
-            evaluatingHex, realCompiles, daemonLoads, setIdentifier, setDaemonDir, setRefuseDialect, newProcess;
+            evaluatingHex, realCompiles, daemonLoads, setIdentifier, setDaemonDir, setRefuseDialect, newProcess, setThrow;
     private final MemorySegment hookStub;
     private volatile EvaluateHook hook;
     private volatile Throwable hookFailure;
@@ -89,6 +89,7 @@ public final class FakeObjc {
         setDaemonDir = fn("fake_set_daemon_dir", FunctionDescriptor.ofVoid(ADDRESS));
         setRefuseDialect = fn("fake_set_refuse_dialect", FunctionDescriptor.ofVoid(ADDRESS));
         newProcess = fn("fake_new_process", FunctionDescriptor.ofVoid());
+        setThrow = fn("fake_set_throw", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
         setIdentifier = fn("fake_set_identifier", FunctionDescriptor.ofVoid(ADDRESS));
         // void hook(int nin, void **inBases, long long *inSizes, int nout, void **outBases, long long *outSizes)
         MethodHandle target = MethodHandles.lookup().findVirtual(FakeObjc.class, "onEvaluate",
@@ -207,6 +208,17 @@ public final class FakeObjc {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment text = opset == null ? MemorySegment.NULL : a.allocateFrom(opset);
             setRefuseDialect.invokeExact(text);
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Makes every send of {@code selector} raise an Objective-C exception with this name and reason (null: off). */
+    public void setThrow(String selector, String name, String reason) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment s = selector == null ? MemorySegment.NULL : a.allocateFrom(selector);
+            MemorySegment n = a.allocateFrom(name == null ? "" : name), r = a.allocateFrom(reason == null ? "" : reason);
+            setThrow.invokeExact(s, n, r);
         } catch (Throwable t) {
             throw fail(t);
         }
