@@ -1,14 +1,13 @@
 package ane4j.cli;
 
+import ane4j.backend.CompileBudgetExceededException;
 import ane4j.backend.Kernel;
 import ane4j.backend.OutputDiff;
 import ane4j.backend.TensorBuffer;
-import ane4j.backend.TensorSpec;
 import ane4j.backend.ane.AneBackend;
 import ane4j.backend.ane.AneKernel;
 import ane4j.backend.ref.RefBackend;
 import ane4j.blas.Blas;
-import ane4j.model.Json;
 import ane4j.model.ModelConfig;
 
 import java.io.IOException;
@@ -23,19 +22,61 @@ import java.util.Map;
 
 /**
  * {@code ane4j doctor [--model tiny|stories110m|…] [--json FILE]}: what this machine is (chip, OS, JDK, MIL dialect, BLAS),
- * then the {@link Probes} ladder. With the ANE, each probe is compiled, loaded and evaluated (twice, the second timed) there and compared with the
- * reference backend (fp16 tolerances, {@link OutputDiff#within}); without it, the reference backend runs each probe with
- * fp16 storage and is compared with itself in fp32 storage (the rounding an fp16 engine must live with). Ends with a table
- * and, with {@code --json}, a report to attach to a bug. Exit code 0 when every probe passes, 1 otherwise.
+ * then the {@link Probes} ladder, one table row per rung as it runs. With the ANE, each rung is compiled, loaded and evaluated (twice, the second timed) there
+ * and compared with the reference backend (fp16 tolerances, {@link OutputDiff#within}); without it, the reference backend
+ * runs each rung with fp16 storage and is compared with itself in fp32 storage (the rounding an fp16 engine must live
+ * with). Every rung's failure is recorded, never thrown; a compile-budget refusal stops the ladder and says where. Ends
+ * with a summary, one line per assumption the first Mac run must confirm ({@link DoctorReport#assumptions}), a verdict to
+ * paste into a bug report and, with {@code --json}, the report. Exit code 0 when every rung passes, 1 otherwise (probes
+ * observe; they never fail the run).
  */
 public final class DoctorCommand {
     private DoctorCommand() {}
 
     static final String USAGE = "usage: ane4j doctor [--model " + String.join("|", ModelConfig.PRESETS) + "] [--json FILE]";
 
-    /** One probe's outcome; times in milliseconds (load: ANE only), NaN when not measured. */
-    public record Result(String probe, String backend, String reference, double compileMs, double loadMs, double evalMs,
-                         OutputDiff diff, boolean passed, String error) {}
+    /** What happened to one rung or probe. */
+    public enum Status {
+        /** compiled, ran, matched the reference */
+        OK,
+        /** ran, outside the fp16 tolerance of the reference */
+        DIFFERS,
+        /** compile, load or evaluate failed (or the reference did) */
+        FAILED,
+        /** does not apply here (e.g. an ios17 op under the ios16 dialect) */
+        SKIPPED,
+        /** not reached: the ladder stopped earlier */
+        NOT_RUN;
+
+        @Override public String toString() { return name().toLowerCase(Locale.ROOT).replace('_', ' '); }
+    }
+
+    /**
+     * One rung's outcome; times in milliseconds (load: ANE only), NaN when not measured.
+     * @param identifier   the program's {@code hexStringIdentifier} (ANE only)
+     * @param origin       how the ANE got the program: compiled, daemon cache (loaded without compiling), shared (ANE only)
+     * @param dirAfterUnload whether {@code NSTemporaryDirectory()/<identifier>} was still there after {@code unloadWithQoS}
+     * @param allZero      every output element was 0 (how a silently failing matmul looks, maderix #47)
+     */
+    public record Result(String probe, Probes.Kind kind, String assumption, String rule, Status status, String backend,
+                         String reference, double compileMs, double loadMs, double evalMs, OutputDiff diff, boolean allZero,
+                         String dialect, String identifier, String origin, Boolean dirAfterUnload, String error) {
+        public boolean passed() { return status == Status.OK; }
+
+        /** Loaded from the aned daemon's cache without compiling (null off the ANE). */
+        public Boolean cacheHit() { return origin == null ? null : origin.equals("daemon cache"); }
+
+        /** A rung that did not pass (probes never fail the ladder). */
+        public boolean failedRung() { return kind == Probes.Kind.RUNG && status != Status.OK; }
+
+        /** max|err| / max|reference| (0 when the reference is all zero). */
+        public double maxRelErr() { return diff == null || diff.maxRef() == 0 ? (diff == null ? Double.NaN : 0) : diff.maxAbs() / diff.maxRef(); }
+
+        static Result of(Probes.Probe p, Status s, String backend, String reference, String error) {
+            return new Result(p.name(), p.kind(), p.assumption(), p.rule(), s, backend, reference, Double.NaN, Double.NaN, Double.NaN,
+                    null, false, null, null, null, null, error);
+        }
+    }
 
     public static int run(String[] args, PrintStream out, PrintStream err) {
         AneBackend ane = new AneBackend();
@@ -65,7 +106,7 @@ public final class DoctorCommand {
         host.put("chip", ane == null ? "n/a" : safe(ane::chip));
         host.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
         host.put("jdk", System.getProperty("java.vm.vendor") + " " + System.getProperty("java.runtime.version"));
-        host.put("dialect", ane == null ? "n/a" : safe(() -> ane.dialect().programVersion() + "/" + ane.dialect().opset()));
+        host.put("dialect", ane == null ? "n/a" : safe(() -> dialect(ane)));
         host.put("blas", safe(() -> Blas.get().name()));
         host.put("ane", ane == null ? "not available: " + reason : "available");
         host.put("model", config.name());
@@ -73,29 +114,48 @@ public final class DoctorCommand {
         if (ane == null) out.println("The ANE is not available here (" + reason + "); running the reference-backend half of the probes.");
         out.println();
 
+        out.println(DoctorReport.header());
+        List<Probes.Probe> ladder = Probes.ladder(config);
         List<Result> results = new ArrayList<>();
-        for (Probes.Probe p : Probes.ladder(config)) {
-            Result r = ane != null ? onAne(ane, p) : onRef(p);
+        String stopped = null;
+        for (Probes.Probe p : ladder) {
+            Result r;
+            if (stopped != null) r = Result.of(p, Status.NOT_RUN, ane != null ? "ane" : "ref", ane != null ? "ref" : "ref-fp32", stopped);
+            else {
+                r = ane != null ? onAne(ane, p) : onRef(p);
+                if (r.error() != null && r.error().startsWith(STOP)) {
+                    stopped = "ladder stopped at " + p.name() + ": " + r.error().substring(STOP.length());
+                    r = new Result(r.probe(), r.kind(), r.assumption(), r.rule(), Status.FAILED, r.backend(), r.reference(), r.compileMs(),
+                            r.loadMs(), r.evalMs(), r.diff(), r.allZero(), r.dialect(), r.identifier(), r.origin(), r.dirAfterUnload(),
+                            r.error().substring(STOP.length()));
+                }
+            }
             results.add(r);
-            out.println(row(r));
+            out.println(DoctorReport.row(r));
             out.flush();
         }
-        boolean passed = results.stream().allMatch(Result::passed);
+        DoctorReport report = new DoctorReport(host, ane != null, reason, results, stopped);
+        out.println(report.summary());
         out.println();
-        out.println(header());
-        for (Result r : results) out.println(row(r));
-        out.println(passed ? "all " + results.size() + " probes passed" : results.stream().filter(r -> !r.passed()).count() + " of " + results.size() + " probes FAILED");
+        out.println("assumptions (audit F1–F14; what the first Mac run confirms):");
+        for (String line : report.assumptions()) out.println("  " + line);
+        out.println();
+        out.println("verdict (paste into a bug report):");
+        for (String line : report.verdict()) out.println("  " + line);
         if (json != null) {
             try {
                 if (json.getParent() != null) Files.createDirectories(json.getParent());
-                Files.writeString(json, json(host, ane != null, reason, results, passed));
+                Files.writeString(json, report.json());
             } catch (IOException e) {
                 throw new CliException("cannot write " + json + ": " + e.getMessage(), e);
             }
             out.println("report written to " + json);
         }
-        return passed ? 0 : 1;
+        return report.passed() ? 0 : 1;
     }
+
+    /** Marks an error after which the ladder cannot go on (the compile budget is spent). */
+    private static final String STOP = "\u0000stop:";
 
     private static String value(String[] args, int i, String option) {
         if (i >= args.length) throw new CliException(option + " needs a value; " + USAGE);
@@ -112,11 +172,10 @@ public final class DoctorCommand {
         }
     }
 
-    static Map<String, TensorBuffer> inputs(Kernel k, long seed, float scale) {
-        Map<String, TensorBuffer> m = new LinkedHashMap<>();
-        long n = 0;
-        for (TensorSpec s : k.inputs()) m.put(s.name(), TensorBuffer.random(s.type(), seed + n++, scale));
-        return m;
+    static String dialect(AneBackend ane) { return ane.dialect().programVersion() + "/" + ane.dialect().opset(); }
+
+    static Map<String, TensorBuffer> inputs(Probes.Probe p, Kernel k) {
+        return p.inputs() != null ? p.inputs().make(k.inputs()) : Probes.uniformInputs(k.inputs(), p.name().hashCode(), p.inputScale());
     }
 
     private static OutputDiff diff(Map<String, TensorBuffer> want, Map<String, TensorBuffer> got) {
@@ -128,24 +187,48 @@ public final class DoctorCommand {
         return d;
     }
 
+    private static boolean allZero(Map<String, TensorBuffer> got) {
+        for (TensorBuffer b : got.values()) for (long i = 0; i < b.count(); i++) if (b.get(i) != 0f) return false;
+        return true;
+    }
+
     private static double ms(long nanos) { return nanos / 1e6; }
 
     /** ANE vs reference: compile, load and the second of two evaluations timed on the ANE. */
     static Result onAne(AneBackend ane, Probes.Probe p) {
+        String dialect = safe(() -> dialect(ane));
+        if (p.program().requiredOpset().compareTo(ane.dialect().mil().opset()) > 0)
+            return Result.of(p, Status.SKIPPED, "ane", "ref", "needs the " + p.program().requiredOpset().milName() + " opset; this chip's dialect is " + dialect);
+        Map<String, TensorBuffer> in, want;
         RefBackend ref = new RefBackend(new RefBackend.Options(false, false, null));
-        try (Kernel r = ref.compile(p.program())) {
-            Map<String, TensorBuffer> in = inputs(r, p.name().hashCode(), p.inputScale());
-            Map<String, TensorBuffer> want = r.evaluate(in);
-            try (AneKernel k = (AneKernel) ane.compile(p.program())) {
-                Map<String, TensorBuffer> got = k.evaluate(in);
-                got = k.evaluate(in);
-                OutputDiff d = diff(want, got);
-                boolean ok = d.within(OutputDiff.FP16_ATOL, OutputDiff.FP16_RTOL);
-                return new Result(p.name(), "ane", "ref", ms(k.program().compileNanos()), ms(k.program().loadNanos()),
-                        ms(k.lastEvaluateNanos()), d, ok, ok ? null : "outside fp16 tolerance");
-            }
+        try (Kernel r = ref.compile(p.reference())) {
+            in = inputs(p, r);
+            want = r.evaluate(in);
         } catch (RuntimeException e) {
-            return new Result(p.name(), "ane", "ref", Double.NaN, Double.NaN, Double.NaN, null, false, oneLine(e));
+            return Result.of(p, Status.FAILED, "ane", "ref", "reference: " + oneLine(e));
+        }
+        AneKernel k = null;
+        try {
+            k = (AneKernel) ane.compile(p.program());
+            Map<String, TensorBuffer> got = k.evaluate(in);
+            got = k.evaluate(in);
+            OutputDiff d = diff(want, got);
+            boolean ok = d.within(OutputDiff.FP16_ATOL, OutputDiff.FP16_RTOL);
+            var prog = k.program();
+            k.close();
+            return new Result(p.name(), p.kind(), p.assumption(), p.rule(), ok ? Status.OK : Status.DIFFERS, "ane", "ref",
+                    ms(prog.compileNanos()), ms(prog.loadNanos()), ms(k.lastEvaluateNanos()), d, allZero(got), dialect,
+                    prog.identifier(), prog.origin().name().toLowerCase(Locale.ROOT).replace('_', ' '), prog.unloadLeftDirectory(),
+                    ok ? null : "outside fp16 tolerance");
+        } catch (CompileBudgetExceededException e) {
+            return Result.of(p, Status.FAILED, "ane", "ref", STOP + oneLine(e));
+        } catch (RuntimeException e) {
+            return Result.of(p, Status.FAILED, "ane", "ref", oneLine(e));
+        } catch (Error e) {
+            if (e instanceof VirtualMachineError) throw e;
+            return Result.of(p, Status.FAILED, "ane", "ref", e.getClass().getSimpleName() + ": " + oneLine(e));
+        } finally {
+            if (k != null) k.close();
         }
     }
 
@@ -153,76 +236,27 @@ public final class DoctorCommand {
     static Result onRef(Probes.Probe p) {
         RefBackend ref = new RefBackend(new RefBackend.Options(false, false, null));
         RefBackend exact = new RefBackend(new RefBackend.Options(true, false, null));
-        try (Kernel e = exact.compile(p.program())) {
+        try (Kernel e = exact.compile(p.reference())) {
             long t0 = System.nanoTime();
-            try (Kernel k = ref.compile(p.program())) {
+            try (Kernel k = ref.compile(p.reference())) {
                 long t1 = System.nanoTime();
-                Map<String, TensorBuffer> in = inputs(k, p.name().hashCode(), p.inputScale());
+                Map<String, TensorBuffer> in = inputs(p, k);
                 Map<String, TensorBuffer> got = k.evaluate(in);   // the first run warms the JIT; the second is timed
                 long t2 = System.nanoTime();
                 k.evaluate(in, got);
                 long t3 = System.nanoTime();
                 OutputDiff d = diff(e.evaluate(in), got);
                 boolean ok = d.within(OutputDiff.FP16_ATOL, OutputDiff.FP16_RTOL);
-                return new Result(p.name(), "ref", "ref-fp32", ms(t1 - t0), Double.NaN, ms(t3 - t2), d, ok, ok ? null : "outside fp16 tolerance");
+                return new Result(p.name(), p.kind(), p.assumption(), p.rule(), ok ? Status.OK : Status.DIFFERS, "ref", "ref-fp32",
+                        ms(t1 - t0), Double.NaN, ms(t3 - t2), d, allZero(got), null, null, null, null, ok ? null : "outside fp16 tolerance");
             }
         } catch (RuntimeException ex) {
-            return new Result(p.name(), "ref", "ref-fp32", Double.NaN, Double.NaN, Double.NaN, null, false, oneLine(ex));
+            return Result.of(p, Status.FAILED, "ref", "ref-fp32", oneLine(ex));
         }
     }
 
-    private static String oneLine(Throwable t) {
+    static String oneLine(Throwable t) {
         String m = t.getMessage() == null ? t.toString() : t.getMessage();
         return m.replace('\n', ' ');
     }
-
-    static String header() {
-        return String.format(Locale.ROOT, "%-22s %-4s %-8s %10s %8s %9s %10s %10s  %s",
-                "probe", "on", "vs", "compile ms", "load ms", "eval ms", "max|err|", "mean|err|", "result");
-    }
-
-    static String row(Result r) {
-        String result = r.passed() ? "ok" : "FAIL" + (r.error() == null ? "" : ": " + r.error());
-        return String.format(Locale.ROOT, "%-22s %-4s %-8s %10s %8s %9s %10s %10s  %s", r.probe(), r.backend(), r.reference(),
-                num(r.compileMs(), 1), num(r.loadMs(), 1), num(r.evalMs(), 3),
-                r.diff() == null ? "-" : sci(r.diff().maxAbs()), r.diff() == null ? "-" : sci(r.diff().meanAbs()), result);
-    }
-
-    private static String num(double v, int decimals) { return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%." + decimals + "f", v); }
-
-    private static String sci(double v) { return String.format(Locale.ROOT, "%.2e", v); }
-
-    // --- the JSON report ---
-
-    static String json(Map<String, String> host, boolean aneAvailable, String reason, List<Result> results, boolean passed) {
-        StringBuilder sb = new StringBuilder("{\n  \"tool\": \"ane4j doctor\",\n  \"host\": {");
-        boolean first = true;
-        for (var e : host.entrySet()) {
-            sb.append(first ? "\n" : ",\n").append("    ").append(Json.quote(e.getKey())).append(": ").append(Json.quote(e.getValue()));
-            first = false;
-        }
-        sb.append("\n  },\n  \"aneAvailable\": ").append(aneAvailable).append(",\n  \"aneUnavailableReason\": ")
-                .append(reason == null ? "null" : Json.quote(reason)).append(",\n  \"probes\": [");
-        for (int i = 0; i < results.size(); i++) {
-            Result r = results.get(i);
-            sb.append(i == 0 ? "\n" : ",\n").append("    {\"probe\": ").append(Json.quote(r.probe()))
-                    .append(", \"backend\": ").append(Json.quote(r.backend()))
-                    .append(", \"reference\": ").append(Json.quote(r.reference()))
-                    .append(", \"compileMs\": ").append(jnum(r.compileMs()))
-                    .append(", \"loadMs\": ").append(jnum(r.loadMs()))
-                    .append(", \"evalMs\": ").append(jnum(r.evalMs()))
-                    .append(", \"maxAbsErr\": ").append(r.diff() == null ? "null" : jnum(r.diff().maxAbs()))
-                    .append(", \"meanAbsErr\": ").append(r.diff() == null ? "null" : jnum(r.diff().meanAbs()))
-                    .append(", \"maxAbsRef\": ").append(r.diff() == null ? "null" : jnum(r.diff().maxRef()))
-                    .append(", \"nonFinite\": ").append(r.diff() == null ? "null" : Long.toString(r.diff().nonFinite()))
-                    .append(", \"passed\": ").append(r.passed())
-                    .append(", \"error\": ").append(r.error() == null ? "null" : Json.quote(r.error())).append('}');
-        }
-        sb.append("\n  ],\n  \"tolerance\": {\"atol\": ").append(OutputDiff.FP16_ATOL).append(", \"rtol\": ").append(OutputDiff.FP16_RTOL)
-                .append("},\n  \"passed\": ").append(passed).append("\n}\n");
-        return sb.toString();
-    }
-
-    private static String jnum(double v) { return Double.isFinite(v) ? Double.toString(v) : "null"; }
-
 }

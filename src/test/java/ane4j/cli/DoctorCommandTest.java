@@ -18,9 +18,12 @@ import static org.junit.jupiter.api.Assertions.*;
 class DoctorCommandTest {
     @TempDir Path tmp;
 
-    static final List<String> PROBES = List.of("conv", "dynamic-matmul", "attention-mask", "train/sdpaFwd", "train/woFwd",
+    static final List<String> RUNGS = List.of("conv", "dynamic-matmul", "attention-mask", "a2-conv-chain", "train/sdpaFwd", "train/woFwd",
             "train/ffnFused", "train/ffnBwdW2t", "train/ffnBwdW13t", "train/wotBwd", "train/sdpaBwd1", "train/sdpaBwd2",
             "train/qBwd", "train/kvBwd");
+    static final List<String> PROBES = List.of("conv-reload", "a2-fp32-cast", "a2-packed-blob", "int8-blob-code4", "int8-blob-code1",
+            "matmul-k32", "matmul-k16", "slice-clamp-4094", "matmul-saturation", "width-16384", "width-32768", "multi-input-equal",
+            "multi-input-ascending", "multi-input-descending", "multi-output-descending", "multi-output-ascending", "small-surface");
 
     record Run(int code, String out, String err) {}
 
@@ -43,35 +46,61 @@ class DoctorCommandTest {
         assertTrue(lines.contains("model:   tiny"), r.out());
         assertTrue(lines.stream().anyMatch(l -> l.startsWith("jdk:") && l.contains(System.getProperty("java.runtime.version"))));
         assertTrue(lines.stream().anyMatch(l -> l.startsWith("blas:") && !l.contains("unknown")), r.out());
-        int table = lines.indexOf(DoctorCommand.header());
+        int table = lines.indexOf(DoctorReport.header());
         assertTrue(table > 0, r.out());
-        for (int i = 0; i < PROBES.size(); i++) {
-            String row = lines.get(table + 1 + i);
-            assertTrue(row.startsWith(PROBES.get(i) + " "), row);
-            assertTrue(row.contains(" ref  ref-fp32 ") && row.endsWith("  ok"), row);
+        List<String> ladder = Probes.ladder(ane4j.model.ModelConfig.parse("tiny")).stream().map(Probes.Probe::name).toList();
+        assertEquals(RUNGS.size() + PROBES.size(), ladder.size());
+        for (int i = 0; i < ladder.size(); i++) {
+            String row = lines.get(table + 1 + i), name = ladder.get(i);
+            assertTrue(row.startsWith(name + " "), row);
+            assertTrue(row.contains((RUNGS.contains(name) ? " rung " : " probe") + " ref  ref-fp32 ") && row.endsWith("  ok"), row);
         }
-        assertEquals("all 13 probes passed", lines.get(table + 1 + PROBES.size()));
+        assertEquals("all 14 rungs passed; 17 probes observed", lines.get(table + 1 + ladder.size()));
+        int assumptions = lines.indexOf("assumptions (audit F1–F14; what the first Mac run confirms):");
+        int verdict = lines.indexOf("verdict (paste into a bug report):");
+        assertTrue(assumptions > table && verdict > assumptions, r.out());
+        List<String> assumed = lines.subList(assumptions + 1, verdict - 1).stream().map(String::strip).toList();
+        assertEquals(13, assumed.size(), assumed.toString());
+        for (String l : assumed) assertTrue(l.contains("needs the ANE (not available: not macOS (Linux))"), l);
+        assertTrue(assumed.contains("F4  width-offset slice clamps |v| > 4094 (M1–M3): the reference keeps values 4100–6000 read at width offset 64 (ok); "
+                + "on the reference only, needs the ANE (not available: not macOS (Linux))"), assumed.toString());
 
         Map<String, Object> report = (Map<String, Object>) Json.parse(Files.readString(json));
         assertEquals(false, report.get("aneAvailable"));
         assertEquals("not macOS (Linux)", report.get("aneUnavailableReason"));
         assertEquals(true, report.get("passed"));
+        assertNull(report.get("stopped"));
+        assertEquals(assumed, report.get("assumptions"));
+        List<String> v = (List<String>) report.get("verdict");
+        assertEquals(v, lines.subList(verdict + 1, verdict + 1 + v.size()).stream().map(String::strip).toList());
+        assertTrue(v.get(0).startsWith("ane4j doctor: chip n/a, " + System.getProperty("os.name")), v.toString());
+        assertEquals("ANE not available (not macOS (Linux)): only the reference half ran", v.get(1));
+        assertEquals("passed 14 of 14 rungs (conv, dynamic-matmul, attention-mask … train/kvBwd)", v.get(2));
+        assertEquals("no rung failed", v.get(3));
         Map<String, Object> host = (Map<String, Object>) report.get("host");
         assertEquals("tiny", host.get("model"));
         assertEquals("n/a", host.get("dialect"));
         List<Map<String, Object>> probes = (List<Map<String, Object>>) report.get("probes");
-        assertEquals(PROBES, probes.stream().map(p -> p.get("probe")).toList());
+        assertEquals(ladder, probes.stream().map(p -> p.get("probe")).toList());
         for (Map<String, Object> p : probes) {
             assertEquals("ref", p.get("backend"));
+            assertEquals("ok", p.get("status"));
+            assertEquals(RUNGS.contains(p.get("probe")) ? "rung" : "probe", p.get("kind"));
             assertEquals(true, p.get("passed"));
+            assertNull(p.get("identifier"));
             assertTrue(((Number) p.get("evalMs")).doubleValue() > 0, p.toString());
             assertTrue(((Number) p.get("compileMs")).doubleValue() > 0, p.toString());
             double maxAbs = ((Number) p.get("maxAbsErr")).doubleValue(), maxRef = ((Number) p.get("maxAbsRef")).doubleValue();
             assertTrue(maxRef > 0, p + ": the probe produced something");
             assertTrue(maxAbs <= 0.02 + 0.02 * maxRef, p.toString());
+            assertEquals(maxAbs / maxRef, ((Number) p.get("maxRelErr")).doubleValue(), 1e-12, p.toString());
         }
         // attention in fp16 storage rounds its intermediates: the comparison is not vacuous
-        assertTrue(((Number) probes.get(2).get("maxAbsErr")).doubleValue() > 0, probes.get(2).toString());
+        assertTrue(((Number) probes.get(ladder.indexOf("attention-mask")).get("maxAbsErr")).doubleValue() > 0);
+        // the probes' special inputs: the width-offset slice sees |v| > 4094, the saturation matmul outputs 40000
+        Map<String, Object> clamp = probes.get(ladder.indexOf("slice-clamp-4094")), sat = probes.get(ladder.indexOf("matmul-saturation"));
+        assertTrue(((Number) clamp.get("maxAbsRef")).doubleValue() > 4094, clamp.toString());
+        assertEquals(40000.0, ((Number) sat.get("maxAbsRef")).doubleValue(), sat.toString());
     }
 
     @Test

@@ -224,6 +224,12 @@ public final class AneProgram implements AutoCloseable {
      */
     public String identifier() { return shared.identifier; }
 
+    /**
+     * After the last program using the loaded model closed: whether {@code NSTemporaryDirectory()/<identifier>} was still
+     * there after {@code unloadWithQoS} (ane4j removes it then); null while it is in use (ane-audit F13).
+     */
+    public Boolean unloadLeftDirectory() { return shared.unloadLeftDirectory; }
+
     /** {@code NSTemporaryDirectory()/<identifier>}: model.mil, weights/, and what the compiler leaves there. */
     public Path directory() { return shared.directory; }
 

@@ -46,6 +46,8 @@ final class LoadedModel {
     final Source source;           // COMPILED or DAEMON_CACHE: how it was first loaded
     final long compileNanos, loadNanos;
     private int users;
+    /** After the last release: whether the directory was still there after {@code unloadWithQoS} (null before). */
+    volatile Boolean unloadLeftDirectory;
 
     private LoadedModel(ObjC objc, AneInMemoryModel model, String identifier, Path directory, Source source,
                         long compileNanos, long loadNanos) {
@@ -165,7 +167,8 @@ final class LoadedModel {
                 }
                 objc.release(model.id());
             }
-            if (Files.exists(directory)) deleteTree(directory);
+            unloadLeftDirectory = Files.exists(directory);   // what ane4j doctor reports for F13
+            if (unloadLeftDirectory) deleteTree(directory);
             if (failure != null) throw failure;
         }
     }

@@ -1,19 +1,33 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.Kernel;
+import ane4j.backend.TensorBuffer;
+import ane4j.backend.TensorSpec;
 import ane4j.backend.ane.ffm.FakeObjc;
+import ane4j.backend.ref.RefBackend;
 import ane4j.cli.DoctorCommand;
+import ane4j.cli.Probes;
 import ane4j.golden.Json;
+import ane4j.mil.MilException;
+import ane4j.mil.Program;
+import ane4j.model.ModelConfig;
+import ane4j.train.TrainingKernels;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -23,6 +37,9 @@ class DoctorOnFakeTest {
     FakeObjc fake;
     RefOnFake ane;
 
+    static final List<String> LADDER = Probes.ladder(ModelConfig.parse("tiny")).stream().map(Probes.Probe::name).toList();
+    static final long RUNGS = Probes.ladder(ModelConfig.parse("tiny")).stream().filter(p -> p.kind() == Probes.Kind.RUNG).count();
+
     @AfterEach
     void clean() {
         if (ane != null) ane.close();
@@ -30,46 +47,228 @@ class DoctorOnFakeTest {
         assertEquals(List.of(), fake.errors());
     }
 
-    @Test
+    record Run(int code, String text, Map<String, Object> report) {
+        @SuppressWarnings("unchecked")
+        List<Map<String, Object>> probes() { return (List<Map<String, Object>>) report.get("probes"); }
+
+        Map<String, Object> probe(String name) { return probes().stream().filter(p -> p.get("probe").equals(name)).findFirst().orElseThrow(); }
+
+        @SuppressWarnings("unchecked")
+        List<String> lines(String key) { return (List<String>) report.get(key); }
+
+        String assumption(String prefix) { return lines("assumptions").stream().filter(l -> l.startsWith(prefix)).findFirst().orElseThrow(() -> new AssertionError(prefix + " in " + lines("assumptions"))); }
+    }
+
     @SuppressWarnings("unchecked")
-    void everyProbeCompilesLoadsAndMatchesTheReferenceThroughTheAnePath() throws Exception {
+    Run doctor(AneBackend backend) throws Exception {
+        Path json = tmp.resolve("doctor.json");
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int code = DoctorCommand.run(new String[] {"--json", json.toString()}, new PrintStream(out, true, StandardCharsets.UTF_8), System.err, backend, null);
+        String text = out.toString(StandardCharsets.UTF_8);
+        Map<String, Object> report = (Map<String, Object>) Json.parse(Files.readString(json));
+        Run r = new Run(code, text, report);
+        assertEquals(LADDER, r.probes().stream().map(p -> p.get("probe")).toList(), "every rung is reported, whatever happened");
+        // what is printed is what is written
+        for (String line : r.lines("assumptions")) assertTrue(text.contains("\n  " + line + "\n"), line);
+        for (String line : r.lines("verdict")) assertTrue(text.contains("\n  " + line + "\n"), line);
+        assertEquals(13, r.lines("assumptions").size(), r.lines("assumptions").toString());
+        return r;
+    }
+
+    static AneBackend backend(int leakSuspectAfter) { return new AneBackend(new AneBackend.Options(null, null, null, leakSuspectAfter)); }
+
+    @Test
+    void theWholeLadderRunsThroughTheAnePathAndMatchesTheReference() throws Exception {
         fake = FakeObjc.get();
         fake.setTmpdir(tmp);
         fake.setAneSubType("h15g");
-        ane = new RefOnFake(fake, tmp);
-        Path json = tmp.resolve("doctor.json");
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        AneBackend backend = new AneBackend(new AneBackend.Options(null, null, null, CompileBudget.LEAK_SUSPECT_AFTER));
-        int code = DoctorCommand.run(new String[] {"--json", json.toString()}, new PrintStream(out, true, StandardCharsets.UTF_8),
-                System.err, backend, null);
-        String text = out.toString(StandardCharsets.UTF_8);
-        assertEquals(0, code, text);
-        assertTrue(text.contains("chip:    M3 (h15g)\n"), text);
-        assertTrue(text.contains("dialect: 1.3/ios18\n"), text);
-        assertTrue(text.contains("ane:     available\n"), text);
-        assertEquals(13, ane.evaluated().size() / 2, "each probe evaluated twice on the (fake) ANE");
-        assertEquals(13, backend.compileCount() + backend.daemonCacheLoads() + backend.sharedLoads(), "identical programs compile once");
-        Map<String, Object> report = (Map<String, Object>) Json.parse(Files.readString(json));
-        assertEquals(true, report.get("aneAvailable"));
-        for (Map<String, Object> p : (List<Map<String, Object>>) report.get("probes")) {
+        Tampering hook = new Tampering(fake, tmp);   // tampers with nothing: the reference interpreter, as RefOnFake
+        fake.setEvaluateHook(hook::evaluate);
+        AneBackend backend = backend(CompileBudget.LEAK_SUSPECT_AFTER);
+        Run r = doctor(backend);
+        hook.close();
+        assertEquals(0, r.code(), r.text());
+        assertTrue(r.text().contains("chip:    M3 (h15g)\n"), r.text());
+        assertTrue(r.text().contains("dialect: 1.3/ios18\n"), r.text());
+        assertTrue(r.text().contains("ane:     available\n"), r.text());
+        assertTrue(r.text().contains("\nall " + RUNGS + " rungs passed; " + (LADDER.size() - RUNGS) + " probes observed\n"), r.text());
+        assertEquals(true, r.report().get("aneAvailable"));
+        assertEquals(true, r.report().get("passed"));
+        List<List<Object>> seen = new ArrayList<>();
+        for (Map<String, Object> p : r.probes()) {
+            Program prog = Probes.ladder(ModelConfig.parse("tiny")).get(LADDER.indexOf((String) p.get("probe"))).program();
+            List<Object> program = List.of(prog, prog.weights());   // the identifier hashes MIL and weight bytes
+            // a program identical to an earlier one (conv-reload; matmul-saturation = matmul-k32 with other inputs) is
+            // loaded from the (fake) aned daemon's cache without compiling
+            assertEquals(seen.contains(program) ? "daemon cache" : "compiled", p.get("origin"), p.toString());
+            assertEquals(seen.contains(program) ? 0.0 : -1, seen.contains(program) ? ((Number) p.get("compileMs")).doubleValue() : -1, p.toString());
+            seen.add(program);
             assertEquals("ane", p.get("backend"), p.toString());
+            assertEquals("1.3/ios18", p.get("dialect"), p.toString());
+            assertFalse(((String) p.get("identifier")).isEmpty(), p.toString());
+            for (String k : List.of("compileMs", "loadMs", "evalMs", "maxRelErr")) assertTrue(((Number) p.get(k)).doubleValue() >= 0, k + " " + p);
+            assertEquals(false, p.get("dirAfterUnload"), p + ": the fake's unloadWithQoS deletes the model directory");
+            if (p.get("probe").equals("int8-blob-code1")) continue;   // see below
+            assertEquals("ok", p.get("status"), p.toString());
             assertEquals(0.0, ((Number) p.get("maxAbsErr")).doubleValue(), p + ": the same interpreter ran on both sides");
-            assertTrue(((Number) p.get("loadMs")).doubleValue() >= 0, p.toString());
         }
+        // the fake's evaluate re-reads the weight files with ane4j's parser; where that refuses mil_dtype 1 on int8 data,
+        // the outputs stay unwritten and the probe differs — an observation, not a ladder failure (the real ANE read
+        // maderix's code-1 int8 blobs on M4)
+        String code1 = hook.refused.isEmpty() ? "ok" : "differs";
+        for (String why : hook.refused) assertTrue(why.contains("holds 4096 bytes of fp16 but the literal declares tensor<int8"), why);
+        assertEquals(code1, r.probe("int8-blob-code1").get("status"));
+        assertTrue(r.assumption("F12 int8").contains("int8-blob-code4 ok, int8-blob-code1 " + code1), r.assumption("F12 int8"));
+        assertTrue(r.assumption("F8  matmul").endsWith("→ k16 matches: not needed on this chip"), r.assumption("F8  matmul"));
+        assertTrue(r.assumption("F4  width-offset").startsWith("F4  width-offset slice clamps |v| > 4094 (M1–M3): no: values 4100–6000"), r.assumption("F4  width"));
+        assertTrue(r.assumption("F4  matmul").contains("no: outputs of 40000 kept"), r.assumption("F4  matmul"));
+        assertTrue(r.assumption("F7 ").endsWith("1.3/ios18 [every compiled rung]"), r.assumption("F7 "));
+        assertTrue(r.assumption("F1 ").startsWith("F1  identifier accepted: yes: "), r.assumption("F1 "));
+        assertTrue(r.assumption("F13").contains("yes: gone after unloadWithQoS for all " + LADDER.size() + " unloaded programs"), r.assumption("F13"));
+        assertTrue(r.assumption("F2 ").contains("yes: conv reloaded without compiling (load "), r.assumption("F2 "));
+        assertTrue(r.text().contains("  ok (daemon cache)\n"), r.text());
+        assertTrue(r.assumption("F9 ").endsWith("no framework exception reached Java during the ladder"), r.assumption("F9 "));
+        List<String> verdict = r.lines("verdict");
+        assertTrue(verdict.get(0).startsWith("ane4j doctor: chip M3 (h15g), "), verdict.toString());
+        assertEquals("passed " + RUNGS + " of " + RUNGS + " rungs (conv, dynamic-matmul, attention-mask … train/kvBwd)", verdict.get(1));
+        assertEquals("no rung failed", verdict.get(2));
+        assertEquals(code1.equals("ok") ? "probes: all matched the reference" : "probes: int8-blob-code1 differs", verdict.get(3));
         assertEquals(0, fake.liveObjects(), "leaked: " + fake.liveDescription());
     }
 
     @Test
-    void aFailingCompileIsAFailedProbeNotACrash() {
+    void aRungThatGivesZerosIsTheFirstFailureAndTheProbesReadTheirCliffs() throws Exception {
+        fake = FakeObjc.get();
+        fake.setTmpdir(tmp);
+        fake.setAneSubType("h15g");
+        // the fake "ANE" silently zeroes two programs (as maderix #47 saw on M1) and clamps the width-offset slice to inf
+        Program k16 = Probes.ladder(ModelConfig.parse("tiny")).stream().filter(p -> p.name().equals("matmul-k16")).findFirst().orElseThrow().program();
+        Program bwd1 = new TrainingKernels(ModelConfig.parse("tiny")).byName("sdpaBwd1").program();
+        Program slice = Probes.ladder(ModelConfig.parse("tiny")).stream().filter(p -> p.name().equals("slice-clamp-4094")).findFirst().orElseThrow().program();
+        Tampering hook = new Tampering(fake, tmp);
+        hook.zero(p -> p.equals(k16) || p.equals(bwd1));
+        hook.infAbove(p -> p.equals(slice), 4094);
+        fake.setEvaluateHook(hook::evaluate);
+        Run r = doctor(backend(CompileBudget.LEAK_SUSPECT_AFTER));
+        hook.close();
+        assertEquals(1, r.code(), r.text());
+        assertEquals(false, r.report().get("passed"));
+        Map<String, Object> failed = r.probe("train/sdpaBwd1");
+        assertEquals("differs", failed.get("status"));
+        assertEquals(true, failed.get("allZero"));
+        assertEquals(false, failed.get("passed"));
+        assertEquals("outside fp16 tolerance", failed.get("error"));
+        assertTrue(((Number) failed.get("maxRelErr")).doubleValue() > 0.99, failed.toString());
+        assertTrue(r.text().contains("\ntrain/sdpaBwd1 "), r.text());
+        assertTrue(r.text().contains("FAIL: outside fp16 tolerance\n"), r.text());
+        assertTrue(r.text().contains("\n1 of " + RUNGS + " rungs FAILED; "), r.text());
+        // the ladder went on after the failure
+        assertEquals("ok", r.probe("train/sdpaBwd2").get("status"));
+        List<String> verdict = r.lines("verdict");
+        assertEquals("passed " + (RUNGS - 1) + " of " + RUNGS + " rungs (conv, dynamic-matmul, attention-mask … train/kvBwd)", verdict.get(1));
+        assertEquals("first failure: train/sdpaBwd1 — differs: outside fp16 tolerance", verdict.get(2));
+        assertEquals("probes: " + (hook.refused.isEmpty() ? "" : "int8-blob-code1 differs, ") + "matmul-k16 differs, slice-clamp-4094 differs", verdict.get(3));
+        assertTrue(r.assumption("F8  matmul").endsWith("→ k16 gives zeros: rule confirmed"), r.assumption("F8  matmul"));
+        assertTrue(r.assumption("F4  width-offset").contains("outputs became ±inf/NaN: cliff confirmed [slice-clamp-4094]"), r.assumption("F4  width"));
+        assertTrue(r.assumption("F4  matmul").contains("no: outputs of 40000 kept"), r.assumption("F4  matmul"));
+    }
+
+    @Test
+    void aCompilerThatGivesOutStopsTheLadderAndTheVerdictSaysWhereAndWhatPassed() throws Exception {
+        fake = FakeObjc.get();
+        fake.setTmpdir(tmp);
+        ane = new RefOnFake(fake, tmp);
+        fake.setLeakAfter(4);   // the fifth compile fails; with 4 compiles behind it, that is the compiler leak
+        Run r = doctor(backend(4));
+        assertEquals(1, r.code(), r.text());
+        List<Map<String, Object>> probes = r.probes();
+        int stop = 0;
+        while (!probes.get(stop).get("status").equals("failed")) stop++;
+        String at = (String) probes.get(stop).get("probe");
+        assertTrue(stop >= 4, "four compiles succeed first: " + probes);
+        for (int i = 0; i < stop; i++) assertEquals("ok", probes.get(i).get("status"), probes.get(i).toString());
+        for (int i = stop + 1; i < probes.size(); i++) assertEquals("not run", probes.get(i).get("status"), probes.get(i).toString());
+        assertTrue(((String) probes.get(stop).get("error")).contains("ANECCompile() FAILED"), probes.get(stop).toString());
+        assertEquals("ladder stopped at " + at + ": " + probes.get(stop).get("error"), r.report().get("stopped"));
+        List<String> passed = probes.subList(0, stop).stream().filter(p -> p.get("kind").equals("rung")).map(p -> (String) p.get("probe")).toList();
+        List<String> verdict = r.lines("verdict");
+        assertEquals("passed " + passed.size() + " of " + RUNGS + " rungs (" + String.join(", ", passed) + ")", verdict.get(1));
+        assertTrue(verdict.get(2).startsWith("first failure: " + at + " — failed: "), verdict.toString());
+        assertEquals("ladder stopped at " + at + ": " + probes.get(stop).get("error") + " (" + (probes.size() - stop - 1) + " not run)", verdict.get(3));
+        assertTrue(r.text().contains("; ladder stopped at " + at + ": "), r.text());
+    }
+
+    @Test
+    void aFailingCompileIsAFailedRungNotACrash() throws Exception {
         fake = FakeObjc.get();
         fake.setTmpdir(tmp);
         fake.setFailCompile("ANECCompile() FAILED");
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        int code = DoctorCommand.run(new String[0], new PrintStream(out, true, StandardCharsets.UTF_8), System.err,
-                new AneBackend(new AneBackend.Options(null, null, null, 100)), null);
-        String text = out.toString(StandardCharsets.UTF_8);
-        assertEquals(1, code);
-        assertTrue(text.contains("FAIL: [compileWithQoS:options:error:] ANECCompile() FAILED"), text);
-        assertTrue(text.contains("13 of 13 probes FAILED"), text);
+        Run r = doctor(backend(100));
+        assertEquals(1, r.code());
+        assertTrue(r.text().contains("FAIL: [compileWithQoS:options:error:] ANECCompile() FAILED"), r.text());
+        assertTrue(r.text().contains(RUNGS + " of " + RUNGS + " rungs FAILED"), r.text());
+        assertEquals("first failure: conv — failed: [compileWithQoS:options:error:] ANECCompile() FAILED", r.lines("verdict").get(2));
+        assertTrue(r.assumption("F7 ").endsWith("none: nothing compiled (1.3/ios18 was tried)"), r.assumption("F7 "));
+        assertEquals("F1  identifier accepted: yes: compiles got past it to compileWithQoS [conv]", r.assumption("F1 "));
+        for (Map<String, Object> p : r.probes()) assertEquals("failed", p.get("status"), p.toString());
+    }
+
+    /**
+     * The fake's evaluate as {@link RefOnFake} runs it (the reference interpreter on the files the compile saw, surfaces
+     * bound alphabetically), then the outputs of chosen programs tampered with, as a misbehaving ANE would.
+     */
+    static final class Tampering implements AutoCloseable {
+        private final FakeObjc fake;
+        private final Path tmp;
+        private final RefBackend ref = new RefBackend();
+        private final Map<String, Kernel> kernels = new HashMap<>();
+        private final Map<String, Program> programs = new HashMap<>();
+        private Predicate<Program> zero = p -> false, inf = p -> false;
+        private float limit;
+        final List<String> refused = new ArrayList<>();
+
+        Tampering(FakeObjc fake, Path tmp) {
+            this.fake = fake;
+            this.tmp = tmp;
+        }
+
+        void zero(Predicate<Program> which) { zero = which; }
+
+        void infAbove(Predicate<Program> which, float limit) {
+            inf = which;
+            this.limit = limit;
+        }
+
+        void evaluate(List<MemorySegment> in, List<MemorySegment> out) {
+            String hex = fake.evaluatingHex();
+            Program p;
+            try {
+                p = programs.computeIfAbsent(hex, h -> RefOnFake.parse(tmp.resolve(h)));
+            } catch (MilException e) {
+                refused.add(e.getMessage());   // this "ANE" cannot read the files: the outputs stay as they were
+                return;
+            }
+            Kernel k = kernels.computeIfAbsent(hex, h -> ref.compile(p));
+            Map<String, TensorBuffer> outs = bind(k.outputs(), out);
+            k.evaluate(bind(k.inputs(), in), outs);
+            for (TensorBuffer b : outs.values())
+                for (long i = 0; i < b.count(); i++) {
+                    if (zero.test(p)) b.set(i, 0f);
+                    else if (inf.test(p) && Math.abs(b.get(i)) > limit) b.set(i, Math.copySign(Float.POSITIVE_INFINITY, b.get(i)));
+                }
+        }
+
+        private static Map<String, TensorBuffer> bind(List<TensorSpec> specs, List<MemorySegment> surfaces) {
+            List<TensorSpec> sorted = new ArrayList<>(specs);
+            sorted.sort((a, b) -> a.name().compareTo(b.name()));
+            Map<String, TensorBuffer> m = new LinkedHashMap<>();
+            for (int i = 0; i < sorted.size(); i++) m.put(sorted.get(i).name(), TensorBuffer.wrap(surfaces.get(i), sorted.get(i).type()));
+            return m;
+        }
+
+        @Override
+        public void close() {
+            kernels.values().forEach(Kernel::close);
+        }
     }
 }

@@ -1,0 +1,270 @@
+package ane4j.cli;
+
+import ane4j.backend.OutputDiff;
+import ane4j.backend.ane.SurfacePlan;
+import ane4j.cli.DoctorCommand.Result;
+import ane4j.cli.DoctorCommand.Status;
+import ane4j.model.Json;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.stream.Collectors;
+
+/**
+ * What {@code ane4j doctor} prints and writes from its results: the table, one line per assumption of the audit
+ * ({@code ane-audit.md} F1–F14) that the first Mac run must confirm, the verdict for a bug report and the JSON report.
+ */
+final class DoctorReport {
+    private final Map<String, String> host;
+    private final boolean aneAvailable;
+    private final String reason;
+    private final List<Result> results;
+    private final String stopped;
+
+    DoctorReport(Map<String, String> host, boolean aneAvailable, String reason, List<Result> results, String stopped) {
+        this.host = host;
+        this.aneAvailable = aneAvailable;
+        this.reason = reason;
+        this.results = List.copyOf(results);
+        this.stopped = stopped;
+    }
+
+    /** Every rung passed (probes only observe). */
+    boolean passed() { return results.stream().noneMatch(Result::failedRung); }
+
+    private List<Result> rungs() { return results.stream().filter(r -> r.kind() == Probes.Kind.RUNG).toList(); }
+
+    private Optional<Result> find(String probe) { return results.stream().filter(r -> r.probe().equals(probe)).findFirst(); }
+
+    // --- the table ---
+
+    static String header() {
+        return String.format(Locale.ROOT, "%-24s %-5s %-4s %-8s %10s %8s %9s %10s %10s  %s",
+                "probe", "kind", "on", "vs", "compile ms", "load ms", "eval ms", "max|err|", "max rel", "result");
+    }
+
+    static String row(Result r) {
+        String result = switch (r.status()) {
+            case OK -> r.origin() == null || r.origin().equals("compiled") ? "ok" : "ok (" + r.origin() + ")";
+            case DIFFERS, FAILED -> (r.kind() == Probes.Kind.RUNG ? "FAIL" : r.status().toString()) + (r.error() == null ? "" : ": " + r.error());
+            case SKIPPED, NOT_RUN -> r.status() + (r.error() == null ? "" : ": " + r.error());
+        };
+        return String.format(Locale.ROOT, "%-24s %-5s %-4s %-8s %10s %8s %9s %10s %10s  %s", r.probe(),
+                r.kind() == Probes.Kind.RUNG ? "rung" : "probe", r.backend(), r.reference(),
+                num(r.compileMs(), 1), num(r.loadMs(), 1), num(r.evalMs(), 3),
+                r.diff() == null ? "-" : sci(r.diff().maxAbs()), r.diff() == null ? "-" : sci(r.maxRelErr()), result);
+    }
+
+    String summary() {
+        List<Result> rungs = rungs();
+        long ok = rungs.stream().filter(Result::passed).count();
+        String s = ok == rungs.size() ? "all " + rungs.size() + " rungs passed" : (rungs.size() - ok) + " of " + rungs.size() + " rungs FAILED";
+        long probes = results.size() - rungs.size();
+        return s + "; " + probes + " probes observed" + (stopped == null ? "" : "; " + stopped);
+    }
+
+    private static String num(double v, int decimals) { return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%." + decimals + "f", v); }
+
+    private static String sci(double v) { return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.2e", v); }
+
+    // --- the assumptions ---
+
+    /**
+     * One line per assumption the first Mac run must confirm, each naming the probe(s) that answer it. Without the ANE
+     * the lines say what the reference computed and that the answer needs a Mac.
+     */
+    List<String> assumptions() {
+        List<String> l = new ArrayList<>();
+        for (String line : observations()) l.add(aneAvailable || line.contains(noAne()) ? line : line + "; on the reference only, " + noAne());
+        return l;
+    }
+
+    private List<String> observations() {
+        List<String> l = new ArrayList<>();
+        l.add("F1  identifier accepted: " + identifier());
+        l.add("F2  daemon-cache load without compile: " + daemonCache());
+        l.add("F13 unload deletes NSTemporaryDirectory()/<identifier>: " + unloadDir());
+        l.add("F7  dialect that compiled: " + dialectLine());
+        l.add("F5  16384 axis cap (M1–M3; 65536 on M4/M5): " + statuses("width-16384", "width-32768"));
+        l.add("F8  matmul contraction multiple of 32: " + contraction());
+        l.add("F4  width-offset slice clamps |v| > 4094 (M1–M3): " + cliff("slice-clamp-4094", "values 4100–6000 read at width offset 64"));
+        l.add("F4  matmul output saturates above 32752: " + cliff("matmul-saturation", "outputs of 40000"));
+        l.add("F14 multi-I/O surface sizes and order: " + statuses("multi-input-equal", "multi-input-ascending", "multi-input-descending",
+                "multi-output-descending", "multi-output-ascending"));
+        l.add("F8  minimum surface size: " + minSurface());
+        l.add("F12 int8 blob mil_dtype (4 coremltools, 1 maderix): " + statuses("int8-blob-code4", "int8-blob-code1")
+                + "; ane4j writes 4 (bench int8 --blob-code 1 for maderix's)");
+        l.add("F12 cast (fp32 I/O) and single-blob weights on M1/M2: " + statuses("a2-fp32-cast", "a2-packed-blob")
+                + "; ane4j's rungs use neither");
+        l.add("F9  Objective-C exceptions caught: " + exceptions());
+        return l;
+    }
+
+    private String noAne() { return "needs the ANE (not available: " + reason + ")"; }
+
+    private String identifier() {
+        if (!aneAvailable) return noAne();
+        Optional<String> id = results.stream().map(Result::identifier).filter(s -> s != null).findFirst();
+        if (id.isPresent()) {
+            String s = id.get();
+            return "yes: " + s.length() + " characters, " + s.split("_", -1).length + " parts (" + (s.length() > 20 ? s.substring(0, 20) + "…" : s) + ") [every compiled rung]";
+        }
+        Optional<Result> rejected = results.stream().filter(r -> r.error() != null && r.error().contains("hexStringIdentifier")).findFirst();
+        if (rejected.isPresent()) return "NO: " + rejected.get().error() + " [" + rejected.get().probe() + "]";
+        return results.stream().filter(r -> r.error() != null && r.error().matches("\\[(compile|load|evaluate)WithQoS.*")).findFirst()
+                .map(r -> "yes: compiles got past it to " + r.error().substring(1, r.error().indexOf(':')) + " [" + r.probe() + "]")
+                .orElse("unknown: no rung got as far as the identifier");
+    }
+
+    private String daemonCache() {
+        if (!aneAvailable) return noAne();
+        Optional<Result> first = find("conv"), again = find("conv-reload");
+        if (again.isEmpty() || again.get().status() == Status.NOT_RUN || again.get().status() == Status.FAILED)
+            return "unknown: conv-reload " + again.map(r -> r.status() + (r.error() == null ? "" : ": " + r.error())).orElse("missing");
+        Result r = again.get();
+        String times = String.format(Locale.ROOT, "load %.1f ms, compile %s; first compile %s ms", r.loadMs(), r.cacheHit() ? "skipped" : num(r.compileMs(), 1) + " ms",
+                first.map(f -> num(f.compileMs(), 1)).orElse("-"));
+        return (r.cacheHit() ? "yes: conv reloaded without compiling (" : "no: conv compiled again (") + times + ") [conv-reload]";
+    }
+
+    private String unloadDir() {
+        if (!aneAvailable) return noAne();
+        List<Result> seen = results.stream().filter(r -> r.dirAfterUnload() != null).toList();
+        if (seen.isEmpty()) return "unknown: no loaded program was unloaded";
+        List<Result> kept = seen.stream().filter(Result::dirAfterUnload).toList();
+        return kept.isEmpty() ? "yes: gone after unloadWithQoS for all " + seen.size() + " unloaded programs"
+                : "no: still there after unloadWithQoS for " + kept.size() + " of " + seen.size() + " (" + names(kept) + "; ane4j removed them)";
+    }
+
+    private String dialectLine() {
+        if (!aneAvailable) return noAne();
+        var used = results.stream().filter(r -> r.status() == Status.OK || r.status() == Status.DIFFERS).map(Result::dialect)
+                .filter(d -> d != null).distinct().toList();
+        return used.isEmpty() ? "none: nothing compiled (" + host.get("dialect") + " was tried)" : String.join(", ", used) + " [every compiled rung]";
+    }
+
+    private String contraction() {
+        String base = statuses("matmul-k32", "matmul-k16");
+        if (!aneAvailable) return base;
+        Optional<Result> k16 = find("matmul-k16");
+        if (k16.isPresent() && k16.get().status() == Status.DIFFERS && k16.get().allZero()) return base + " → k16 gives zeros: rule confirmed";
+        if (k16.isPresent() && k16.get().status() == Status.OK) return base + " → k16 matches: not needed on this chip";
+        return base;
+    }
+
+    private String cliff(String probe, String what) {
+        Optional<Result> r = find(probe);
+        if (r.isEmpty()) return "missing";
+        Result x = r.get();
+        if (!aneAvailable) return "the reference keeps " + what + " (" + x.status() + ")";
+        if (x.diff() != null && x.diff().nonFinite() > 0) return x.diff().nonFinite() + " of " + x.diff().count() + " outputs became ±inf/NaN: cliff confirmed [" + probe + "]";
+        if (x.status() == Status.OK) return "no: " + what + " kept (max rel err " + sci(x.maxRelErr()) + ") [" + probe + "]";
+        return x.status() + (x.error() == null ? "" : ": " + x.error()) + " [" + probe + "]";
+    }
+
+    private String minSurface() {
+        String s = statuses("small-surface");
+        return s + "; ane4j pads every surface to " + SurfacePlan.MIN_SURFACE_BYTES / 1024 + " KB (Orion: 0x1d below ~48 KB; ironmill: 16 KB)";
+    }
+
+    private String exceptions() {
+        if (!aneAvailable) return noAne();
+        List<Result> thrown = results.stream().filter(r -> r.error() != null && r.error().toLowerCase(Locale.ROOT).contains("exception")).toList();
+        return thrown.isEmpty() ? "no framework exception reached Java during the ladder"
+                : thrown.size() + " caught as errors, first: " + thrown.get(0).error() + " [" + thrown.get(0).probe() + "]";
+    }
+
+    /** {@code name ok, name failed: msg, …} for these probes. */
+    private String statuses(String... probes) {
+        List<String> parts = new ArrayList<>();
+        for (String p : probes) {
+            Optional<Result> r = find(p);
+            parts.add(p + " " + r.map(x -> x.status() + (x.status() == Status.OK || x.error() == null ? "" : " (" + x.error() + ")")).orElse("missing"));
+        }
+        return String.join(", ", parts);
+    }
+
+    // --- the verdict ---
+
+    /** A few lines for a bug report: chip, OS, what passed, the first failure with its message, where the ladder stopped. */
+    List<String> verdict() {
+        List<String> v = new ArrayList<>();
+        v.add("ane4j doctor: chip " + host.get("chip") + ", " + host.get("os") + ", JDK " + host.get("jdk") + ", model " + host.get("model")
+                + (aneAvailable ? ", dialect " + host.get("dialect") : ""));
+        if (!aneAvailable) v.add("ANE not available (" + reason + "): only the reference half ran");
+        List<Result> rungs = rungs();
+        List<Result> ok = rungs.stream().filter(Result::passed).toList();
+        v.add("passed " + ok.size() + " of " + rungs.size() + " rungs" + (ok.isEmpty() ? "" : " (" + names(ok) + ")"));
+        results.stream().filter(r -> r.failedRung() && r.status() != Status.NOT_RUN || stopped != null && stopped.startsWith("ladder stopped at " + r.probe() + ":")).findFirst()
+                .ifPresentOrElse(r -> v.add("first failure: " + r.probe() + " — " + r.status() + (r.error() == null ? "" : ": " + r.error())),
+                        () -> v.add("no rung failed"));
+        if (stopped != null) v.add(stopped + " (" + results.stream().filter(r -> r.status() == Status.NOT_RUN).count() + " not run)");
+        List<String> odd = results.stream().filter(r -> r.kind() == Probes.Kind.PROBE && r.status() != Status.OK && r.status() != Status.NOT_RUN)
+                .map(r -> r.probe() + " " + r.status()).toList();
+        v.add("probes: " + (odd.isEmpty() ? "all matched the reference" : String.join(", ", odd)));
+        return v;
+    }
+
+    /** Consecutive names shortened: the first three and the count of the rest. */
+    private static String names(List<Result> rs) {
+        if (rs.size() <= 4) return rs.stream().map(Result::probe).collect(Collectors.joining(", "));
+        return rs.stream().limit(3).map(Result::probe).collect(Collectors.joining(", ")) + " … " + rs.get(rs.size() - 1).probe();
+    }
+
+    // --- the JSON report ---
+
+    String json() {
+        StringBuilder sb = new StringBuilder("{\n  \"tool\": \"ane4j doctor\",\n  \"host\": {");
+        boolean first = true;
+        for (var e : host.entrySet()) {
+            sb.append(first ? "\n" : ",\n").append("    ").append(Json.quote(e.getKey())).append(": ").append(Json.quote(e.getValue()));
+            first = false;
+        }
+        sb.append("\n  },\n  \"aneAvailable\": ").append(aneAvailable).append(",\n  \"aneUnavailableReason\": ").append(str(reason))
+                .append(",\n  \"probes\": [");
+        for (int i = 0; i < results.size(); i++) {
+            Result r = results.get(i);
+            OutputDiff d = r.diff();
+            sb.append(i == 0 ? "\n" : ",\n").append("    {\"probe\": ").append(Json.quote(r.probe()))
+                    .append(", \"kind\": ").append(Json.quote(r.kind() == Probes.Kind.RUNG ? "rung" : "probe"))
+                    .append(", \"assumption\": ").append(str(r.assumption()))
+                    .append(", \"rule\": ").append(str(r.rule()))
+                    .append(", \"status\": ").append(Json.quote(r.status().toString()))
+                    .append(", \"backend\": ").append(Json.quote(r.backend()))
+                    .append(", \"reference\": ").append(Json.quote(r.reference()))
+                    .append(", \"compileMs\": ").append(jnum(r.compileMs()))
+                    .append(", \"loadMs\": ").append(jnum(r.loadMs()))
+                    .append(", \"evalMs\": ").append(jnum(r.evalMs()))
+                    .append(", \"maxAbsErr\": ").append(d == null ? "null" : jnum(d.maxAbs()))
+                    .append(", \"maxRelErr\": ").append(d == null ? "null" : jnum(r.maxRelErr()))
+                    .append(", \"meanAbsErr\": ").append(d == null ? "null" : jnum(d.meanAbs()))
+                    .append(", \"maxAbsRef\": ").append(d == null ? "null" : jnum(d.maxRef()))
+                    .append(", \"nonFinite\": ").append(d == null ? "null" : Long.toString(d.nonFinite()))
+                    .append(", \"allZero\": ").append(r.allZero())
+                    .append(", \"dialect\": ").append(str(r.dialect()))
+                    .append(", \"identifier\": ").append(str(r.identifier()))
+                    .append(", \"origin\": ").append(str(r.origin()))
+                    .append(", \"cacheHit\": ").append(r.cacheHit() == null ? "null" : r.cacheHit().toString())
+                    .append(", \"dirAfterUnload\": ").append(r.dirAfterUnload() == null ? "null" : r.dirAfterUnload().toString())
+                    .append(", \"passed\": ").append(r.passed())
+                    .append(", \"error\": ").append(str(r.error())).append('}');
+        }
+        sb.append("\n  ],\n  \"assumptions\": ").append(list(assumptions()))
+                .append(",\n  \"verdict\": ").append(list(verdict()))
+                .append(",\n  \"stopped\": ").append(str(stopped))
+                .append(",\n  \"tolerance\": {\"atol\": ").append(OutputDiff.FP16_ATOL).append(", \"rtol\": ").append(OutputDiff.FP16_RTOL)
+                .append("},\n  \"passed\": ").append(passed()).append("\n}\n");
+        return sb.toString();
+    }
+
+    private static String list(List<String> lines) {
+        return lines.stream().map(Json::quote).collect(Collectors.joining(",\n    ", "[\n    ", "\n  ]"));
+    }
+
+    private static String str(String s) { return s == null ? "null" : Json.quote(s); }
+
+    private static String jnum(double v) { return Double.isFinite(v) ? Double.toString(v) : "null"; }
+}
