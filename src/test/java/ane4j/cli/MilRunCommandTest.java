@@ -154,4 +154,36 @@ class MilRunCommandTest {
         var e = assertThrows(CliException.class, () -> Npy.read(f, t, "x"));
         assertTrue(e.getMessage().contains("4294967295 data bytes after the header, shape [1, 1, 32768, 32768] of '<f4' needs 4294967296 (truncated file)"), e.getMessage());
     }
+
+    // issue 18 row 14: an op result over what the reference backend may use is refused when the kernel is planned, before any work
+    // (it was a 16 s, 6.3 GB computation that failed writing the result: now the result streams out, and a limit refuses it up front)
+    @Test
+    void opResultsOverTheMemoryLimitAreRefusedBeforeAnyWork() throws Exception {
+        Files.writeString(dir.resolve("outer.mil"), """
+                program(1.3)
+                {
+                    func main<ios18>(tensor<fp16, [1, 1, 1024, 1]> x, tensor<fp16, [1, 1, 1, 1024]> y) {
+                        tensor<fp16, [1, 1, 1024, 1024]> z = matmul(x = x, y = y, transpose_x = false, transpose_y = false)[name = string("z")];
+                    } -> (z);
+                }
+                """);
+        Npy.write(dir.resolve("x.npy"), TensorBuffer.allocate(DType.FP16, 1, 1, 1024, 1));
+        Npy.write(dir.resolve("y.npy"), TensorBuffer.allocate(DType.FP16, 1, 1, 1, 1024));
+        var out = new ByteArrayOutputStream();
+        var err = new ByteArrayOutputStream();
+        System.setProperty("ane4j.backend", "ref");
+        System.setProperty("ane4j.ref.maxMemory", Long.toString(1 << 20));
+        int rc;
+        try {
+            rc = Main.run(new String[] {"mil", "run", dir.resolve("outer.mil").toString(), "--input", "x=" + dir.resolve("x.npy"), "--input", "y=" + dir.resolve("y.npy"),
+                    "--output", dir.resolve("out").toString()}, new PrintStream(out), new PrintStream(err));
+        } finally {
+            System.clearProperty("ane4j.backend");
+            System.clearProperty("ane4j.ref.maxMemory");
+        }
+        assertEquals(1, rc, out.toString());
+        assertEquals("ane4j mil: [ref] function main needs 4 MB of working memory (fp32; its largest tensor 4 MB) but the reference backend may use 1 MB "
+                + "(the machine's memory, or -Dane4j.ref.maxMemory=BYTES); use smaller shapes\n", err.toString());
+        assertFalse(Files.exists(dir.resolve("out")), "nothing ran, nothing written");
+    }
 }

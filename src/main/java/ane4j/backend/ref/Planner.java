@@ -296,6 +296,14 @@ final class Planner {
         else for (long t = 0; t < tasks; t++) task.accept(t);
     }
 
+    /** What a kernel's planned buffers may total: {@code ane4j.ref.maxMemory} bytes, else the machine's (or container's) memory. */
+    static long memoryLimit() {
+        Long set = Long.getLong("ane4j.ref.maxMemory");
+        if (set != null) return set;
+        var os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getTotalMemorySize() : Long.MAX_VALUE;
+    }
+
     /** Interval allocation: storages whose lifetimes do not overlap share memory. */
     private void allocate() {
         List<Storage> temps = new ArrayList<>(storages.stream().filter(s -> s.kind == Storage.Kind.TEMP).toList());
@@ -313,6 +321,13 @@ final class Planner {
             best.size[0] = Math.max(best.size[0], s.floats);
             best.freeAfter[0] = s.lastUse;
         }
+        long floats = 0, largest = 0;
+        for (Phys p : phys) { floats += p.size[0]; largest = Math.max(largest, p.size[0]); }
+        for (Storage s : storages) if (s.kind == Storage.Kind.CONSTANT) { floats += Math.max(1, s.floats); largest = Math.max(largest, s.floats); }
+        long limit = memoryLimit();
+        if (4 * floats > limit)
+            throw new BackendException(String.format("[ref] function %s needs %d MB of working memory (fp32; its largest tensor %d MB) but the reference backend may use %d MB "
+                    + "(the machine's memory, or -Dane4j.ref.maxMemory=BYTES); use smaller shapes", fn.name(), (4 * floats) >> 20, (4 * largest) >> 20, limit >> 20));
         for (Phys p : phys) {
             MemorySegment seg = arena.allocate(p.size[0] * 4, 64);
             for (Storage s : p.users) s.seg = seg;
