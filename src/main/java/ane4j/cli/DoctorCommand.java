@@ -85,6 +85,7 @@ public final class DoctorCommand {
 
     /** With a given ANE backend (null: not available, for {@code reason}). */
     public static int run(String[] args, PrintStream out, PrintStream err, AneBackend ane, String reason) {
+        if (ane != null) ane.chipRulesChecked(false);   // the probes ask Apple's compiler, not ane4j's chip rules
         String model = "tiny";
         Path json = null;
         for (int i = 0; i < args.length; i++) {

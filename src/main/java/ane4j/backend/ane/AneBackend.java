@@ -67,6 +67,7 @@ public final class AneBackend extends CountingBackend {
     private final java.util.concurrent.atomic.AtomicLong daemonCacheLoads = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong sharedLoads = new java.util.concurrent.atomic.AtomicLong();
     private volatile java.util.Optional<ane4j.chip.Chip> chipFamily;
+    private volatile boolean chipRulesChecked = true;
 
     public AneBackend() { this(Options.fromSystemProperties()); }
 
@@ -150,11 +151,21 @@ public final class AneBackend extends CountingBackend {
     public long sharedLoads() { return sharedLoads.get(); }
 
     /**
+     * Whether compiles check the chip rules first (default true). {@code doctor}'s probes turn it off: they exist to see
+     * what Apple's compiler itself does with a program the rules would refuse.
+     */
+    public AneBackend chipRulesChecked(boolean on) {
+        chipRulesChecked = on;
+        return this;
+    }
+
+    /**
      * Refuses a program that breaks an error rule of this chip ({@link ane4j.chip.ChipRules}) before Apple's compiler would
      * fail it with "ANECCompile() FAILED"; an unknown chip is not checked. Same message as the reference backend's
      * {@code -Dane4j.ref.chip} emulation.
      */
     private void chipRules(Program program, String functionName) {
+        if (!chipRulesChecked) return;
         var chip = chipFamily;
         if (chip == null) chipFamily = chip = ane4j.chip.Chip.fromSubType(chip().replaceFirst("^.*\\(", ""));
         try {

@@ -60,6 +60,14 @@ class AneChipRulesContractTest {
     }
 
     @Test
+    void theCheckCanBeTurnedOffForProbesThatAskApplesCompiler() {
+        fake.setAneSubType("h15g");
+        int compiles = fake.realCompiles();
+        AneBackendContractTest.backend().chipRulesChecked(false).compile(flatten()).close();
+        assertEquals(compiles + 1, fake.realCompiles());
+    }
+
+    @Test
     void anM4CompilesIt() {
         fake.setAneSubType("h16g");
         AneBackendContractTest.backend().compile(flatten()).close();
