@@ -2,6 +2,7 @@ package ane4j.cli;
 
 import ane4j.backend.Backend;
 import ane4j.backend.Backends;
+import ane4j.backend.CompileBudgetExceededException;
 import ane4j.backend.ref.RefBackend;
 import ane4j.model.EmbeddedCorpus;
 import ane4j.model.Generator;
@@ -10,9 +11,11 @@ import ane4j.model.ParameterLayout;
 import ane4j.model.Parameters;
 import ane4j.model.Tokenizer;
 import ane4j.train.Checkpoint;
+import ane4j.train.RunFolder;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.worker.Supervisor;
+import ane4j.worker.TrainingSession;
 import java.nio.file.Files;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -31,7 +34,7 @@ final class TrainCommand {
 
     static final String USAGE = "train [--model tiny|stories15m|stories110m|qwen3-0.6b|FILE] [--init FILE.bin|.safetensors] [--data TOKENS.bin] "
             + "[--steps N] [--lr F] [--accum N] [--backend ane|ref] [--weights dynamic|static] [--storage fp16|fp32] "
-            + "[--loss-scaling static|dynamic|none] [--attention fused|threestage] [--compile-budget N] [--run-dir DIR] [--resume] [--in-process]";
+            + "[--loss-scaling static|dynamic|none] [--attention fused|threestage] [--compile-budget N] [--run-dir DIR] [--resume] [--restart-from-scratch] [--override] [--in-process]";
 
     static int run(String[] args, PrintStream out) {
         if (java.util.Arrays.asList(args).contains("--help") || java.util.Arrays.asList(args).contains("-h")) {
@@ -59,38 +62,67 @@ final class TrainCommand {
         }
         long t0 = System.nanoTime();
         Progress progress = new Progress(out);
+        // shared tensor folders of launchers and kernels that died (SIGKILL) are this start's to remove
+        Supervisor.removeStaleSharedMemory(progress::onMessage);
         List<Trainer.StepMetrics> h;
         Parameters params;
         Tokenizer tokenizer;
-        if (inProcess) {
-            Backend backend = backend(o, budget);
-            out.printf("ane4j train: %s on %s (in process), %d steps, run dir %s%n", o.init() != null ? o.init() : o.model(), backend.name(), o.steps(), o.runDir());
-            try (Trainer trainer = new Trainer(o, backend, progress)) {
-                describe(out, o, trainer.config(), trainer.parameters().data().length);
-                h = trainer.run(progress, 0);
-                params = trainer.parameters();
-                tokenizer = trainer.tokenizer();
+        boolean stopped;
+        Path checkpoint;
+        try (StopSignals signals = StopSignals.install(out)) {
+            if (inProcess) {
+                Backend backend = backend(o, budget);
+                out.printf("ane4j train: %s on %s (in process), %d steps, run dir %s%n", o.init() != null ? o.init() : o.model(), backend.name(), o.steps(), o.runDir());
+                try (Trainer trainer = new Trainer(o, backend, progress)) {
+                    describe(out, o, trainer.config(), trainer.parameters().data().length);
+                    signals.onStop(trainer::requestStop);
+                    h = trainer.run(progress, 0);
+                    params = trainer.parameters();
+                    tokenizer = trainer.tokenizer();
+                    stopped = trainer.nextStep() < o.steps();
+                    checkpoint = trainer.lastCheckpoint();
+                } catch (OutOfMemoryError e) {
+                    throw new CliException(String.format(Locale.ROOT, "[train] out of Java heap (%s) training %s in this JVM (max heap %d MB): train in the "
+                            + "supervised worker (without --in-process) with --heap 8g, or give this JVM more with ANE4J_JAVA_OPTS=-Xmx8g",
+                            e.getMessage(), o.init() != null ? o.init() : o.model(), Runtime.getRuntime().maxMemory() >> 20));
+                } catch (CompileBudgetExceededException e) {
+                    throw new CliException(e.getMessage().replaceFirst(";.*", "") + "; train in the supervised worker (without --in-process, it restarts "
+                            + "and resumes), or raise --compile-budget");
+                }
+            } else {
+                // the worker's INFO records (e.g. which BLAS it loaded, once per worker) are noise here; warnings pass
+                Supervisor.Options so = Supervisor.Options.defaults().withLog(line -> { if (!line.startsWith("INFO: ")) progress.onMessage(line); })
+                        .withRefStorage(o.storage()).withHints(Supervisor.Hints.CLI);
+                if (o.backend() != null) so = so.withBackend(o.backend());
+                if (budget != null) so = so.withCompileBudget(Long.parseLong(budget));
+                if (heap != null) so = so.withHeap(heap);
+                out.printf("ane4j train: %s in a supervised worker JVM, %d steps, run dir %s%n", o.init() != null ? o.init() : o.model(), o.steps(), o.runDir());
+                try (Supervisor supervisor = new Supervisor(so)) {
+                    TrainingSession session = supervisor.startTraining(o, progress);
+                    signals.onStop(session::stop);
+                    h = session.await();
+                    stopped = session.status().state() == TrainingSession.State.STOPPED;
+                    Supervisor.Status st = supervisor.status();
+                    out.printf("worker: backend %s, %d compiles, %d restart%s%n", st.backend(), st.compileCount(), st.restarts(), st.restarts() == 1 ? "" : "s");
+                }
+                Checkpoint.Found found = Checkpoint.findNewest(o.runDir().resolve("checkpoints"));
+                found.unreadable().values().forEach(why -> progress.onMessage("[checkpoint] skipping " + why));
+                Checkpoint.Contents c = found.contents();
+                if (c == null) throw new CliException("training ended without a readable checkpoint in " + o.runDir().resolve("checkpoints"));
+                checkpoint = found.file();
+                params = new Parameters(new ParameterLayout(c.state().config()), c.params());
+                describe(out, o, c.state().config(), c.params().length);
+                tokenizer = o.data() == null ? EmbeddedCorpus.tokenizer() : tokenizerBeside(o.data());
             }
-        } else {
-            // the worker's INFO records (e.g. which BLAS it loaded, once per worker) are noise here; warnings pass
-            Supervisor.Options so = Supervisor.Options.defaults().withLog(line -> { if (!line.startsWith("INFO: ")) progress.onMessage(line); })
-                    .withRefStorage(o.storage());
-            if (o.backend() != null) so = so.withBackend(o.backend());
-            if (budget != null) so = so.withCompileBudget(Long.parseLong(budget));
-            if (heap != null) so = so.withHeap(heap);
-            out.printf("ane4j train: %s in a supervised worker JVM, %d steps, run dir %s%n", o.init() != null ? o.init() : o.model(), o.steps(), o.runDir());
-            try (Supervisor supervisor = new Supervisor(so)) {
-                h = supervisor.train(o, progress);
-                Supervisor.Status st = supervisor.status();
-                out.printf("worker: backend %s, %d compiles, %d restart%s%n", st.backend(), st.compileCount(), st.restarts(), st.restarts() == 1 ? "" : "s");
+            progress.finish();
+            if (stopped && signals.received() != null) {
+                if (!h.isEmpty()) plot(h, o.runDir().resolve("loss.png"));
+                long at = h.isEmpty() ? 0 : h.getLast().step() + 1;
+                out.println("[train] stopped by " + signals.received() + " at step " + at + " of " + o.steps() + "; checkpoint " + checkpoint
+                        + "; continue with: ane4j train --resume --run-dir " + o.runDir());
+                return signals.exitCode();
             }
-            Checkpoint.Contents c = Checkpoint.loadNewest(o.runDir().resolve("checkpoints"), progress::onMessage);
-            if (c == null) throw new CliException("training ended without a checkpoint in " + o.runDir());
-            params = new Parameters(new ParameterLayout(c.state().config()), c.params());
-            describe(out, o, c.state().config(), c.params().length);
-            tokenizer = o.data() == null ? EmbeddedCorpus.tokenizer() : tokenizerBeside(o.data());
         }
-        progress.finish();
         if (h.isEmpty()) return 0;
         double secs = (System.nanoTime() - t0) / 1e9;
         int window = Math.max(1, Math.min(10, h.size() / 2));
@@ -130,7 +162,7 @@ final class TrainCommand {
             try {
                 return latest.toRealPath().toString();
             } catch (IOException e) {
-                throw new CliException("cannot resolve " + latest + ": " + e.getMessage());
+                throw new CliException("cannot resolve " + latest + ": " + RunFolder.reason(e));
             }
         }
         String model = Path.of(opts.getOrDefault("init", opts.getOrDefault("model", "tiny"))).getFileName().toString().replaceAll("[^A-Za-z0-9._-]", "_");
@@ -198,9 +230,10 @@ final class TrainCommand {
         chart.getStyler().setLegendVisible(false).setMarkerSize(0);
         chart.addSeries("loss", x, y);
         try {
+            javax.imageio.ImageIO.setUseCache(false);   // its cache is a temp file: a full /tmp must not cost the plot
             BitmapEncoder.saveBitmap(chart, png.toString(), BitmapEncoder.BitmapFormat.PNG);
         } catch (IOException e) {
-            throw new CliException("cannot write " + png + ": " + e.getMessage());
+            throw new CliException("cannot write " + png + ": " + RunFolder.reason(e));
         }
     }
 

@@ -14,7 +14,7 @@ import java.util.Map;
  */
 public final class Json {
     /** JSON null (so a map can tell a null value from a missing key). */
-    static final Object NULL = new Object() {
+    public static final Object NULL = new Object() {
         @Override
         public String toString() { return "null"; }
     };
@@ -24,7 +24,7 @@ public final class Json {
 
     private Json(String s) { this.s = s; }
 
-    static Object parse(String text) {
+    public static Object parse(String text) {
         Json j = new Json(text);
         j.ws();
         Object v = j.value(0);

@@ -170,6 +170,15 @@ public record ModelConfig(
         } catch (IOException e) {
             throw new ModelFormatException("[config] cannot read " + file + ": " + LeFiles.reason(e), e);
         }
+        return fromLines(lines, file.toString(), file.getFileName().toString().replaceFirst("\\.[^.]*$", ""));
+    }
+
+    /** {@link #load} of text already in memory (a checkpoint's state section); {@code source} names it in errors. */
+    public static ModelConfig fromFileText(String text, String source) {
+        return fromLines(text.lines().toList(), source, "model");
+    }
+
+    private static ModelConfig fromLines(List<String> lines, String file, String stem) {
         Map<String, String> values = new LinkedHashMap<>();
         Map<String, Integer> lineOf = new LinkedHashMap<>();
         for (int i = 0; i < lines.size(); i++) {
@@ -200,7 +209,6 @@ public record ModelConfig(
                 throw new ModelFormatException("[config] " + r.where("preset") + ": " + e.getMessage().replace("[config] ", ""));
             }
         }
-        String stem = file.getFileName().toString().replaceFirst("\\.[^.]*$", "");
         String name = values.getOrDefault("name", base != null ? base.name() : stem);
         int dim = r.integer("dim", base == null ? null : base.dim());
         int hiddenDim = r.integer("hiddenDim", base == null ? null : base.hiddenDim());
@@ -231,10 +239,10 @@ public record ModelConfig(
         }
     }
 
-    private record ConfigReader(Path file, Map<String, String> values, Map<String, Integer> lineOf) {
+    private record ConfigReader(String file, Map<String, String> values, Map<String, Integer> lineOf) {
         String where(String key) {
             Integer line = lineOf.get(key);
-            return line == null ? file.toString() : file + ":" + line;
+            return line == null ? file : file + ":" + line;
         }
 
         int integer(String key, Integer dflt) {

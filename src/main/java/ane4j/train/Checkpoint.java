@@ -46,10 +46,10 @@ public final class Checkpoint {
 
     /** Writes atomically and keeps the newest {@code keep} checkpoints in {@code dir}; returns the file. */
     public static Path save(Path dir, Contents c, int keep) {
+        Path target = pathFor(dir, c.state().step());
+        Path tmp = dir.resolve(target.getFileName() + ".tmp");
         try {
             Files.createDirectories(dir);
-            Path target = pathFor(dir, c.state().step());
-            Path tmp = dir.resolve(target.getFileName() + ".tmp");
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
                 ByteBuffer head = le(16).put(MAGIC).putInt(VERSION).putInt(4).flip();
                 writeFully(ch, head);
@@ -68,7 +68,14 @@ public final class Checkpoint {
             prune(dir, keep);
             return target;
         } catch (IOException e) {
-            throw new UncheckedIOException("[checkpoint] cannot write to " + dir + ": " + e.getMessage(), e);
+            // a partial file must not keep a full disk full; the older checkpoints are untouched
+            try {
+                Files.deleteIfExists(tmp);
+            } catch (IOException ignored) {
+                // the next start removes it (RunFolder.removeTempFiles)
+            }
+            throw new UncheckedIOException("[checkpoint] cannot write " + pathFor(dir, c.state().step()).getFileName() + " to " + dir + ": "
+                    + RunFolder.reason(e) + "; the older checkpoints are intact", e);
         }
     }
 
@@ -99,19 +106,21 @@ public final class Checkpoint {
                 if ((int) c.getValue() != crc) throw new CheckpointFormatException(file + ": section " + tag + " fails its checksum (corrupt)");
                 switch (tag) {
                     case TAG_STATE -> state = TrainState.decode(StandardCharsets.UTF_8.decode(payload).toString(), file);
-                    case TAG_PARAMS -> params = floats(payload);
-                    case TAG_M -> m = floats(payload);
-                    case TAG_V -> v = floats(payload);
+                    case TAG_PARAMS -> params = floats(payload, file);
+                    case TAG_M -> m = floats(payload, file);
+                    case TAG_V -> v = floats(payload, file);
                     default -> throw new CheckpointFormatException(file + ": unknown section tag " + tag);
                 }
             }
             if (state == null || params == null || m == null || v == null) throw new CheckpointFormatException(file + ": a section is missing");
             if (m.length != params.length || v.length != params.length) throw new CheckpointFormatException(file + ": moment sizes differ from the parameters");
+            if (state.config().parameterCount() != params.length)
+                throw new CheckpointFormatException(file + ": " + params.length + " parameters, but its model config has " + state.config().parameterCount());
             return new Contents(state, params, m, v);
         } catch (NoSuchFileException e) {
             throw new CheckpointFormatException(file + ": no such file");
         } catch (IOException e) {
-            throw new CheckpointFormatException(file + ": " + e.getMessage());
+            throw new CheckpointFormatException(file + ": cannot read: " + RunFolder.reason(e));
         }
     }
 
@@ -133,14 +142,27 @@ public final class Checkpoint {
      * {@code warn} (one line naming the file and why).
      */
     public static Contents loadNewest(Path dir, java.util.function.Consumer<String> warn) {
+        Found f = findNewest(dir);
+        for (String why : f.unreadable().values()) warn.accept("[checkpoint] skipping " + why + "; using the previous one");
+        return f.contents();
+    }
+
+    /**
+     * What a resume finds in a checkpoint folder: the newest checkpoint that loads and verifies (null when none does),
+     * its file, and each newer file that failed with why (one line each, without the "[checkpoint]" tag).
+     */
+    public record Found(Contents contents, Path file, java.util.Map<Path, String> unreadable) {}
+
+    public static Found findNewest(Path dir) {
+        java.util.Map<Path, String> bad = new java.util.LinkedHashMap<>();
         for (Path p : list(dir)) {
             try {
-                return load(p);
+                return new Found(load(p), p, bad);
             } catch (CheckpointFormatException e) {
-                warn.accept("[checkpoint] skipping " + e.getMessage() + "; using the previous one");
+                bad.put(p, e.getMessage().replaceFirst("^\\[checkpoint\\] ", ""));
             }
         }
-        return null;
+        return new Found(null, null, bad);
     }
 
     private static void prune(Path dir, int keep) throws IOException {
@@ -169,8 +191,8 @@ public final class Checkpoint {
         writeSection(ch, tag, b.array());
     }
 
-    private static float[] floats(ByteBuffer b) {
-        if (b.remaining() % 4 != 0) throw new CheckpointFormatException("float section of " + b.remaining() + " bytes");
+    private static float[] floats(ByteBuffer b, Path file) {
+        if (b.remaining() % 4 != 0) throw new CheckpointFormatException(file + ": a float section of " + b.remaining() + " bytes (not a multiple of 4)");
         float[] out = new float[b.remaining() / 4];
         b.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(out);
         return out;

@@ -29,7 +29,9 @@ public record TrainOptions(
         Path runDir,           // checkpoints, metrics.jsonl, loss.png, run.txt
         int checkpointEvery,   // micro-steps between checkpoints (0: only at the end)
         int keep,              // checkpoints kept
-        boolean resume) {
+        boolean resume,        // continue from the newest readable checkpoint in runDir
+        boolean restartFromScratch,  // set the run folder's checkpoints and metrics aside and start at step 0
+        boolean override) {    // resume although optimiser/data settings differ from the run record (the change is recorded)
 
     public static final Map<String, String> DEFAULTS = defaults();
 
@@ -55,6 +57,8 @@ public record TrainOptions(
         m.put("checkpointEvery", "100");
         m.put("keep", "3");
         m.put("resume", "false");
+        m.put("restartFromScratch", "false");
+        m.put("override", "false");
         return m;
     }
 
@@ -68,9 +72,10 @@ public record TrainOptions(
         }
         TrainOptions o = new TrainOptions(m.get("model"), path(m.get("init")), path(m.get("data")), integer(m, "steps", 1),
                 number(m, "lr"), integer(m, "warmup", 0), integer(m, "accum", 1), number(m, "clip"), number(m, "weightDecay"),
-                Long.parseLong(check(m, "seed", "-?\\d+")), m.get("backend").isEmpty() ? null : oneOf(m, "backend", "ane", "ref"),
+                seed(m), m.get("backend").isEmpty() ? null : oneOf(m, "backend", "ane", "ref"),
                 oneOf(m, "lossScaling", "static", "dynamic", "none"), number(m, "lossScale"), oneOf(m, "storage", "fp16", "fp32"),
-                oneOf(m, "weights", "dynamic", "static"), oneOf(m, "attention", "fused", "threestage"), Path.of(m.get("runDir")), integer(m, "checkpointEvery", 0), integer(m, "keep", 1), bool(m, "resume"));
+                oneOf(m, "weights", "dynamic", "static"), oneOf(m, "attention", "fused", "threestage"), Path.of(m.get("runDir")), integer(m, "checkpointEvery", 0), integer(m, "keep", 1), bool(m, "resume"),
+                bool(m, "restartFromScratch"), bool(m, "override"));
         if (o.lr <= 0) throw new IllegalArgumentException("[train] lr must be positive, got " + o.lr);
         return o;
     }
@@ -94,7 +99,8 @@ public record TrainOptions(
         return String.join("\n", "model = " + model, "init = " + (init == null ? "" : init), "data = " + (data == null ? "embedded corpus" : data),
                 "steps = " + steps, "lr = " + lr, "warmup = " + warmup, "accum = " + accum, "clip = " + clip, "weightDecay = " + weightDecay,
                 "seed = " + seed, "backend = " + (backend == null ? "auto" : backend), "lossScaling = " + lossScaling, "lossScale = " + lossScale,
-                "storage = " + storage, "weights = " + weights, "attention = " + attention, "runDir = " + runDir, "checkpointEvery = " + checkpointEvery, "keep = " + keep, "resume = " + resume);
+                "storage = " + storage, "weights = " + weights, "attention = " + attention, "runDir = " + runDir, "checkpointEvery = " + checkpointEvery, "keep = " + keep, "resume = " + resume,
+                "restartFromScratch = " + restartFromScratch, "override = " + override);
     }
 
     private static Path path(String s) { return s.isEmpty() ? null : Path.of(s); }
@@ -105,11 +111,22 @@ public record TrainOptions(
         return v;
     }
 
+    private static long seed(Map<String, String> m) {
+        String v = check(m, "seed", "-?\\d+");
+        try {
+            return Long.parseLong(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("[train] seed = " + v + " is out of range (" + Long.MIN_VALUE + " to " + Long.MAX_VALUE + ")");
+        }
+    }
+
     private static int integer(Map<String, String> m, String key, int min) {
         int v;
         try {
             v = Integer.parseInt(m.get(key));
         } catch (NumberFormatException e) {
+            if (m.get(key).matches("[-+]?\\d+"))
+                throw new IllegalArgumentException("[train] " + key + " = " + m.get(key) + " is out of range (at most " + Integer.MAX_VALUE + ")");
             throw new IllegalArgumentException("[train] " + key + " = '" + m.get(key) + "' is not an integer");
         }
         if (v < min) throw new IllegalArgumentException("[train] " + key + " must be at least " + min + ", got " + v);

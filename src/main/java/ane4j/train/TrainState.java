@@ -1,7 +1,6 @@
 package ane4j.train;
 
 import ane4j.model.ModelConfig;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -36,14 +35,8 @@ public record TrainState(ModelConfig config, String runId, long step, int adamSt
         }
         ModelConfig config;
         try {
-            Path tmp = Files.createTempFile("ane4j-ckpt-config", ".txt");
-            try {
-                Files.writeString(tmp, text.substring(split + 8));
-                config = ModelConfig.load(tmp);
-            } finally {
-                Files.deleteIfExists(tmp);
-            }
-        } catch (java.io.IOException | IllegalArgumentException e) {
+            config = ModelConfig.fromFileText(text.substring(split + 8), file + " (state section)");
+        } catch (RuntimeException e) {
             throw new CheckpointFormatException(file + ": bad model config in state: " + e.getMessage());
         }
         try {

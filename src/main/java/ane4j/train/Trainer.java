@@ -11,8 +11,6 @@ import ane4j.model.Rng;
 import ane4j.model.Safetensors;
 import ane4j.model.TokenShard;
 import ane4j.model.Tokenizer;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -73,11 +71,20 @@ public final class Trainer implements AutoCloseable {
     private final Rng rng;
     private final String runId;
     private final List<StepMetrics> history = new ArrayList<>();
+    private final RunFolder folder;   // null in the worker JVM: the supervisor in the user's JVM holds the lock
+    private final MetricsLog metrics;
     private long nextStep;
     private int adamStep;
     private boolean staleWeights;
+    private volatile boolean stopRequested;
+    private Path lastCheckpoint;
+    private long lastCheckpointStep = -1;
 
-    public Trainer(TrainOptions options, Backend backend, Listener listener) {
+    /** A run that locks its run folder for this process (a second run on it is refused). */
+    public Trainer(TrainOptions options, Backend backend, Listener listener) { this(options, backend, listener, true); }
+
+    /** @param lockRunDir false in the worker JVM, whose supervisor (in the user's JVM) holds the run folder's lock */
+    public Trainer(TrainOptions options, Backend backend, Listener listener, boolean lockRunDir) {
         this.o = options;
         Listener log = listener != null ? listener : m -> {};
         // model: from a checkpoint file (its config comes with it) or a preset/config file, initialised from the seed
@@ -117,10 +124,19 @@ public final class Trainer implements AutoCloseable {
         float initialScale = o.lossScale() > 0 ? o.lossScale() : 256f * config.nLayers();
         this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale);
         this.runId = Integer.toHexString((o.describe() + config.toFileText()).hashCode());
-        if (o.resume()) resume(log);
-        this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"));
-        step.stageWeights(params.data());
-        writeRunRecord(backend);
+        // the run folder: nothing in it is touched before this process holds its lock
+        this.folder = lockRunDir ? RunFolder.lock(o.runDir()) : null;
+        this.metrics = new MetricsLog(o.runDir().resolve("metrics.jsonl"));
+        try {
+            RunRecord record = RunRecord.read(o.runDir());
+            String started = startOrResume(log, record);
+            this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"));
+            step.stageWeights(params.data());
+            record.write(o, config, runId, backend.name(), started);
+        } catch (RuntimeException | Error e) {
+            if (folder != null) folder.close();
+            throw e;
+        }
     }
 
     private static ModelConfig resolveConfig(String model) {
@@ -137,16 +153,53 @@ public final class Trainer implements AutoCloseable {
 
     private Path checkpointDir() { return o.runDir().resolve("checkpoints"); }
 
-    private void resume(Listener log) {
-        Checkpoint.Contents c = Checkpoint.loadNewest(checkpointDir(), log::onMessage);
+    /**
+     * Makes the run folder ready: removes partial files of a dead run, sets the old run aside when asked to restart from
+     * scratch, resumes from the newest readable checkpoint (refusing when there are checkpoints but none is readable,
+     * or the settings differ from the record without --override), and truncates metrics.jsonl to the step it starts
+     * at. Returns the run record's history line for this start.
+     */
+    private String startOrResume(Listener log, RunRecord record) {
+        RunFolder.removeTempFiles(o.runDir(), log::onMessage);
+        String how = "";
+        if (o.restartFromScratch()) {
+            Path aside = RunFolder.setAside(o.runDir());
+            if (aside != null) {
+                log.onMessage("[run] --restart-from-scratch: the earlier checkpoints and metrics are in " + aside + "; starting at step 0");
+                how = " from scratch (earlier checkpoints and metrics in " + aside.getFileName() + ")";
+            }
+        } else if (!o.resume()) {
+            List<Path> old = Checkpoint.list(checkpointDir());
+            if (!old.isEmpty())
+                throw new IllegalStateException("[train] " + o.runDir() + " already has checkpoints (newest " + old.getFirst().getFileName()
+                        + "); pass --resume to continue that run, --restart-from-scratch to set them aside and start over, or use another --run-dir");
+        } else {
+            resume(log, record);
+        }
+        history.addAll(metrics.truncate(nextStep, o.steps(), log::onMessage));
+        return nextStep == 0 ? "started at step 0" + how : "resumed at step " + nextStep;
+    }
+
+    private void resume(Listener log, RunRecord record) {
+        Checkpoint.Found found = Checkpoint.findNewest(checkpointDir());
+        if (found.contents() == null && !found.unreadable().isEmpty()) {
+            StringBuilder why = new StringBuilder();
+            found.unreadable().forEach((f, reason) -> why.append(why.isEmpty() ? "" : "; ").append(reason));
+            throw new CheckpointFormatException("none of the " + found.unreadable().size() + " checkpoints in " + checkpointDir() + " can be read (" + why
+                    + "); they are left as they are: resume with the ane4j that wrote them, or pass --restart-from-scratch to set them aside and start at step 0");
+        }
+        for (var bad : found.unreadable().entrySet())
+            log.onMessage("[checkpoint] skipping " + bad.getValue() + "; kept as " + RunFolder.keepUnreadable(bad.getKey()).getFileName() + ", resuming from the previous one");
+        Checkpoint.Contents c = found.contents();
         if (c == null) {
             log.onMessage("[train] no checkpoint in " + checkpointDir() + ": starting from step 0");
             return;
         }
         if (!c.state().config().equals(config))
-            throw new CheckpointFormatException("checkpoint in " + checkpointDir() + " is for model " + c.state().config().name()
-                    + " (dim " + c.state().config().dim() + ", " + c.state().config().nLayers() + " layers), not " + config.name() + "; use another runDir");
-        if (c.params().length != params.data().length) throw new CheckpointFormatException("checkpoint has " + c.params().length + " parameters, the model " + params.data().length);
+            throw new CheckpointFormatException(found.file() + " is for model " + describe(c.state().config()) + ", this run's model is " + describe(config)
+                    + " (they differ in " + String.join(", ", differences(c.state().config(), config)) + "); resume with the checkpoint's model, or use another --run-dir");
+        if (c.params().length != params.data().length) throw new CheckpointFormatException(found.file() + " has " + c.params().length + " parameters, the model " + params.data().length);
+        record.checkSettings(o, log);
         System.arraycopy(c.params(), 0, params.data(), 0, c.params().length);
         System.arraycopy(c.m(), 0, m, 0, m.length);
         System.arraycopy(c.v(), 0, v, 0, v.length);
@@ -154,8 +207,21 @@ public final class Trainer implements AutoCloseable {
         adamStep = c.state().adamStep();
         rng.restore(c.state().rngState());
         scaler.restore(c.state().lossScale(), c.state().cleanSteps());
-        history.addAll(readMetrics(nextStep));
-        log.onMessage("[train] resumed from step " + nextStep + " (" + Checkpoint.pathFor(checkpointDir(), nextStep).getFileName() + ")");
+        lastCheckpoint = found.file();
+        lastCheckpointStep = nextStep;
+        log.onMessage("[train] resumed from step " + nextStep + " (" + found.file().getFileName() + ")");
+    }
+
+    private static String describe(ModelConfig c) {
+        return c.name() + " (dim " + c.dim() + ", hidden " + c.hiddenDim() + ", " + c.nLayers() + " layers, " + c.nHeads() + " heads, vocabulary " + c.vocabSize() + ", seq " + c.seqLen() + ")";
+    }
+
+    /** "seqLen 64 → 128" for each config line that differs. */
+    private static List<String> differences(ModelConfig was, ModelConfig now) {
+        List<String> a = was.toFileText().lines().toList(), b = now.toFileText().lines().toList(), out = new ArrayList<>();
+        for (int i = 0; i < a.size(); i++)
+            if (!a.get(i).equals(b.get(i))) out.add(a.get(i).replace(" = ", " ") + " → " + b.get(i).substring(b.get(i).indexOf(" = ") + 3));
+        return out;
     }
 
     public ModelConfig config() { return config; }
@@ -168,13 +234,34 @@ public final class Trainer implements AutoCloseable {
 
     public long nextStep() { return nextStep; }
 
-    /** Runs until {@code steps} micro-steps are done (or {@code stopAfter} more, when positive). */
+    /**
+     * Asks {@link #run} to stop at the next step boundary where the gradients are zero (after an optimizer update; with
+     * accum 1 the next step), write a checkpoint there and return. Safe from any thread (a signal handler).
+     */
+    public void requestStop() { stopRequested = true; }
+
+    public boolean stopRequested() { return stopRequested; }
+
+    /** True between optimizer updates' micro-steps: a checkpoint here holds all of the state (the gradients are zero). */
+    public boolean atUpdateBoundary() { return nextStep % o.accum() == 0; }
+
+    /** The newest checkpoint this run wrote or resumed from, or null. */
+    public Path lastCheckpoint() { return lastCheckpoint; }
+
+    /**
+     * Runs until {@code steps} micro-steps are done (or {@code stopAfter} more, when positive), or until a
+     * {@link #requestStop} is served with a checkpoint.
+     */
     public List<StepMetrics> run(Listener listener, long stopAfter) {
         Listener l = listener != null ? listener : x -> {};
         int s = config.seqLen();
         int[] tokens = new int[s], targets = new int[s], window = new int[s + 1];
         long end = stopAfter > 0 ? Math.min(o.steps(), nextStep + stopAfter) : o.steps();
         while (nextStep < end) {
+            if (stopRequested && atUpdateBoundary()) {
+                checkpointNow();
+                break;
+            }
             long t0 = System.nanoTime();
             // sample a window: inputs = tokens[pos..pos+S), targets shifted by one
             long pos = rng.nextInt((int) Math.min(Integer.MAX_VALUE, data.size() - s - 1));
@@ -207,7 +294,7 @@ public final class Trainer implements AutoCloseable {
             StepMetrics sm = new StepMetrics(nextStep - 1, o.steps(), loss, lr, usedScale, norm, update, skipped, ms, s / (ms / 1000), phases,
                     step.stagedActivationBytes(), step.stagedWeightBytes());
             history.add(sm);
-            appendMetrics(sm);
+            metrics.append(sm);
             l.onStep(sm);
             boolean atCheckpoint = update && o.checkpointEvery() > 0 && nextStep % o.checkpointEvery() == 0;
             if (atCheckpoint || (nextStep == o.steps())) saveCheckpoint(loss);
@@ -224,7 +311,15 @@ public final class Trainer implements AutoCloseable {
     /** Writes a checkpoint of the state after the last completed micro-step (gradients are zero there). */
     public Path saveCheckpoint(float lastLoss) {
         TrainState st = new TrainState(config, runId, nextStep, adamStep, rng.state(), scaler.scale(), scaler.cleanSteps(), lastLoss);
-        return Checkpoint.save(checkpointDir(), new Checkpoint.Contents(st, params.data(), m, v), o.keep());
+        lastCheckpoint = Checkpoint.save(checkpointDir(), new Checkpoint.Contents(st, params.data(), m, v), o.keep());
+        lastCheckpointStep = nextStep;
+        return lastCheckpoint;
+    }
+
+    /** A checkpoint of the current step unless one was written (or resumed from) at it; returns it. */
+    public Path checkpointNow() {
+        if (lastCheckpointStep == nextStep) return lastCheckpoint;
+        return saveCheckpoint(history.isEmpty() ? Float.NaN : history.getLast().loss());
     }
 
     /** The AdamW moments (for tests and checkpoints). */
@@ -232,71 +327,17 @@ public final class Trainer implements AutoCloseable {
 
     public float[] secondMoments() { return v; }
 
-    private Path metricsFile() { return o.runDir().resolve("metrics.jsonl"); }
-
-    private void appendMetrics(StepMetrics sm) {
-        try {
-            Files.writeString(metricsFile(), sm.json() + "\n", java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
-        } catch (IOException e) {
-            throw new UncheckedIOException("[train] cannot write " + metricsFile() + ": " + e.getMessage(), e);
-        }
-    }
-
-    /** Keeps the metrics lines of steps before {@code upTo} (a resumed run rewrites the rest); returns their losses as metrics. */
-    private List<StepMetrics> readMetrics(long upTo) {
-        List<StepMetrics> kept = new ArrayList<>();
-        Path f = metricsFile();
-        if (!Files.exists(f)) return kept;
-        try {
-            List<String> keep = new ArrayList<>();
-            for (String line : Files.readAllLines(f)) {
-                long st = jsonLong(line, "\"step\":");
-                if (st < 0 || st >= upTo) continue;
-                keep.add(line);
-                kept.add(new StepMetrics(st, o.steps(), jsonFloat(line, "\"loss\":"), jsonFloat(line, "\"lr\":"), jsonFloat(line, "\"lossScale\":"),
-                        Float.NaN, false, false, 0, 0, Map.of()));
-            }
-            Files.write(f, keep);
-        } catch (IOException e) {
-            throw new UncheckedIOException("[train] cannot read " + f, e);
-        }
-        return kept;
-    }
-
-    private static long jsonLong(String line, String key) {
-        int i = line.indexOf(key);
-        if (i < 0) return -1;
-        int j = i + key.length(), k = j;
-        while (k < line.length() && (Character.isDigit(line.charAt(k)) || line.charAt(k) == '-')) k++;
-        return k > j ? Long.parseLong(line.substring(j, k)) : -1;
-    }
-
-    private static float jsonFloat(String line, String key) {
-        int i = line.indexOf(key);
-        if (i < 0) return Float.NaN;
-        int j = i + key.length(), k = j;
-        while (k < line.length() && ",}".indexOf(line.charAt(k)) < 0) k++;
-        String s = line.substring(j, k);
-        return s.equals("null") ? Float.NaN : Float.parseFloat(s);
-    }
-
-    private void writeRunRecord(Backend backend) {
-        try {
-            Files.createDirectories(o.runDir());
-            String record = "# ane4j training run " + runId + "\n" + o.describe() + "\n[model]\n" + config.toFileText()
-                    + "\n[environment]\nbackend = " + backend.name() + "\njava = " + System.getProperty("java.version")
-                    + "\nos = " + System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch")
-                    + "\nane4j = " + version() + "\n";
-            Files.writeString(o.runDir().resolve("run.txt"), record);
-        } catch (IOException e) {
-            throw new UncheckedIOException("[train] cannot write to " + o.runDir() + ": " + e.getMessage(), e);
-        }
-    }
-
     static String version() {
         String v = Trainer.class.getPackage().getImplementationVersion();
         return v != null ? v : "0.1.0-SNAPSHOT";
     }
 
-    @Override public void close() { step.close(); }
+    /** Closes the kernels and releases the run folder. */
+    @Override public void close() {
+        try {
+            step.close();
+        } finally {
+            if (folder != null) folder.close();
+        }
+    }
 }

@@ -32,7 +32,7 @@ public enum ExitCode {
         if (c != null) return switch (c) {
             case DONE -> "exited normally";
             case FAILED -> "failed (exit 1)";
-            case OUT_OF_MEMORY -> "ran out of heap (exit 3); raise the worker heap (Supervisor.Options.heap)";
+            case OUT_OF_MEMORY -> "ran out of heap (exit 3)";   // the supervisor adds how to raise it (Options.hints)
             case RESTART_BUDGET -> "compile budget reached";
             case ORPHANED -> "lost its parent";
         };

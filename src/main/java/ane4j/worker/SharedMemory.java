@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -33,16 +34,69 @@ final class SharedMemory implements AutoCloseable {
     private final TreeMap<Long, Region> byAddress = new TreeMap<>();
     private final AtomicLong ids = new AtomicLong();
 
+    private static final java.util.regex.Pattern NAME = java.util.regex.Pattern.compile("ane4j-(\\d{1,19})-[0-9a-f]{1,16}");
+
     SharedMemory(Path preferred) {
         String name = "ane4j-" + ProcessHandle.current().pid() + "-" + Long.toHexString(System.nanoTime());
         try {
-            Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
-            Path base = preferred != null ? preferred : Files.isDirectory(Path.of("/dev/shm")) && Files.isWritable(Path.of("/dev/shm")) ? Path.of("/dev/shm") : tmp;
+            Path tmp = tmpDir();
+            Path base = preferred != null ? preferred : Files.isDirectory(SHM) && Files.isWritable(SHM) ? SHM : tmp;
             this.dir = Files.createDirectories(base.resolve(name));
             this.fallbackDir = base.equals(tmp) ? dir : tmp.resolve(name);
         } catch (IOException e) {
-            throw new UncheckedIOException("[worker] cannot create the shared tensor directory: " + e.getMessage(), e);
+            String where = e instanceof java.nio.file.FileSystemException f && f.getFile() != null ? " " + f.getFile() : "";
+            throw new UncheckedIOException("[worker] cannot create the shared tensor directory" + where + ": " + ane4j.train.RunFolder.reason(e), e);
         }
+    }
+
+    private static final Path SHM = Path.of("/dev/shm");
+
+    private static Path tmpDir() { return Path.of(System.getProperty("java.io.tmpdir")); }
+
+    /**
+     * Removes the shared tensor folders ({@code ane4j-<pid>-<id>}) of processes that are gone (SIGKILLed launchers and
+     * kernels never ran their cleanup) from {@code /dev/shm}, {@code java.io.tmpdir} and {@code extra}. A folder whose
+     * pid is alive is never touched (a reused pid keeps a dead one's folder until that process ends too). Returns the
+     * folders removed.
+     */
+    static List<Path> removeStale(Path extra, java.util.function.Consumer<String> log) {
+        List<Path> removed = new ArrayList<>();
+        java.util.Set<Path> bases = new java.util.LinkedHashSet<>(List.of(SHM, tmpDir()));
+        if (extra != null) bases.add(extra);
+        for (Path base : bases) {
+            if (!Files.isDirectory(base)) continue;
+            try (java.nio.file.DirectoryStream<Path> ds = Files.newDirectoryStream(base, "ane4j-*")) {
+                for (Path d : ds) {
+                    java.util.regex.Matcher m = NAME.matcher(d.getFileName().toString());
+                    if (!m.matches() || !Files.isDirectory(d, java.nio.file.LinkOption.NOFOLLOW_LINKS)) continue;
+                    long pid;
+                    try {
+                        pid = Long.parseLong(m.group(1));
+                    } catch (NumberFormatException e) {
+                        continue;
+                    }
+                    if (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) continue;
+                    long bytes = deleteTree(d);
+                    removed.add(d);
+                    log.accept(String.format(java.util.Locale.ROOT, "[worker] removed %s (%.1f MB of shared tensors of process %d, which is gone)", d, bytes / 1e6, pid));
+                }
+            } catch (IOException e) {
+                // another process removing the same folder, or a base we may not list: left for the next start
+            }
+        }
+        return removed;
+    }
+
+    /** Deletes a folder tree without following links; returns the bytes of the files deleted. */
+    private static long deleteTree(Path d) throws IOException {
+        long bytes = 0;
+        try (Stream<Path> s = Files.walk(d)) {
+            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+                if (Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) bytes += Files.size(p);
+                Files.deleteIfExists(p);
+            }
+        }
+        return bytes;
     }
 
     Path dir() { return dir; }
@@ -66,7 +120,7 @@ final class SharedMemory implements AutoCloseable {
             return r;
         } catch (IOException e) {
             arena.close();
-            throw new UncheckedIOException("[worker] cannot create a shared tensor file of " + size + " bytes in " + d + ": " + e.getMessage(), e);
+            throw new UncheckedIOException("[worker] cannot create a shared tensor file of " + size + " bytes in " + d + ": " + ane4j.train.RunFolder.reason(e), e);
         }
     }
 

@@ -10,6 +10,7 @@ import ane4j.mil.MilWriter;
 import ane4j.mil.Program;
 import ane4j.mil.TensorType;
 import ane4j.train.Checkpoint;
+import ane4j.train.RunFolder;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.IOException;
@@ -61,10 +62,11 @@ public final class Supervisor implements AutoCloseable {
      * @param maxRetries       restarts in a row without progress before giving up (and deaths during one request)
      * @param sharedDir        where shared tensor files go, or null ({@code /dev/shm}, else {@code java.io.tmpdir})
      * @param log              receives the worker's stderr and the supervisor's one-line notices
+     * @param hints            how the user sets the heap and the compile budget, for the fixes errors name
      */
     public record Options(String backend, Long compileBudget, String refStorage, String heap, List<String> jvmOptions,
                           Map<String, String> systemProperties, Duration startTimeout, Duration requestTimeout, int maxRetries,
-                          Path sharedDir, Consumer<String> log) {
+                          Path sharedDir, Consumer<String> log, Hints hints) {
         public Options {
             jvmOptions = List.copyOf(jvmOptions);
             systemProperties = Map.copyOf(systemProperties);
@@ -72,22 +74,33 @@ public final class Supervisor implements AutoCloseable {
         }
 
         public static Options defaults() {
-            return new Options(null, null, null, null, List.of(), Map.of(), Duration.ofSeconds(60), Duration.ofMinutes(10), 3, null, System.err::println);
+            return new Options(null, null, null, null, List.of(), Map.of(), Duration.ofSeconds(60), Duration.ofMinutes(10), 3, null, System.err::println, Hints.API);
         }
 
-        public Options withBackend(String b) { return new Options(b, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log); }
-        public Options withCompileBudget(long b) { return new Options(backend, b, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log); }
-        public Options withRefStorage(String s) { return new Options(backend, compileBudget, s, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log); }
-        public Options withHeap(String h) { return new Options(backend, compileBudget, refStorage, h, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log); }
-        public Options withJvmOptions(String... o) { return new Options(backend, compileBudget, refStorage, heap, List.of(o), systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log); }
+        public Options withBackend(String b) { return new Options(b, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints); }
+        public Options withCompileBudget(long b) { return new Options(backend, b, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints); }
+        public Options withRefStorage(String s) { return new Options(backend, compileBudget, s, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints); }
+        public Options withHeap(String h) { return new Options(backend, compileBudget, refStorage, h, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints); }
+        public Options withJvmOptions(String... o) { return new Options(backend, compileBudget, refStorage, heap, List.of(o), systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints); }
         public Options withSystemProperty(String k, String v) {
             Map<String, String> m = new LinkedHashMap<>(systemProperties);
             m.put(k, v);
-            return new Options(backend, compileBudget, refStorage, heap, jvmOptions, m, startTimeout, requestTimeout, maxRetries, sharedDir, log);
+            return new Options(backend, compileBudget, refStorage, heap, jvmOptions, m, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints);
         }
-        public Options withRequestTimeout(Duration d) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, d, maxRetries, sharedDir, log); }
-        public Options withMaxRetries(int n) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, n, sharedDir, log); }
-        public Options withLog(Consumer<String> l) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, l); }
+        public Options withRequestTimeout(Duration d) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, d, maxRetries, sharedDir, log, hints); }
+        public Options withMaxRetries(int n) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, n, sharedDir, log, hints); }
+        public Options withHints(Hints h) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, h); }
+        public Options withLog(Consumer<String> l) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, l, hints); }
+    }
+
+    /**
+     * How the user sets the worker's heap and compile budget, named in the fixes errors suggest: {@link #API} for code
+     * using the supervisor, {@link #CLI} for {@code ane4j train}.
+     */
+    public record Hints(String heap, String compileBudget, String startup) {
+        public static final Hints API = new Hints("Supervisor.Options.withHeap", "Supervisor.Options.withCompileBudget (or -D" + CountingBackend.BUDGET_PROPERTY + ")",
+                "the JVM options, heap and class path of Supervisor.Options");
+        public static final Hints CLI = new Hints("--heap (e.g. --heap 8g)", "--compile-budget", "--heap and ANE4J_JAVA_OPTS");
     }
 
     /**
@@ -116,6 +129,7 @@ public final class Supervisor implements AutoCloseable {
 
     public Supervisor(Options options) {
         this.options = options;
+        SharedMemory.removeStale(options.sharedDir(), options.log());
         this.shared = new SharedMemory(options.sharedDir());
         // shared files live in memory (/dev/shm): delete them even when the user's JVM exits without close()
         this.cleanup = new Thread(shared::close, "ane4j-supervisor-cleanup");
@@ -123,6 +137,13 @@ public final class Supervisor implements AutoCloseable {
     }
 
     public Options options() { return options; }
+
+    /**
+     * Removes the shared tensor folders that dead processes left in {@code /dev/shm} and {@code java.io.tmpdir} (a
+     * SIGKILLed launcher or notebook kernel never cleans up); a live process's folder is never touched. Each new
+     * supervisor does this; an in-process run calls it too. Returns how many were removed.
+     */
+    public static int removeStaleSharedMemory(Consumer<String> log) { return SharedMemory.removeStale(null, log).size(); }
 
     /** Starts the worker now instead of at the first request. @throws WorkerException when it cannot start */
     public Supervisor start() {
@@ -164,7 +185,7 @@ public final class Supervisor implements AutoCloseable {
             try {
                 program.weights().writeTo(dir);
             } catch (IOException e) {
-                throw new UncheckedIOException("[worker] cannot write the weights of kernel " + id + " to " + dir + ": " + e.getMessage(), e);
+                throw new UncheckedIOException("[worker] cannot write the weights of kernel " + id + " to " + dir + ": " + RunFolder.reason(e), e);
             }
         }
         return compile(new RemoteKernel(this, id, MilWriter.write(program, Dialect.IOS18), program.main().name(), dir));
@@ -187,7 +208,7 @@ public final class Supervisor implements AutoCloseable {
             WorkerProcess w = ensureWorker();
             if (live.size() + 1 > w.compileBudget)
                 throw new IllegalStateException("[worker] the compile budget of " + w.compileBudget + " cannot hold " + (live.size() + 1)
-                        + " live kernels; close kernels you no longer need or raise -D" + CountingBackend.BUDGET_PROPERTY);
+                        + " live kernels; close kernels you no longer need or raise it with " + options.hints().compileBudget());
             Protocol.Reader r = call(Protocol.COMPILE, compileBody(k), "compiling kernel " + k.id()).reader();
             k.specs(r.specs(), r.specs());
             live.put(k.id(), k);
@@ -280,16 +301,18 @@ public final class Supervisor implements AutoCloseable {
      * checkpoints (a restart resumes from the newest one there).
      */
     public TrainingSession startTraining(TrainOptions o, Trainer.Listener listener) {
-        if (!o.resume()) {
+        if (!o.resume() && !o.restartFromScratch()) {
             List<Path> old = Checkpoint.list(o.runDir().resolve("checkpoints"));
             if (!old.isEmpty())
                 throw new IllegalArgumentException("[train] " + o.runDir() + " already has checkpoints (newest " + old.getFirst().getFileName()
-                        + "); set resume = true to continue that run, or use another runDir");
+                        + "); set resume = true (--resume) to continue that run, restartFromScratch = true (--restart-from-scratch) to set them aside and start over, or use another runDir");
         }
-        TrainingSession s = new TrainingSession(this, o, listener);
+        TrainingSession s;
         synchronized (lock) {
             TrainingSession t = training;
             if (t != null && t.isActive()) throw new IllegalStateException("[train] a run is already training in " + t.runDir() + "; stop() it or wait for it");
+            // this JVM holds the run folder for the whole run, across worker restarts; the session releases it at its end
+            s = new TrainingSession(this, o, listener, RunFolder.lock(o.runDir()));
             training = s;
             try {
                 ensureWorker();
@@ -315,6 +338,8 @@ public final class Supervisor implements AutoCloseable {
         if (s == null || !s.isActive() || s.worker() == w) return -1;
         Map<String, String> m = Protocol.toMap(s.options());
         m.put("resume", "true");   // the first start has no checkpoints (checked), so this is the same as a fresh start
+        // setting the old run aside is for the first start only: a restarted worker resumes from this run's checkpoints
+        if (s.attachments() > 0) m.put("restartFromScratch", "false");
         int id = w.newId();
         s.attach(w, id);
         try {
@@ -382,7 +407,7 @@ public final class Supervisor implements AutoCloseable {
                     if (streak > 0) sleep(100L << Math.min(streak - 1, 5));
                 }
                 long t0 = System.nanoTime();
-                w = WorkerProcess.start(command(), events, options.log(), options.startTimeout(), cause != null);
+                w = WorkerProcess.start(command(), events, options.log(), options.startTimeout(), cause != null, options.hints().startup());
                 worker = w;
                 try {
                     int n = restoreKernels(w);
@@ -428,8 +453,8 @@ public final class Supervisor implements AutoCloseable {
         TrainingSession s = training;
         String where = s != null && s.isActive() ? " at step " + (s.maxStep() + 1) : "";
         String hint = cause.contains("compile budget")
-                ? "; the budget cannot hold the live kernels plus one training update: raise -D" + CountingBackend.BUDGET_PROPERTY + " (Supervisor.Options.compileBudget)"
-                : "";
+                ? "; the budget cannot hold the live kernels plus one training update: raise it with " + options.hints().compileBudget()
+                : cause.contains("ran out of heap") ? "; give the worker more heap with " + options.hints().heap() : "";
         String msg = "[worker] gave up after " + deaths + " restarts without progress" + where + " (the worker " + cause + " each time)" + hint;
         if (s != null && s.isActive()) s.finish(TrainingSession.State.FAILED, msg);
         throw new WorkerException(msg);

@@ -1,5 +1,6 @@
 package ane4j.worker;
 
+import ane4j.train.RunFolder;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import java.time.Duration;
@@ -26,6 +27,7 @@ public final class TrainingSession {
     public record Status(State state, long nextStep, long steps, int restarts, String error) {}
 
     private final Supervisor supervisor;
+    private final RunFolder folder;   // held from the start to the end of the run
     private final TrainOptions options;
     private final Trainer.Listener listener;
     private final TreeMap<Long, Trainer.StepMetrics> steps = new TreeMap<>();
@@ -41,8 +43,9 @@ public final class TrainingSession {
     private long maxStep = -1;
     private int restarts;
 
-    TrainingSession(Supervisor supervisor, TrainOptions options, Trainer.Listener listener) {
+    TrainingSession(Supervisor supervisor, TrainOptions options, Trainer.Listener listener, RunFolder folder) {
         this.supervisor = supervisor;
+        this.folder = folder;
         this.options = options;
         this.listener = listener != null ? listener : m -> {};
     }
@@ -56,6 +59,8 @@ public final class TrainingSession {
     boolean stopRequested() { return stopRequested; }
 
     boolean isActive() { return state == State.RUNNING; }
+
+    int attachments() { return attachments; }
 
     void attach(WorkerProcess w, int id) {
         this.worker = w;
@@ -112,6 +117,7 @@ public final class TrainingSession {
     synchronized void finish(State s, String message) {
         if (state != State.RUNNING) return;
         state = s;
+        folder.close();
         if (s == State.FAILED) error = message;
         List<Trainer.StepMetrics> h = history();
         // completes after the listener has seen every step

@@ -9,6 +9,7 @@ import ane4j.backend.TensorSpec;
 import ane4j.mil.MilParser;
 import ane4j.mil.Program;
 import ane4j.mil.TensorType;
+import ane4j.train.RunFolder;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.BufferedInputStream;
@@ -49,6 +50,7 @@ public final class WorkerMain {
     private Thread trainThread;
     private volatile Thread trainEnding;   // a training thread past its last step: it only closes and sends TRAIN_END
     private volatile boolean stopRequested;
+    private volatile TrainOptions trainOptions;   // of the run started last
 
     private record Mapping(Arena arena, MemorySegment segment) {}
 
@@ -73,7 +75,29 @@ public final class WorkerMain {
             Runtime.getRuntime().halt(ExitCode.FAILED.code);
             return;
         }
-        new WorkerMain(backend, in, out).serve();
+        WorkerMain worker = new WorkerMain(backend, in, out);
+        worker.handleSignals();
+        worker.serve();
+    }
+
+    /**
+     * Ctrl-C in a terminal goes to the whole process group, this worker included: the launcher decides what it means
+     * (a stop at the next step boundary, asked for over the channel), so the worker ignores SIGINT. SIGTERM sent to
+     * the worker itself checkpoints training at the next step boundary and exits. sun.misc.Signal (jdk.unsupported)
+     * is the one accessible way to replace the JVM's handlers (jdk.internal.misc.Signal is not exported); a shutdown
+     * hook could not keep the JVM alive for the step to finish.
+     */
+    @SuppressWarnings("removal")
+    private void handleSignals() {
+        try {
+            sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> {});
+            sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> {
+                stopTraining();
+                halt(ExitCode.DONE);
+            });
+        } catch (IllegalArgumentException e) {
+            // a platform without these signals (or -Xrs): the JVM's defaults stay
+        }
     }
 
     private void serve() {
@@ -86,8 +110,9 @@ public final class WorkerMain {
                 f = null;
             }
             if (f == null) {
-                // the parent is gone: checkpoint training at the next step boundary and leave
-                stopTraining();
+                // the parent is gone, and with it the run folder's lock: take the folder over to checkpoint training at
+                // the next step boundary, unless another run has taken it already (then leave its folder alone)
+                if (takeOverRunFolder()) stopTraining();
                 halt(ExitCode.ORPHANED);
             }
             try {
@@ -178,7 +203,7 @@ public final class WorkerMain {
                 m = new Mapping(arena, ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena));
             } catch (IOException e) {
                 arena.close();
-                throw new IllegalStateException("[worker] cannot map the shared tensor file " + path + ": " + e.getMessage(), e);
+                throw new IllegalStateException("[worker] cannot map the shared tensor file " + path + ": " + RunFolder.reason(e), e);
             }
             regions.put(region, m);
         }
@@ -209,9 +234,11 @@ public final class WorkerMain {
             @Override public void onMessage(String line) { send(id, Protocol.MESSAGE, new Protocol.Writer().str(line).bytes()); }
         };
         stopRequested = false;
+        trainOptions = o;
         Trainer t;
         synchronized (trainLock) {
-            t = new Trainer(o, backend, listener);   // a budget exception here leaves the last checkpoint as it was
+            // the supervisor in the user's JVM holds the run folder's lock; a budget exception here leaves the last checkpoint as it was
+            t = new Trainer(o, backend, listener, false);
             trainer = t;
         }
         reply(f, new Protocol.Writer().i64(t.nextStep()));
@@ -225,8 +252,9 @@ public final class WorkerMain {
             while (true) {
                 synchronized (trainLock) {
                     if (t.nextStep() >= o.steps()) break;
-                    if (stopRequested) {
-                        t.saveCheckpoint(lastLoss(t));
+                    // a stop is served where the gradients are zero (after an update), so the checkpoint holds all the state
+                    if (stopRequested && t.atUpdateBoundary()) {
+                        t.checkpointNow();
                         end = Protocol.END_STOPPED;
                         break;
                     }
@@ -251,6 +279,20 @@ public final class WorkerMain {
 
     private static float lastLoss(Trainer t) {
         return t.history().isEmpty() ? Float.NaN : t.history().getLast().loss();
+    }
+
+    /** True when no run is training, or this worker now holds the run folder of the one that is. */
+    private boolean takeOverRunFolder() {
+        TrainOptions o = trainOptions;
+        Thread t = trainThread;
+        if (o == null || t == null || !t.isAlive()) return true;
+        try {
+            RunFolder.lock(o.runDir(), "ane4j worker " + ProcessHandle.current().pid() + " writing the last checkpoint of its launcher, which died");
+            return true;   // held until this process halts
+        } catch (RuntimeException e) {
+            System.err.println("[worker] the launcher died and " + o.runDir() + " is in use by another run now: " + e.getMessage() + "; stopping without a checkpoint");
+            return false;
+        }
     }
 
     /** Asks the training thread to checkpoint and stop at the next step boundary, and waits for it. */

@@ -65,8 +65,12 @@ final class WorkerProcess {
         Thread.ofPlatform().daemon().name("ane4j-worker-" + pid + "-reader").start(this::readLoop);
     }
 
-    /** Starts the worker and waits for its READY frame. @throws WorkerException naming why it did not start */
-    static WorkerProcess start(List<String> command, Events events, Consumer<String> log, Duration timeout, boolean quiet) {
+    /**
+     * Starts the worker and waits for its READY frame. @throws WorkerException naming why it did not start
+     *
+     * @param startupHint where the user changes the worker's JVM options, named when it does not start
+     */
+    static WorkerProcess start(List<String> command, Events events, Consumer<String> log, Duration timeout, boolean quiet, String startupHint) {
         Process p;
         try {
             p = new ProcessBuilder(command).start();
@@ -88,7 +92,7 @@ final class WorkerProcess {
         }
         if (!w.ready.isDone()) {
             throw new WorkerException("[worker] the worker JVM did not start: it " + w.death.join() + w.tail()
-                    + "; check the JVM options, heap and class path of Supervisor.Options");
+                    + "; check " + startupHint);
         }
         Protocol.Reader r = w.ready.join().reader();
         r.i64();

@@ -57,7 +57,10 @@ class SupervisorFailureTest {
             k.evaluate(Map.of("x", in), Map.of("y", out));
             assertArrayEquals(RemoteKernelTest.local(p, x), out.toFloatArray());
             // and a new run can start (resuming from the checkpoint the failed one left)
-            var again = TrainOptions.of(Map.of("model", opts.model(), "data", opts.data().toString(), "steps", "7", "runDir", opts.runDir().toString(), "resume", "true", "backend", "ref"));
+            Map<String, String> resume = Protocol.toMap(opts);
+            resume.put("steps", "7");
+            resume.put("resume", "true");
+            var again = TrainOptions.of(resume);
             assertEquals(7, s.train(again, null).getLast().step() + 1);
         }
     }

@@ -1,0 +1,115 @@
+package ane4j.train;
+
+import ane4j.model.ModelConfig;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * {@code run.txt}: the run's current settings, model and environment, and a {@code [history]} of every start, resume
+ * and settings change with its time. A resume whose optimiser or data settings differ from the record is refused
+ * unless {@code override} is set; then the change is added to the history instead of silently replacing the record.
+ */
+final class RunRecord {
+    /** The settings a resume must keep (they change the numbers); steps, backend, checkpointing and paths may change. */
+    static final List<String> SETTINGS = List.of("data", "lr", "warmup", "accum", "clip", "weightDecay", "seed", "lossScaling",
+            "lossScale", "storage", "weights", "attention");
+
+    private final Path file;
+    private final Map<String, String> settings;
+    private final List<String> history;
+    private String change = "";
+
+    private RunRecord(Path file, Map<String, String> settings, List<String> history) {
+        this.file = file;
+        this.settings = settings;
+        this.history = history;
+    }
+
+    static RunRecord read(Path runDir) {
+        Path file = runDir.resolve("run.txt");
+        Map<String, String> settings = new LinkedHashMap<>();
+        List<String> history = new ArrayList<>();
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(file);
+        } catch (NoSuchFileException e) {
+            return new RunRecord(file, settings, history);
+        } catch (IOException e) {
+            throw new UncheckedIOException("[run] cannot read " + file + ": " + RunFolder.reason(e), e);
+        }
+        String section = "";
+        for (String line : lines) {
+            if (line.startsWith("[") && line.endsWith("]")) section = line;
+            else if (section.isEmpty()) {
+                int eq = line.indexOf(" = ");
+                if (eq > 0) settings.put(line.substring(0, eq), line.substring(eq + 3));
+            } else if (section.equals("[history]") && !line.isBlank()) history.add(line);
+        }
+        return new RunRecord(file, settings, history);
+    }
+
+    private static Map<String, String> settingsOf(TrainOptions o) {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (String line : o.describe().split("\n")) {
+            int eq = line.indexOf(" = ");
+            m.put(line.substring(0, eq), line.substring(eq + 3));
+        }
+        return m;
+    }
+
+    /** Refuses a resume with other optimiser or data settings than the record's, unless {@code o.override()}. */
+    void checkSettings(TrainOptions o, Trainer.Listener log) {
+        Map<String, String> now = settingsOf(o);
+        List<String> diffs = new ArrayList<>();
+        for (String k : SETTINGS)
+            if (settings.containsKey(k) && !settings.get(k).equals(now.get(k))) diffs.add(k + " " + settings.get(k) + " → " + now.get(k));
+        if (diffs.isEmpty()) return;
+        String what = String.join(", ", diffs);
+        if (!o.override())
+            throw new IllegalArgumentException("[train] this resume changes settings the run in " + file.getParent() + " was trained with: " + what
+                    + "; pass --override to continue with the new ones (run.txt records the change), or resume with the recorded ones");
+        change = " with --override: " + what;
+        log.onMessage("[train] --override: continuing with " + what + " (recorded in " + file + ")");
+    }
+
+    /** Writes the record: current settings, model and environment, the history so far and {@code started}'s line. */
+    void write(TrainOptions o, ModelConfig config, String runId, String backend, String started) {
+        List<String> h = new ArrayList<>(history);
+        h.add(Instant.now().truncatedTo(ChronoUnit.SECONDS) + "  " + started + change + " (backend " + backend + ", " + o.steps() + " steps)");
+        String text = "# ane4j training run " + runId + "\n" + o.describe() + "\n[model]\n" + config.toFileText()
+                + "\n[environment]\nbackend = " + backend + "\njava = " + System.getProperty("java.version")
+                + "\nos = " + System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch")
+                + "\nane4j = " + Trainer.version() + "\n\n[history]\n" + String.join("\n", h) + "\n";
+        Path tmp = file.resolveSibling("run.txt.tmp");
+        try {
+            Files.createDirectories(file.getParent());
+            Files.writeString(tmp, text);
+            try {
+                Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } catch (IOException e) {
+            try {
+                Files.deleteIfExists(tmp);
+            } catch (IOException ignored) {
+                // the next start removes it
+            }
+            throw new UncheckedIOException("[run] cannot write " + file + ": " + RunFolder.reason(e), e);
+        }
+        history.clear();
+        history.addAll(h);
+        change = "";
+    }
+}

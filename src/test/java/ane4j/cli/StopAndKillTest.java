@@ -1,0 +1,238 @@
+package ane4j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import ane4j.train.Checkpoint;
+import ane4j.train.MetricsLog;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 18 rows 3, 4 and 9 and "SIGKILL loses at most the steps since the last checkpoint", with real processes:
+ * {@code ane4j train} started as a separate JVM in its own process group (setsid), signalled as a terminal or a
+ * service manager would (the whole group for Ctrl-C, so the supervised worker gets the SIGINT too).
+ */
+class StopAndKillTest {
+    @TempDir Path tmp;
+
+    @BeforeAll
+    static void posix() {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/setsid")) || Files.isExecutable(Path.of("/bin/setsid")), "needs setsid");
+        assumeTrue(Files.isDirectory(Path.of("/proc/self")), "needs /proc");
+    }
+
+    record Done(int code, String out) {}
+
+    /** A running {@code ane4j} process; its output is collected as it comes. */
+    static final class Running {
+        final Process process;
+        final StringBuffer out = new StringBuffer();
+
+        Running(Process p) {
+            this.process = p;
+            Thread.ofPlatform().daemon().start(() -> {
+                try (InputStream in = p.getInputStream()) {
+                    byte[] b = new byte[4096];
+                    for (int n; (n = in.read(b)) > 0; ) out.append(new String(b, 0, n, StandardCharsets.UTF_8));
+                } catch (IOException ignored) {
+                    // process gone
+                }
+            });
+        }
+
+        long pid() { return process.pid(); }
+
+        /** Sends {@code signal} to the process group (setsid made the process its leader). */
+        void signalGroup(String signal) throws Exception {
+            assertEquals(0, new ProcessBuilder("kill", "-" + signal, "--", "-" + pid()).inheritIO().start().waitFor());
+        }
+
+        void signal(String signal) throws Exception {
+            assertEquals(0, new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).inheritIO().start().waitFor());
+        }
+
+        Done await() throws Exception {
+            assertTrue(process.waitFor(120, TimeUnit.SECONDS), "did not end: " + out);
+            Thread.sleep(50);   // the reader drains the pipe
+            return new Done(process.exitValue(), out.toString());
+        }
+    }
+
+    static List<String> command(List<String> jvm, String... args) {
+        List<String> c = new ArrayList<>(List.of("setsid", ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()),
+                "-Xmn64m", "--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector", "-Djava.awt.headless=true"));
+        c.addAll(jvm);
+        c.addAll(List.of("-cp", System.getProperty("java.class.path"), "ane4j.cli.Main"));
+        c.addAll(List.of(args));
+        return c;
+    }
+
+    static Running start(List<String> jvm, String... args) throws IOException {
+        return new Running(new ProcessBuilder(command(jvm, args)).redirectErrorStream(true).start());
+    }
+
+    /** Runs {@code ane4j args…} to its end. */
+    static Done ane4j(List<String> jvm, String... args) throws Exception { return start(jvm, args).await(); }
+
+    static void await(String what, java.util.function.BooleanSupplier done, Running r) throws InterruptedException {
+        long end = System.nanoTime() + 90_000_000_000L;
+        while (!done.getAsBoolean()) {
+            assertTrue(System.nanoTime() < end && r.process.isAlive(), "waiting for " + what + ": " + r.out);
+            Thread.sleep(20);
+        }
+    }
+
+    static long metricsLines(Path run) {
+        try (Stream<String> s = Files.lines(run.resolve("metrics.jsonl"))) {
+            return s.count();
+        } catch (IOException e) {
+            return 0;
+        }
+    }
+
+    static List<Long> steps(Path run) {
+        List<Long> s = new ArrayList<>();
+        for (var m : MetricsLog.read(run.resolve("metrics.jsonl"), 0, w -> {})) s.add(m.step());
+        return s;
+    }
+
+    static List<Long> raw(Path run) throws IOException {
+        return Files.readAllLines(run.resolve("metrics.jsonl")).stream().map(l -> Long.parseLong(l.replaceAll(".*\"step\":(\\d+),.*", "$1"))).toList();
+    }
+
+    static List<Long> range(long to) {
+        List<Long> r = new ArrayList<>();
+        for (long i = 0; i < to; i++) r.add(i);
+        return r;
+    }
+
+    /**
+     * Rows 3 and 4, in process: a second run on the folder is refused naming the first's pid and command; Ctrl-C
+     * finishes the step, writes a checkpoint and says where; the resume continues there with each step once.
+     */
+    @Test
+    void secondRunIsRefusedAndCtrlCCheckpoints() throws Exception {
+        Path run = tmp.resolve("run");
+        Running first = start(List.of(), "train", "--steps", "5000", "--checkpoint-every", "1000", "--run-dir", run.toString(), "--backend", "ref", "--in-process");
+        await("a few steps", () -> metricsLines(run) >= 3, first);
+        Done second = ane4j(List.of(), "train", "--steps", "10", "--run-dir", run.toString(), "--backend", "ref", "--in-process", "--resume");
+        assertEquals(1, second.code(), second.out());
+        assertTrue(second.out().contains("[run] " + run + " is in use by process " + first.pid() + " (ane4j train --steps 5000 --checkpoint-every 1000 --run-dir " + run),
+                second.out());
+        Done supervised = ane4j(List.of(), "train", "--steps", "10", "--run-dir", run.toString(), "--backend", "ref", "--resume");
+        assertTrue(supervised.out().contains("is in use by process " + first.pid()), supervised.out());
+        long t0 = System.nanoTime();
+        first.signalGroup("INT");
+        Done d = first.await();
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        assertEquals(130, d.code(), d.out());
+        assertTrue(d.out().contains("[train] Ctrl-C: stopping after the current step and writing a checkpoint (Ctrl-C again to abort at once)"), d.out());
+        List<Path> ckpts = Checkpoint.list(run.resolve("checkpoints"));
+        assertEquals(1, ckpts.size(), ckpts.toString());
+        long at = Checkpoint.load(ckpts.getFirst()).state().step();
+        assertTrue(d.out().contains("[train] stopped by Ctrl-C at step " + at + " of 5000; checkpoint " + ckpts.getFirst() + "; continue with: ane4j train --resume --run-dir " + run),
+                d.out());
+        assertEquals(range(at), raw(run), "every step up to the checkpoint, once");
+        assertTrue(seconds < 30, "stopped in " + seconds + " s");
+        Done resumed = ane4j(List.of(), "train", "--steps", Long.toString(at + 5), "--checkpoint-every", "1000", "--run-dir", run.toString(), "--backend", "ref",
+                "--in-process", "--resume");
+        assertEquals(0, resumed.code(), resumed.out());
+        assertTrue(resumed.out().contains("[train] resumed from step " + at), resumed.out());
+        assertEquals(range(at + 5), raw(run));
+    }
+
+    /** Row 4 with the supervised worker, SIGTERM to the launcher only: the worker checkpoints at the next step boundary. */
+    @Test
+    void sigtermStopsTheSupervisedRunWithACheckpoint() throws Exception {
+        Path run = tmp.resolve("term");
+        Running r = start(List.of(), "train", "--steps", "5000", "--checkpoint-every", "1000", "--run-dir", run.toString(), "--backend", "ref");
+        await("a few steps", () -> metricsLines(run) >= 3, r);
+        r.signal("TERM");
+        Done d = r.await();
+        assertEquals(143, d.code(), d.out());
+        assertTrue(d.out().contains("[train] SIGTERM: stopping after the current step"), d.out());
+        Path ckpt = Checkpoint.list(run.resolve("checkpoints")).getFirst();
+        long at = Checkpoint.load(ckpt).state().step();
+        assertTrue(at >= 3, "at " + at);
+        assertTrue(d.out().contains("[train] stopped by SIGTERM at step " + at + " of 5000; checkpoint " + ckpt), d.out());
+        assertEquals(range(at), raw(run));
+    }
+
+    /**
+     * Ctrl-C to the group of a supervised run (the worker gets it too, and leaves it to the launcher), then SIGKILL of
+     * the whole group of another: at most the steps since the last checkpoint are lost, the dead launcher's shared
+     * memory folder is removed by the next start (row 9), and the lock died with it.
+     */
+    @Test
+    void ctrlCThenSigkillOfASupervisedRun() throws Exception {
+        Path run = tmp.resolve("sup");
+        Running r = start(List.of(), "train", "--steps", "5000", "--checkpoint-every", "5", "--run-dir", run.toString(), "--backend", "ref");
+        await("a checkpoint", () -> metricsLines(run) >= 7, r);
+        r.signalGroup("INT");
+        Done d = r.await();
+        assertEquals(130, d.code(), d.out());
+        assertFalse(d.out().contains("worker restarted"), d.out());
+        long at = Checkpoint.load(Checkpoint.list(run.resolve("checkpoints")).getFirst()).state().step();
+        assertTrue(d.out().contains("[train] stopped by Ctrl-C at step " + at), d.out());
+        assertEquals(range(at), raw(run));
+
+        // SIGKILL of launcher and worker together, between checkpoints
+        Running k = start(List.of(), "train", "--steps", "5000", "--checkpoint-every", "5", "--run-dir", run.toString(), "--backend", "ref", "--resume");
+        await("more steps", () -> metricsLines(run) >= at + 8, k);
+        List<Path> shm = shmOf(k.pid());
+        k.signalGroup("KILL");
+        Done killed = k.await();
+        assertEquals(137, killed.code());
+        long kept = Checkpoint.load(Checkpoint.list(run.resolve("checkpoints")).getFirst()).state().step();
+        long written = metricsLines(run);
+        assertTrue(kept >= at + 5 && written - kept < 5 + 2, "checkpoint " + kept + ", " + written + " steps written");
+        for (Path p : shm) assertTrue(Files.exists(p), "left behind by the SIGKILL: " + p);
+
+        Done resumed = ane4j(List.of(), "train", "--steps", Long.toString(written + 2), "--checkpoint-every", "5", "--run-dir", run.toString(), "--backend", "ref", "--resume");
+        assertEquals(0, resumed.code(), resumed.out());
+        for (Path p : shm) {
+            assertFalse(Files.exists(p), p + " removed");
+            assertTrue(resumed.out().contains("[worker] removed " + p), resumed.out());
+        }
+        assertTrue(resumed.out().contains("[train] resumed from step " + kept), resumed.out());
+        assertEquals(range(written + 2), raw(run), "each step once");
+    }
+
+    /** Row 18, in process: out of heap is one line naming what ran out and the flags that fix it, not a stack trace. */
+    @Test
+    void outOfHeapInProcessIsOneLine() throws Exception {
+        Done d = ane4j(List.of("-Xmx40m"), "train", "--model", "stories15m", "--steps", "2", "--run-dir", tmp.resolve("oom").toString(), "--backend", "ref", "--in-process");
+        assertEquals(1, d.code(), d.out());
+        String err = d.out().lines().filter(l -> l.startsWith("ane4j train: [")).findFirst().orElseThrow(() -> new AssertionError(d.out()));
+        assertTrue(err.matches("ane4j train: \\[train] out of Java heap \\(Java heap space\\) training stories15m in this JVM \\(max heap \\d+ MB\\): train in the "
+                + "supervised worker \\(without --in-process\\) with --heap 8g, or give this JVM more with ANE4J_JAVA_OPTS=-Xmx8g"), err);
+        assertFalse(d.out().contains("\tat "), "no stack trace: " + d.out());
+        // and a worker out of heap: restarted, then given up on with the CLI's flag
+        Done w = ane4j(List.of(), "train", "--model", "stories15m", "--steps", "2", "--run-dir", tmp.resolve("oom2").toString(), "--backend", "ref", "--heap", "40m");
+        assertEquals(1, w.code(), w.out());
+        assertTrue(w.out().contains("(the worker ran out of heap (exit 3) each time); give the worker more heap with --heap (e.g. --heap 8g)"), w.out());
+        assertFalse(w.out().contains("Supervisor.Options"), w.out());
+    }
+
+    /** The shared tensor folders of process {@code pid} ({@code /dev/shm/ane4j-<pid>-*}). */
+    static List<Path> shmOf(long pid) throws IOException {
+        Path shm = Path.of("/dev/shm");
+        if (!Files.isDirectory(shm)) return List.of();
+        try (Stream<Path> s = Files.list(shm)) {
+            return s.filter(p -> p.getFileName().toString().startsWith("ane4j-" + pid + "-")).toList();
+        }
+    }
+}
