@@ -129,7 +129,16 @@ public final class MetricsLog {
         for (var e : m.entrySet())
             if (e.getKey() instanceof String k && k.startsWith("t_") && e.getValue() instanceof Number n) phases.put(k.substring(2), n.doubleValue());
         return new Line(s, text, new Trainer.StepMetrics(s, steps, number(m, "loss"), number(m, "lr"), number(m, "lossScale"), number(m, "gradNorm"),
-                Boolean.TRUE.equals(m.get("updated")), Boolean.TRUE.equals(m.get("skipped")), number(m, "ms"), number(m, "tokensPerSecond"), phases));
+                Boolean.TRUE.equals(m.get("updated")), Boolean.TRUE.equals(m.get("skipped")), number(m, "ms"), number(m, "tokensPerSecond"), phases,
+                count(m, "stagedActivationBytes"), count(m, "stagedWeightBytes")));
+    }
+
+    /** A byte count; missing (lines written before it existed) reads as 0. */
+    private static long count(Map<?, ?> m, String key) {
+        Object v = m.get(key);
+        if (v == null) return 0;
+        if (v instanceof Long n && n >= 0) return n;
+        throw new IllegalArgumentException("\"" + key + "\" is not a byte count");
     }
 
     /** A number field; null or missing reads as NaN (the writer writes non-finite values as null). */
