@@ -240,8 +240,9 @@ class RunFolderTest {
         Files.writeString(cfg, "preset = tiny\nseqLen = 128\nhiddenDim = 256\n");
         Run r = train("--model", cfg.toString(), "--steps", "30", "--run-dir", run.toString(), "--backend", "ref", "--resume", "--in-process");
         assertEquals(1, r.code(), r.all());
-        assertTrue(r.err().contains("ckpt-00000020.ane4j is for model tiny (dim 64, hidden 192, 2 layers, 4 heads, vocabulary 512, seq 64), "
-                + "this run's model is tiny (dim 64, hidden 256, 2 layers, 4 heads, vocabulary 512, seq 128) (they differ in hiddenDim 192 → 256, seqLen 64 → 128)"), r.err());
+        int heads = ane4j.model.ModelConfig.parse("tiny").nHeads();
+        assertTrue(r.err().contains("ckpt-00000020.ane4j is for model tiny (dim 64, hidden 192, 2 layers, " + heads + " heads, vocabulary 512, seq 64), "
+                + "this run's model is tiny (dim 64, hidden 256, 2 layers, " + heads + " heads, vocabulary 512, seq 128) (they differ in hiddenDim 192 → 256, seqLen 64 → 128)"), r.err());
     }
 
     /** Row 13: a bad line in metrics.jsonl is skipped with a warning naming it; the resume truncates to the checkpoint's step. */
