@@ -1,6 +1,8 @@
 """Shared helpers of the jupyter_client test scripts (kernel_client_test.py, notebook_client_test.py)."""
+import os
 import re
 import sys
+import time
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 failures = []
@@ -39,3 +41,42 @@ def finish():
         print(f"{len(failures)} check(s) failed", flush=True)
         sys.exit(1)
     print("all checks passed", flush=True)
+
+
+def cpu_seconds(pid, seconds=1.0):
+    """CPU time (user + system, all threads) the process used over `seconds` of wall time, from /proc/PID/stat."""
+    def ticks():
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])   # utime, stime (fields 14 and 15 of proc(5))
+    t0 = ticks()
+    time.sleep(seconds)
+    return (ticks() - t0) / os.sysconf("SC_CLK_TCK")
+
+
+def interrupt_cell(km, kc, code, after=1.5, timeout=30, pid=None):
+    """Runs `code`, interrupts it after `after` s; returns (error content or None, interrupt -> idle seconds, CPU
+    seconds per second of process `pid` in the last half second before the interrupt, or None)."""
+    msg_id = kc.execute(code)
+    busy = None
+    if pid is None:
+        time.sleep(after)
+    else:
+        time.sleep(after - 0.5)
+        busy = cpu_seconds(pid, 0.5) / 0.5
+    t_int = time.monotonic()
+    km.interrupt_kernel()
+    err = None
+    while True:
+        m = kc.get_iopub_msg(timeout=timeout)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        if m["msg_type"] == "error":
+            err = m["content"]
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            break
+    latency = time.monotonic() - t_int
+    reply = kc.get_shell_msg(timeout=timeout)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=timeout)
+    return err, latency, busy

@@ -1,6 +1,7 @@
 package ane4j.model;
 
 import java.util.Arrays;
+import java.util.concurrent.CancellationException;
 
 /** Text generation on the CPU: a {@link CpuModel}, a {@link Tokenizer} and a {@link Sampler}, as llama2.c's generate(). */
 public final class Generator {
@@ -36,6 +37,9 @@ public final class Generator {
         int n = prompt.length;
         // feed the prompt, then sample; position pos predicts token pos + 1
         for (int pos = 0; pos + 1 < out.length; pos++) {
+            // an interrupted notebook cell or thread stops between tokens
+            if (Thread.currentThread().isInterrupted())
+                throw new CancellationException("[generate] interrupted after " + (n - prompt.length) + " tokens");
             float[] logits = model.forward(out[pos], pos);
             if (pos + 1 < prompt.length) continue; // still forcing the prompt
             int next = sampler.sample(logits);

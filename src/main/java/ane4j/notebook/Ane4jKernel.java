@@ -60,6 +60,8 @@ public final class Ane4jKernel extends BaseKernel {
     private final List<String> afterCell = new ArrayList<>();
     private volatile int cell;
     private boolean inDirectMagic;
+    private volatile ShellReplyEnvironment runningCell;
+    private volatile boolean closing;
 
     private Ane4jKernel(JShellEvaluator evaluator, KernelIO io, boolean extensions) {
         super("ane4j", AneMagics.version(), languageInfo(), List.of(new HelpLink("ane4j", "https://github.com/ane4j/ane4j")),
@@ -109,10 +111,53 @@ public final class Ane4jKernel extends BaseKernel {
             }
         }
         kernel.becomeHandlerForConnection(connection);
+        Runtime.getRuntime().addShutdownHook(new Thread(kernel::noticeUnrefusedExit, "ane4j-exit-notice"));
         connection.connect();
         kernel.warmUp();
         connection.waitUntilClose();
+        kernel.closing = true;
         System.exit(0);
+    }
+
+    /**
+     * Cells' own System.exit / Runtime.exit / Runtime.halt calls are refused ({@link CellInstrumenter}); an exit the
+     * kernel cannot see coming (from library code, reflection or a method handle) still ends the process. Then this
+     * shutdown hook at least tells the running cell why the kernel is going, instead of a silent death.
+     */
+    void noticeUnrefusedExit() {
+        ShellReplyEnvironment env = runningCell;
+        if (closing || env == null) return;
+        String caller = exitCaller();
+        if (caller == null) return;   // a signal or the JVM ending on its own, not a call
+        String msg = "[notebook] the kernel is exiting: System.exit was called from " + caller + ", which the kernel cannot refuse;"
+                + " the notebook's variables are lost. Restart the kernel (Kernel > Restart)";
+        try {
+            List<String> tb = List.of(ErrorFormatter.RED + msg + ErrorFormatter.RESET);
+            env.publish(new PublishError("KernelExit", msg, tb));
+            ErrorReply reply = new ErrorReply("KernelExit", msg, tb);
+            reply.setExecutionCount(cell);
+            env.replyError(ExecuteReply.MESSAGE_TYPE.error(), reply);
+            env.setStatusIdle();
+            Thread.sleep(300);   // ZeroMQ sends in the background; give it time before the JVM halts
+        } catch (RuntimeException | InterruptedException e) {
+            // the connection is already closing: nothing more to tell
+        }
+    }
+
+    /** The first frame outside the JDK of the thread that called exit, or null when no thread did. */
+    static String exitCaller() {
+        for (Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
+            StackTraceElement[] st = e.getValue();
+            int i = 0;
+            while (i < st.length && !(st[i].getClassName().equals("java.lang.Shutdown") && st[i].getMethodName().equals("exit"))) i++;
+            if (i == st.length || e.getKey().getName().startsWith("SIG")) continue;
+            while (i < st.length && (st[i].getClassName().startsWith("java.") || st[i].getClassName().startsWith("jdk.internal."))) i++;
+            if (i == st.length) return "JDK code on thread " + e.getKey().getName();
+            StackTraceElement f = st[i];
+            boolean cellFrame = f.getClassName().startsWith("REPL.") || f.getFileName() != null && f.getFileName().startsWith("#");
+            return cellFrame ? "the cell through reflection or a method handle" : "library code at " + f;
+        }
+        return null;
     }
 
     /** Compiles the startup imports in the background so the first cell does not pay for JShell's first compile. */
@@ -218,6 +263,8 @@ public final class Ane4jKernel extends BaseKernel {
         replaceOutputStreams(env);
         kio.attach(env);
         env.defer(() -> kio.detach(env));
+        runningCell = env;
+        env.defer(() -> runningCell = null);
         kio.stdinEnabled(request.isStdinEnabled());
         try {
             DisplayData out = eval(request.getCode());
@@ -332,6 +379,7 @@ public final class Ane4jKernel extends BaseKernel {
 
     @Override
     public void onShutdown(boolean restarting) {
+        closing = true;
         super.onShutdown(restarting);
         Ane.shutdown();
         evaluator.close();

@@ -57,6 +57,14 @@ final class ErrorFormatter {
         if (CellExecutionControl.INTERRUPTED.equals(cls)) {
             return new CellError("Interrupted", "the cell was interrupted", List.of(RED + "Interrupted: the cell was stopped" + RESET));
         }
+        if (CellExecutionControl.STILL_RUNNING.equals(cls)) {
+            return new CellError("StillRunning", ee.getMessage(), List.of(RED + "Interrupted, but " + ee.getMessage() + RESET));
+        }
+        if (cls.equals(CellGuard.ExitRefused.class.getName())) {
+            List<String> tb = new ArrayList<>(List.of(RED + ee.getMessage() + RESET));
+            frames(ee.getStackTrace(), origins).stream().takeWhile(l -> !l.contains("in library code")).limit(1).forEach(tb::add);
+            return new CellError("ExitRefused", ee.getMessage(), tb);
+        }
         String ename = cls.substring(cls.lastIndexOf('.') + 1);
         String msg = ee.getMessage() == null ? null : clean(ee.getMessage());
         if (cls.equals(MagicException.class.getName())) {

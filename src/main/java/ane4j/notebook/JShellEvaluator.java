@@ -49,6 +49,7 @@ final class JShellEvaluator implements AutoCloseable {
 
     /** Evaluates every snippet of the cell in order; returns the value of the last one if it is an expression. */
     synchronized Object eval(String code, int cell) {
+        control.beginCell();
         runStartup();
         if (startupError != null) {
             RuntimeException e = startupError;
@@ -192,6 +193,20 @@ final class JShellEvaluator implements AutoCloseable {
 
     void interrupt() {
         control.interruptAll();
+    }
+
+    /** Interrupted cells still running because their code never reached a stop check. */
+    int runawayCells() {
+        return control.runawayCells();
+    }
+
+    /** True while a snippet of a cell runs. */
+    boolean busy() {
+        return control.busy();
+    }
+
+    int uninstrumentedClasses() {
+        return control.uninstrumentedClasses();
     }
 
     /** The active import lines. */
