@@ -33,7 +33,7 @@ public final class AneBackend extends CountingBackend {
 
     /**
      * @param compileBudget    null: {@code -Dane4j.compileBudget}, else {@value #DEFAULT_BUDGET}
-     * @param dialect          null: detected from the chip ({@link MilDialect#forSubType}, which honours {@code -Dane4j.milDialect})
+     * @param dialect          null: {@code -Dane4j.milDialect}, else ios18 first and, on M1/M2, ios16 if that fails to compile
      * @param daemonCache      null or true: load what the aned daemon has compiled without compiling it; false: compile
      * @param leakSuspectAfter a compile failing after this many earlier ones is taken for the compiler leak
      */
@@ -63,7 +63,8 @@ public final class AneBackend extends CountingBackend {
 
     private final Options options;
     private final CompileBudget leakWatch;   // counts native compiles to classify failures; the budget is CountingBackend's
-    private volatile MilDialect dialect;
+    private volatile MilDialect dialect;          // settled: forced, or the one that compiled
+    private volatile String dialectReason;
     private final java.util.concurrent.atomic.AtomicLong daemonCacheLoads = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong sharedLoads = new java.util.concurrent.atomic.AtomicLong();
     private volatile java.util.Optional<ane4j.chip.Chip> chipFamily;
@@ -75,7 +76,9 @@ public final class AneBackend extends CountingBackend {
         super(options.compileBudget(), DEFAULT_BUDGET, false);
         this.options = options;
         this.leakWatch = new CompileBudget(Integer.MAX_VALUE, options.leakSuspectAfter());
-        this.dialect = options.dialect();
+        MilDialect forced = options.dialect() != null ? options.dialect() : MilDialect.forced();
+        this.dialect = forced;
+        if (forced != null) dialectReason = options.dialect() != null ? "set by AneBackend.Options" : "forced by -D" + MilDialect.PROPERTY;
     }
 
     public Options options() { return options; }
@@ -95,14 +98,27 @@ public final class AneBackend extends CountingBackend {
     /** Why the ANE is not available (null when it is). */
     public String unavailableReason() { return isAvailable() ? null : AneRuntime.unavailableReason(); }
 
-    /** The MIL dialect compiles use: the option, else the one for the chip's {@code aneSubType}. */
+    /**
+     * The MIL dialect compiles use: the option or {@value MilDialect#PROPERTY}, else the one that compiled in this
+     * session, else the first to try (1.3/ios18; on M1/M2 ios16 follows if it fails: {@link #dialectChoice()}).
+     */
     public MilDialect dialect() {
         MilDialect d = dialect;
-        if (d == null) {
-            requireAvailable();
-            dialect = d = Native.detectDialect();
-        }
-        return d;
+        if (d != null) return d;
+        requireAvailable();
+        return Native.firstDialect();
+    }
+
+    /**
+     * Which dialect this session compiles in and why, one line for {@code doctor}: e.g. {@code "1.3/ios18: compiled
+     * on M1 (h13g), kept for the session"}, {@code "1.0/ios16: ios18 failed to compile on M1 (h13g): …"},
+     * {@code "1.3/ios18: forced by -Dane4j.milDialect"}, {@code "1.3/ios18: not settled yet (on M1/M2 ios16 is tried if
+     * ios18 fails)"}.
+     */
+    public String dialectChoice() {
+        String why = dialectReason;
+        MilDialect d = dialect();
+        return d.programVersion() + "/" + d.opset() + ": " + (why != null ? why : "not settled yet (on M1/M2 ios16 is tried if ios18 fails)");
     }
 
     /**
@@ -121,10 +137,12 @@ public final class AneBackend extends CountingBackend {
     }
 
     /** The MIL text {@link #compile(Program, String)} sends for this function. */
-    public String milText(Program program, String functionName) {
+    public String milText(Program program, String functionName) { return milText(program, functionName, dialect()); }
+
+    private static String milText(Program program, String functionName, MilDialect dialect) {
         Function f = program.function(functionName);
         Function main = f.name().equals("main") ? f : new Function("main", f.inputs(), f.operations(), f.outputs());
-        return MilWriter.write(new Program(Map.of("main", main), program.weights()), dialect().mil());
+        return MilWriter.write(new Program(Map.of("main", main), program.weights()), dialect.mil());
     }
 
     @Override
@@ -133,7 +151,41 @@ public final class AneBackend extends CountingBackend {
         Function f = program.function(functionName);
         chipRules(program, functionName);
         List<TensorSpec> ins = specs(f.inputs(), "input"), outs = specs(f.outputs(), "output");
-        String mil = milText(program, functionName);
+        MilDialect settled = dialect;
+        if (settled != null) return compileIn(settled, program, functionName, f, ins, outs);
+        MilDialect first = dialect();
+        String chip = chip();
+        var fallback = MilDialect.fallbackFor(chip.replaceFirst("^.*\\(", "").replace(")", ""), first);
+        AneKernel k;
+        try {
+            k = compileIn(first, program, functionName, f, ins, outs);
+        } catch (AneException e) {
+            if (fallback.isEmpty() || e instanceof FrameworkException) throw e;
+            MilDialect second = fallback.get();
+            try {
+                k = compileIn(second, program, functionName, f, ins, outs);
+            } catch (AneException e2) {
+                if (e2 instanceof FrameworkException) throw e2;
+                throw new AneException("[ane] " + f.name() + " compiled in neither MIL dialect on " + chip + ": " + first.opset() + ": "
+                        + e.getMessage() + "; " + second.opset() + ": " + e2.getMessage(), e2);
+            }
+            settle(second, first.opset() + " failed to compile on " + chip + " (" + e.getMessage() + "), "
+                    + second.opset() + " compiled; kept for the session");
+            return k;
+        }
+        settle(first, fallback.isPresent() ? "compiled on " + chip + ", kept for the session" : "the dialect of " + chip);
+        return k;
+    }
+
+    private synchronized void settle(MilDialect d, String why) {
+        if (dialect != null) return;
+        dialectReason = why;
+        dialect = d;
+        if (why.contains("kept for the session")) System.err.println("[ane] MIL dialect " + d.programVersion() + "/" + d.opset() + ": " + why);
+    }
+
+    private AneKernel compileIn(MilDialect d, Program program, String functionName, Function f, List<TensorSpec> ins, List<TensorSpec> outs) {
+        String mil = milText(program, functionName, d);
         AneProgram p = AneProgram.compile(mil, program.weights().encoded(), surfaces(ins), surfaces(outs), leakWatch,
                 this::chargeCompile, options.usesDaemonCache());
         switch (p.origin()) {
@@ -141,7 +193,7 @@ public final class AneBackend extends CountingBackend {
             case SHARED -> sharedLoads.incrementAndGet();
             case COMPILED -> { }
         }
-        return new AneKernel(f.name(), ins, outs, p, mil);
+        return new AneKernel(f.name(), ins, outs, p, mil, d);
     }
 
     /** Kernels loaded from the aned daemon's cache without a compile (not counted in {@link #compileCount()}). */
@@ -198,7 +250,7 @@ public final class AneBackend extends CountingBackend {
 
     /** Kept apart so that the ffm classes it names load only when it runs. */
     private static final class Native {
-        static MilDialect detectDialect() {
+        static MilDialect firstDialect() {
             return ane4j.backend.ane.ffm.DeviceInfo.read().milDialect();
         }
 

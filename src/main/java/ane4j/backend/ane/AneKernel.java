@@ -25,6 +25,7 @@ public final class AneKernel implements Kernel {
     private final List<TensorSpec> inputs, outputs;
     private final AneProgram program;
     private final String milText;
+    private final MilDialect dialect;
     private final Map<String, Slot> slots = new LinkedHashMap<>();
     private final Arena scope = Arena.ofShared();   // the lifetime of the zero-copy surface buffers
     private final List<Bound> bindings = new ArrayList<>();
@@ -46,7 +47,8 @@ public final class AneKernel implements Kernel {
         }
     }
 
-    AneKernel(String function, List<TensorSpec> inputs, List<TensorSpec> outputs, AneProgram program, String milText) {
+    AneKernel(String function, List<TensorSpec> inputs, List<TensorSpec> outputs, AneProgram program, String milText, MilDialect dialect) {
+        this.dialect = dialect;
         this.function = function;
         this.inputs = List.copyOf(inputs);
         this.outputs = List.copyOf(outputs);
@@ -65,6 +67,9 @@ public final class AneKernel implements Kernel {
 
     /** Whether this kernel's program was compiled, loaded from the aned daemon's cache, or shared with a live identical one. */
     public AneProgram.Origin origin() { return program.origin(); }
+
+    /** The MIL dialect this kernel was compiled in. */
+    public MilDialect dialect() { return dialect; }
 
     /** The MIL text that was compiled. */
     public String milText() { return milText; }

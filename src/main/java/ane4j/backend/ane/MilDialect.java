@@ -3,10 +3,12 @@ package ane4j.backend.ane;
 import java.util.Locale;
 
 /**
- * The MIL text dialect the ANE compiler of a chip accepts (ane-facts.md §4.1): {@code program(1.3)} with
- * {@code func main<ios18>} on M3 and later; {@code program(1.0)}, {@code <ios16>}, verbose scalars and fp16
- * I/O on M1/M2 (maderix/ANE PR #6, unmerged; the benchmark report lists M1 as 1.3/ios18 "PARTIAL").
- * Override with {@code -Dane4j.milDialect=1.0|1.3} (or {@code ios16|ios18}).
+ * The MIL text dialects of the ANE compiler: {@code program(1.3)} with {@code func main<ios18>} and short scalars, which
+ * every maderix training generator emits and which ran on M3/M4 (and on M1 Pro/Max in maderix's benchmark report,
+ * 148–167 ms/step with {@code stories_mil.h}); and {@code program(1.0)}, {@code <ios16>}, verbose scalars, which maderix
+ * PR #6 (unmerged, "Tested on M1 Pro") says M1/M2 need. The evidence conflicts for M1/M2 (ane-audit F7, ane-facts
+ * errata 5), so there ios18 is tried first and ios16 on a compile failure ({@link #fallbackFor}; the backend remembers
+ * which compiled). Override with {@code -Dane4j.milDialect=1.0|1.3} (or {@code ios16|ios18}).
  */
 public enum MilDialect {
     PROGRAM_1_0_IOS16("1.0", "ios16"),
@@ -34,15 +36,28 @@ public enum MilDialect {
     }
 
     /**
-     * The dialect for an {@code _ANEDeviceInfo aneSubType} string ("h13g", "h16g", "h17", ...), unless the
-     * {@value #PROPERTY} property overrides it. h13 = M1 and h14 = M2 families get 1.0/ios16; everything else
-     * (including an unknown or missing subtype) gets 1.3/ios18, the dialect all maderix training code emits.
+     * The first dialect to compile in for an {@code _ANEDeviceInfo aneSubType} string ("h13g", "h16g", "h17", ...):
+     * the {@value #PROPERTY} property when set, else 1.3/ios18 on every chip.
      */
     public static MilDialect forSubType(String aneSubType) {
+        MilDialect forced = forced();
+        return forced != null ? forced : PROGRAM_1_3_IOS18;
+    }
+
+    /** The dialect {@value #PROPERTY} forces, or null. */
+    public static MilDialect forced() {
         String override = System.getProperty(PROPERTY);
-        if (override != null && !override.isBlank()) return parse(override);
+        return override == null || override.isBlank() ? null : parse(override);
+    }
+
+    /**
+     * The dialect to retry in when a compile in {@code first} fails: 1.0/ios16 after ios18 on h13 (M1) and h14 (M2),
+     * where the evidence conflicts; none elsewhere.
+     */
+    public static java.util.Optional<MilDialect> fallbackFor(String aneSubType, MilDialect first) {
         String s = aneSubType == null ? "" : aneSubType.toLowerCase(Locale.ROOT);
-        return s.startsWith("h13") || s.startsWith("h14") ? PROGRAM_1_0_IOS16 : PROGRAM_1_3_IOS18;
+        boolean m1m2 = s.startsWith("h13") || s.startsWith("h14");
+        return m1m2 && first == PROGRAM_1_3_IOS18 ? java.util.Optional.of(PROGRAM_1_0_IOS16) : java.util.Optional.empty();
     }
 
     /** {@code 1.0}, {@code ios16}, {@code 1.3}, {@code ios18} or a constant name. */

@@ -119,13 +119,15 @@ class AneBackendContractTest {
             assertEquals(k.milText(), Files.readString(k.program().directory().resolve("model.mil")));
         }
         fake.setAneSubType("h14g");
+        fake.setRefuseDialect("ios18");   // an M2 that wants program(1.0)
         AneBackend m2 = backend();
         Program fp16Conv = Mil.program().function("main", f -> {
             var x = f.input("x", Mil.fp16(1, 8, 1, 4));
             f.output(f.named("y", f.conv(x, f.weight("W", Mil.fp16(8, 8, 1, 1), AcceptancePrograms.identity(8)))));
         }).build();
         try (AneKernel k = (AneKernel) m2.compile(fp16Conv)) {
-            assertEquals(MilDialect.PROGRAM_1_0_IOS16, m2.dialect(), "h14 (M2) → 1.0/ios16");
+            assertEquals(MilDialect.PROGRAM_1_0_IOS16, m2.dialect(), "h14 (M2), ios18 refused → 1.0/ios16");
+            assertEquals(MilDialect.PROGRAM_1_0_IOS16, k.dialect());
             assertTrue(k.milText().startsWith("program(1.0)\n"), k.milText());
             assertTrue(k.milText().contains("func main<ios16>"), k.milText());
             Map<String, byte[]> files = fp16Conv.weights().encoded();
@@ -135,6 +137,60 @@ class AneBackendContractTest {
         }
         AneBackend forced = new AneBackend(new AneBackend.Options(null, MilDialect.PROGRAM_1_3_IOS18, null, 100));
         assertEquals(MilDialect.PROGRAM_1_3_IOS18, forced.dialect(), "the option overrides the chip");
+    }
+
+    @Test
+    void onM1AndM2Ios18IsTriedFirstAndIos16AfterACompileFailureAndTheChoiceIsKept() {
+        fake.setAneSubType("h13g");
+        fake.setRefuseDialect("ios18");
+        AneBackend m1 = backend();
+        assertEquals("1.3/ios18: not settled yet (on M1/M2 ios16 is tried if ios18 fails)", m1.dialectChoice());
+        try (AneKernel k = (AneKernel) m1.compile(fp16Conv(21))) {
+            assertEquals(MilDialect.PROGRAM_1_0_IOS16, k.dialect());
+            assertTrue(k.milText().contains("func main<ios16>"), k.milText());
+            assertSameOutputsAsRef("conv21", fp16Conv(21), k);
+        }
+        assertEquals(MilDialect.PROGRAM_1_0_IOS16, m1.dialect());
+        assertTrue(m1.dialectChoice().startsWith("1.0/ios16: ios18 failed to compile on M1 (h13g) ([compileWithQoS:options:error:] "
+                + "_ANECompiler : ANECCompile() FAILED (fake: this chip refuses ios18)), ios16 compiled; kept for the session"), m1.dialectChoice());
+        assertEquals(2, m1.compileCount(), "both attempts were compiles");
+        int compiles = compileSends();
+        try (AneKernel k = (AneKernel) m1.compile(fp16Conv(22))) {
+            assertEquals(MilDialect.PROGRAM_1_0_IOS16, k.dialect());
+        }
+        assertEquals(compiles + 1, compileSends(), "remembered: no second ios18 attempt");
+
+        fake.setRefuseDialect("ios16");   // an M1 that takes program(1.3): it compiles first time and stays
+        AneBackend other = backend();
+        try (AneKernel k = (AneKernel) other.compile(fp16Conv(23))) {
+            assertEquals(MilDialect.PROGRAM_1_3_IOS18, k.dialect());
+        }
+        assertEquals("1.3/ios18: compiled on M1 (h13g), kept for the session", other.dialectChoice());
+
+        fake.setRefuseDialect(null);
+        fake.setFailCompile("ANECCompile() FAILED");
+        var both = assertThrows(AneException.class, () -> backend().compile(fp16Conv(24)));
+        assertTrue(both.getMessage().startsWith("[ane] main compiled in neither MIL dialect on M1 (h13g): ios18: "), both.getMessage());
+        fake.setFailCompile(null);
+
+        fake.setAneSubType("h16g");
+        fake.setRefuseDialect("ios18");
+        AneBackend m4 = backend();
+        assertThrows(AneException.class, () -> m4.compile(fp16Conv(25)), "M4: no fallback, the failure is real");
+        assertEquals(1, m4.compileCount());
+        AneBackend forced = new AneBackend(new AneBackend.Options(null, MilDialect.PROGRAM_1_0_IOS16, null, 100));
+        try (AneKernel k = (AneKernel) forced.compile(fp16Conv(26))) {
+            assertEquals(MilDialect.PROGRAM_1_0_IOS16, k.dialect());
+        }
+        assertEquals("1.0/ios16: set by AneBackend.Options", forced.dialectChoice());
+    }
+
+    /** An fp16-I/O 1x1 conv (no cast: M1/M2 refuse cast, chip rule) whose weights depend on the seed. */
+    static Program fp16Conv(int seed) {
+        return Mil.program().function("main", f -> {
+            var x = f.input("x", Mil.fp16(1, 8, 1, 4));
+            f.output(f.named("y", f.conv(x, f.weight("W", Mil.fp16(8, 8, 1, 1), AcceptancePrograms.uniform(seed, 64, 0.125f)))));
+        }).build();
     }
 
     @Test
