@@ -8,6 +8,9 @@ import ane4j.backend.ane.AneBackend;
 import ane4j.backend.ane.AneKernel;
 import ane4j.backend.ref.RefBackend;
 import ane4j.blas.Blas;
+import ane4j.chip.Chip;
+import ane4j.chip.ChipRules;
+import ane4j.chip.Violation;
 import ane4j.model.ModelConfig;
 
 import java.io.IOException;
@@ -33,7 +36,7 @@ import java.util.Map;
 public final class DoctorCommand {
     private DoctorCommand() {}
 
-    static final String USAGE = "usage: ane4j doctor [--model " + String.join("|", ModelConfig.PRESETS) + "] [--json FILE]";
+    static final String USAGE = "usage: ane4j doctor [--model " + String.join("|", ModelConfig.PRESETS) + "] [--json FILE] [--chip m1|m2|m3|m4|m5]";
 
     /** What happened to one rung or probe. */
     public enum Status {
@@ -57,10 +60,12 @@ public final class DoctorCommand {
      * @param origin       how the ANE got the program: compiled, daemon cache (loaded without compiling), shared (ANE only)
      * @param dirAfterUnload whether {@code NSTemporaryDirectory()/<identifier>} was still there after {@code unloadWithQoS}
      * @param allZero      every output element was 0 (how a silently failing matmul looks, maderix #47)
+     * @param violations   what the chip rules ({@link ChipRules}) say about the program on this chip, one line each
      */
     public record Result(String probe, Probes.Kind kind, String assumption, String rule, Status status, String backend,
                          String reference, double compileMs, double loadMs, double evalMs, OutputDiff diff, boolean allZero,
-                         String dialect, String identifier, String origin, Boolean dirAfterUnload, String error) {
+                         String dialect, String identifier, String origin, Boolean dirAfterUnload, List<String> violations,
+                         boolean ruleError, String error) {
         public boolean passed() { return status == Status.OK; }
 
         /** Loaded from the aned daemon's cache without compiling (null off the ANE). */
@@ -74,7 +79,19 @@ public final class DoctorCommand {
 
         static Result of(Probes.Probe p, Status s, String backend, String reference, String error) {
             return new Result(p.name(), p.kind(), p.assumption(), p.rule(), s, backend, reference, Double.NaN, Double.NaN, Double.NaN,
-                    null, false, null, null, null, null, error);
+                    null, false, null, null, null, null, List.of(), false, error);
+        }
+
+        /** The same result with the chip rules' verdict on its program. */
+        Result withRules(List<Violation> vs) {
+            return new Result(probe, kind, assumption, rule, status, backend, reference, compileMs, loadMs, evalMs, diff, allZero, dialect,
+                    identifier, origin, dirAfterUnload, vs.stream().map(v -> v.severity() + " [" + v.rule().id() + "] " + v.what()).toList(),
+                    vs.stream().anyMatch(Violation::isError), error);
+        }
+
+        Result withStatus(Status s, String why) {
+            return new Result(probe, kind, assumption, rule, s, backend, reference, compileMs, loadMs, evalMs, diff, allZero, dialect,
+                    identifier, origin, dirAfterUnload, violations, ruleError, why);
         }
     }
 
@@ -86,12 +103,13 @@ public final class DoctorCommand {
     /** With a given ANE backend (null: not available, for {@code reason}). */
     public static int run(String[] args, PrintStream out, PrintStream err, AneBackend ane, String reason) {
         if (ane != null) ane.chipRulesChecked(false);   // the probes ask Apple's compiler, not ane4j's chip rules
-        String model = "tiny";
+        String model = "tiny", chipName = null;
         Path json = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--model" -> model = value(args, ++i, "--model");
                 case "--json" -> json = Path.of(value(args, ++i, "--json"));
+                case "--chip" -> chipName = value(args, ++i, "--chip");
                 case "-h", "--help" -> { out.println(USAGE); return 0; }
                 default -> throw new CliException("unknown option '" + args[i] + "'; " + USAGE);
             }
@@ -103,6 +121,14 @@ public final class DoctorCommand {
             throw new CliException(e.getMessage());
         }
 
+        Chip chip;
+        try {
+            chip = chipName != null ? Chip.parse(chipName) : ane == null ? null
+                    : Chip.fromSubType(safe(ane::chip).replaceFirst("^.*\\(", "")).orElse(null);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(e.getMessage() + "; " + USAGE);
+        }
+
         Map<String, String> host = new LinkedHashMap<>();
         host.put("chip", ane == null ? "n/a" : safe(ane::chip));
         host.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
@@ -110,9 +136,13 @@ public final class DoctorCommand {
         host.put("dialect", ane == null ? "n/a" : safe(() -> dialect(ane)));
         host.put("blas", safe(() -> Blas.get().name()));
         host.put("ane", ane == null ? "not available: " + reason : "available");
+        host.put("guard", ane == null ? "n/a" : safe(() -> String.valueOf(ane.exceptionGuard())));
+        host.put("rules", chip == null ? "none (chip unknown; --chip m1..m5 picks a family)"
+                : chip + (ane == null ? " (the reference backend emulates it)" : " (checked, not enforced: the probes ask Apple's compiler)"));
         host.put("model", config.name());
         for (var e : host.entrySet()) out.printf(Locale.ROOT, "%-8s %s%n", e.getKey() + ":", e.getValue());
-        if (ane == null) out.println("The ANE is not available here (" + reason + "); running the reference-backend half of the probes.");
+        if (ane == null) out.println("The ANE is not available here (" + reason + "); running the reference-backend half of the probes"
+                + (chip == null ? "." : ", emulating " + chip + "."));
         out.println();
 
         out.println(DoctorReport.header());
@@ -123,19 +153,18 @@ public final class DoctorCommand {
             Result r;
             if (stopped != null) r = Result.of(p, Status.NOT_RUN, ane != null ? "ane" : "ref", ane != null ? "ref" : "ref-fp32", stopped);
             else {
-                r = ane != null ? onAne(ane, p) : onRef(p);
+                r = ane != null ? onAne(ane, p) : onRef(p, chip);
                 if (r.error() != null && r.error().startsWith(STOP)) {
                     stopped = "ladder stopped at " + p.name() + ": " + r.error().substring(STOP.length());
-                    r = new Result(r.probe(), r.kind(), r.assumption(), r.rule(), Status.FAILED, r.backend(), r.reference(), r.compileMs(),
-                            r.loadMs(), r.evalMs(), r.diff(), r.allZero(), r.dialect(), r.identifier(), r.origin(), r.dirAfterUnload(),
-                            r.error().substring(STOP.length()));
+                    r = r.withStatus(Status.FAILED, r.error().substring(STOP.length()));
                 }
             }
+            if (chip != null) r = r.withRules(ChipRules.check(p.program(), chip));
             results.add(r);
             out.println(DoctorReport.row(r));
             out.flush();
         }
-        DoctorReport report = new DoctorReport(host, ane != null, reason, results, stopped);
+        DoctorReport report = new DoctorReport(host, ane != null, reason, chip, results, stopped);
         out.println(report.summary());
         out.println();
         out.println("assumptions (audit F1–F14; what the first Mac run confirms):");
@@ -220,7 +249,7 @@ public final class DoctorCommand {
             return new Result(p.name(), p.kind(), p.assumption(), p.rule(), ok ? Status.OK : Status.DIFFERS, "ane", "ref",
                     ms(prog.compileNanos()), ms(prog.loadNanos()), ms(k.lastEvaluateNanos()), d, allZero(got), dialect,
                     prog.identifier(), prog.origin().name().toLowerCase(Locale.ROOT).replace('_', ' '), prog.unloadLeftDirectory(),
-                    ok ? null : "outside fp16 tolerance");
+                    List.of(), false, ok ? null : "outside fp16 tolerance");
         } catch (CompileBudgetExceededException e) {
             return Result.of(p, Status.FAILED, "ane", "ref", STOP + oneLine(e));
         } catch (RuntimeException e) {
@@ -233,9 +262,12 @@ public final class DoctorCommand {
         }
     }
 
-    /** Reference (fp16 storage) vs reference (fp32 storage), timing the fp16 one. */
-    static Result onRef(Probes.Probe p) {
-        RefBackend ref = new RefBackend(new RefBackend.Options(false, false, null));
+    /**
+     * Reference (fp16 storage; emulating {@code chip}'s rules and fp16 cliffs when not null) vs reference (fp32 storage),
+     * timing the fp16 one.
+     */
+    static Result onRef(Probes.Probe p, Chip chip) {
+        RefBackend ref = new RefBackend(new RefBackend.Options(false, false, null, chip));
         RefBackend exact = new RefBackend(new RefBackend.Options(true, false, null));
         try (Kernel e = exact.compile(p.reference())) {
             long t0 = System.nanoTime();
@@ -249,7 +281,8 @@ public final class DoctorCommand {
                 OutputDiff d = diff(e.evaluate(in), got);
                 boolean ok = d.within(OutputDiff.FP16_ATOL, OutputDiff.FP16_RTOL);
                 return new Result(p.name(), p.kind(), p.assumption(), p.rule(), ok ? Status.OK : Status.DIFFERS, "ref", "ref-fp32",
-                        ms(t1 - t0), Double.NaN, ms(t3 - t2), d, allZero(got), null, null, null, null, ok ? null : "outside fp16 tolerance");
+                        ms(t1 - t0), Double.NaN, ms(t3 - t2), d, allZero(got), null, null, null, null, List.of(), false,
+                        ok ? null : "outside fp16 tolerance");
             }
         } catch (RuntimeException ex) {
             return Result.of(p, Status.FAILED, "ref", "ref-fp32", oneLine(ex));

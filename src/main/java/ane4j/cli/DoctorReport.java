@@ -3,6 +3,7 @@ package ane4j.cli;
 import ane4j.backend.OutputDiff;
 import ane4j.backend.ane.SurfacePlan;
 import ane4j.cli.DoctorCommand.Result;
+import ane4j.chip.Chip;
 import ane4j.cli.DoctorCommand.Status;
 import ane4j.model.Json;
 
@@ -21,13 +22,15 @@ final class DoctorReport {
     private final Map<String, String> host;
     private final boolean aneAvailable;
     private final String reason;
+    private final Chip chip;
     private final List<Result> results;
     private final String stopped;
 
-    DoctorReport(Map<String, String> host, boolean aneAvailable, String reason, List<Result> results, String stopped) {
+    DoctorReport(Map<String, String> host, boolean aneAvailable, String reason, Chip chip, List<Result> results, String stopped) {
         this.host = host;
         this.aneAvailable = aneAvailable;
         this.reason = reason;
+        this.chip = chip;
         this.results = List.copyOf(results);
         this.stopped = stopped;
     }
@@ -100,6 +103,7 @@ final class DoctorReport {
         l.add("F12 cast (fp32 I/O) and single-blob weights on M1/M2: " + statuses("a2-fp32-cast", "a2-packed-blob")
                 + "; ane4j's rungs use neither");
         l.add("F9  Objective-C exceptions caught: " + exceptions());
+        l.add("F5–F8 chip rules (ane4j.chip) vs what compiled: " + rules());
         return l;
     }
 
@@ -159,10 +163,16 @@ final class DoctorReport {
         Optional<Result> r = find(probe);
         if (r.isEmpty()) return "missing";
         Result x = r.get();
-        if (!aneAvailable) return "the reference keeps " + what + " (" + x.status() + ")";
-        if (x.diff() != null && x.diff().nonFinite() > 0) return x.diff().nonFinite() + " of " + x.diff().count() + " outputs became ±inf/NaN: cliff confirmed [" + probe + "]";
-        if (x.status() == Status.OK) return "no: " + what + " kept (max rel err " + sci(x.maxRelErr()) + ") [" + probe + "]";
-        return x.status() + (x.error() == null ? "" : ": " + x.error()) + " [" + probe + "]";
+        String who = aneAvailable ? "" : chip == null ? "the reference: " : "the reference emulating " + chip + ": ";
+        if (x.diff() != null && x.diff().nonFinite() > 0)
+            return who + x.diff().nonFinite() + " of " + x.diff().count() + " outputs became ±inf/NaN" + (aneAvailable ? ": cliff confirmed" : "") + " [" + probe + "]";
+        if (x.status() == Status.OK) return who + "no: " + what + " kept (max rel err " + sci(x.maxRelErr()) + ") [" + probe + "]";
+        return who + x.status() + (x.error() == null ? "" : ": " + shorten(x.error())) + " [" + probe + "]";
+    }
+
+    /** An error message cut for a summary line (the table and the JSON keep it whole). */
+    private static String shorten(String error) {
+        return error.length() <= 110 ? error : error.substring(0, 110) + "…";
     }
 
     private String minSurface() {
@@ -172,9 +182,31 @@ final class DoctorReport {
 
     private String exceptions() {
         if (!aneAvailable) return noAne();
-        List<Result> thrown = results.stream().filter(r -> r.error() != null && r.error().toLowerCase(Locale.ROOT).contains("exception")).toList();
-        return thrown.isEmpty() ? "no framework exception reached Java during the ladder"
-                : thrown.size() + " caught as errors, first: " + thrown.get(0).error() + " [" + thrown.get(0).probe() + "]";
+        String guard = host.get("guard");
+        String how = guard == null || guard.equals("null") ? "NO guard (no clang at install time): an exception inside the framework aborts the JVM"
+                : "guard " + guard;
+        List<Result> thrown = results.stream().filter(r -> r.error() != null && r.error().contains("an Objective-C exception inside the framework")).toList();
+        return how + "; " + (thrown.isEmpty() ? "no framework exception during the ladder"
+                : thrown.size() + " caught as failed rungs, first: " + thrown.get(0).error() + " [" + thrown.get(0).probe() + "]");
+    }
+
+    /** The chip rules' predictions (errors: Apple's compiler should refuse) against what compiled. */
+    private String rules() {
+        if (chip == null) return "no chip family known (--chip m1..m5 checks the ladder against one)";
+        List<Result> predicted = results.stream().filter(Result::ruleError).toList();
+        String rules = chip + ": " + predicted.size() + " of " + results.size() + " programs break an error rule";
+        if (!aneAvailable) {
+            List<Result> refused = predicted.stream().filter(r -> r.status() == Status.FAILED).toList();
+            return rules + (predicted.isEmpty() ? "" : " (" + names(predicted) + "); the reference emulating " + chip + " refused " + refused.size());
+        }
+        List<Result> ran = results.stream().filter(r -> r.status() != Status.NOT_RUN && r.status() != Status.SKIPPED).toList();
+        List<Result> tooStrict = ran.stream().filter(r -> r.ruleError() && r.status() != Status.FAILED).toList();
+        List<Result> missed = ran.stream().filter(r -> !r.ruleError() && r.status() == Status.FAILED).toList();
+        long agreed = ran.size() - tooStrict.size() - missed.size();
+        return rules + "; agreed with Apple's compiler on " + agreed + " of " + ran.size()
+                + (tooStrict.isEmpty() ? "" : "; compiled although a rule says no: " + names(tooStrict) + " (" + tooStrict.get(0).violations().stream()
+                        .filter(v -> v.startsWith("error")).findFirst().orElse("") + ")")
+                + (missed.isEmpty() ? "" : "; failed with no rule predicting it: " + names(missed));
     }
 
     /** {@code name ok, name failed: msg, …} for these probes. */
@@ -182,7 +214,7 @@ final class DoctorReport {
         List<String> parts = new ArrayList<>();
         for (String p : probes) {
             Optional<Result> r = find(p);
-            parts.add(p + " " + r.map(x -> x.status() + (x.status() == Status.OK || x.error() == null ? "" : " (" + x.error() + ")")).orElse("missing"));
+            parts.add(p + " " + r.map(x -> x.status() + (x.status() == Status.OK || x.error() == null ? "" : " (" + shorten(x.error()) + ")")).orElse("missing"));
         }
         return String.join(", ", parts);
     }
@@ -192,7 +224,7 @@ final class DoctorReport {
     /** A few lines for a bug report: chip, OS, what passed, the first failure with its message, where the ladder stopped. */
     List<String> verdict() {
         List<String> v = new ArrayList<>();
-        v.add("ane4j doctor: chip " + host.get("chip") + ", " + host.get("os") + ", JDK " + host.get("jdk") + ", model " + host.get("model")
+        v.add("ane4j doctor: chip " + host.get("chip") + (chip != null && !aneAvailable ? " (rules and cliffs of " + chip + " emulated)" : "") + ", " + host.get("os") + ", JDK " + host.get("jdk") + ", model " + host.get("model")
                 + (aneAvailable ? ", dialect " + host.get("dialect") : ""));
         if (!aneAvailable) v.add("ANE not available (" + reason + "): only the reference half ran");
         List<Result> rungs = rungs();
@@ -249,12 +281,15 @@ final class DoctorReport {
                     .append(", \"origin\": ").append(str(r.origin()))
                     .append(", \"cacheHit\": ").append(r.cacheHit() == null ? "null" : r.cacheHit().toString())
                     .append(", \"dirAfterUnload\": ").append(r.dirAfterUnload() == null ? "null" : r.dirAfterUnload().toString())
+                    .append(", \"ruleError\": ").append(r.ruleError())
+                    .append(", \"violations\": ").append(r.violations().stream().map(Json::quote).collect(Collectors.joining(", ", "[", "]")))
                     .append(", \"passed\": ").append(r.passed())
                     .append(", \"error\": ").append(str(r.error())).append('}');
         }
         sb.append("\n  ],\n  \"assumptions\": ").append(list(assumptions()))
                 .append(",\n  \"verdict\": ").append(list(verdict()))
                 .append(",\n  \"stopped\": ").append(str(stopped))
+                .append(",\n  \"chip\": ").append(chip == null ? "null" : Json.quote(chip.name()))
                 .append(",\n  \"tolerance\": {\"atol\": ").append(OutputDiff.FP16_ATOL).append(", \"rtol\": ").append(OutputDiff.FP16_RTOL)
                 .append("},\n  \"passed\": ").append(passed()).append("\n}\n");
         return sb.toString();

@@ -60,9 +60,11 @@ class DoctorCommandTest {
         int verdict = lines.indexOf("verdict (paste into a bug report):");
         assertTrue(assumptions > table && verdict > assumptions, r.out());
         List<String> assumed = lines.subList(assumptions + 1, verdict - 1).stream().map(String::strip).toList();
-        assertEquals(13, assumed.size(), assumed.toString());
+        assertEquals(14, assumed.size(), assumed.toString());
         for (String l : assumed) assertTrue(l.contains("needs the ANE (not available: not macOS (Linux))"), l);
-        assertTrue(assumed.contains("F4  width-offset slice clamps |v| > 4094 (M1–M3): the reference keeps values 4100–6000 read at width offset 64 (ok); "
+        assertTrue(assumed.contains("F4  width-offset slice clamps |v| > 4094 (M1–M3): the reference: no: values 4100–6000 read at width offset 64 "
+                + "kept (max rel err 0.00e+00) [slice-clamp-4094]; on the reference only, needs the ANE (not available: not macOS (Linux))"), assumed.toString());
+        assertTrue(assumed.contains("F5–F8 chip rules (ane4j.chip) vs what compiled: no chip family known (--chip m1..m5 checks the ladder against one); "
                 + "on the reference only, needs the ANE (not available: not macOS (Linux))"), assumed.toString());
 
         Map<String, Object> report = (Map<String, Object>) Json.parse(Files.readString(json));
@@ -104,12 +106,50 @@ class DoctorCommandTest {
     }
 
     @Test
+    @SuppressWarnings("unchecked")
+    void withAChipTheReferenceHalfEmulatesItsRulesAndCliffs() throws Exception {
+        Path json = tmp.resolve("m1.json");
+        Run r = run("--chip", "m1", "--json", json.toString());
+        assertEquals(0, r.code(), r.out());   // the rungs meet M1's rules; the probes that break them are observations
+        assertTrue(r.out().contains("rules:   M1 (the reference backend emulates it)\n"), r.out());
+        assertTrue(r.out().contains("running the reference-backend half of the probes, emulating M1.\n"), r.out());
+        Map<String, Object> report = (Map<String, Object>) Json.parse(Files.readString(json));
+        assertEquals("M1", report.get("chip"));
+        Map<String, Map<String, Object>> byName = new java.util.HashMap<>();
+        for (Map<String, Object> p : (List<Map<String, Object>>) report.get("probes")) byName.put((String) p.get("probe"), p);
+        // the rules name what M1 refuses (maderix PR #6, benchmark report, #47; ANEForge caps), and the emulation refuses it
+        for (String refused : List.of("a2-fp32-cast", "a2-packed-blob", "matmul-k16", "width-32768")) {
+            Map<String, Object> p = byName.get(refused);
+            assertEquals(true, p.get("ruleError"), p.toString());
+            assertEquals("failed", p.get("status"), p.toString());
+            assertTrue(((String) p.get("error")).startsWith("[ane] main breaks chip rule "), p.toString());
+        }
+        assertTrue(((List<String>) byName.get("width-32768").get("violations")).contains("error [axis-cap] reshape_1 tensor<fp16, [1, 1, 1, 32768]>: axis 3 is 32768"),
+                byName.get("width-32768").toString());
+        for (String rung : RUNGS) assertEquals(false, byName.get(rung).get("ruleError"), rung);
+        // and applies the fp16 cliffs: the 4094 clamp and the saturation above 32752 give ±inf
+        for (String cliff : List.of("slice-clamp-4094", "matmul-saturation")) {
+            Map<String, Object> p = byName.get(cliff);
+            assertEquals("differs", p.get("status"), p.toString());
+            assertTrue(((Number) p.get("nonFinite")).intValue() > 0, p.toString());
+        }
+        List<String> assumed = (List<String>) report.get("assumptions");
+        assertTrue(assumed.stream().anyMatch(l -> l.startsWith("F4  width-offset slice clamps |v| > 4094 (M1–M3): the reference emulating M1: ")
+                && l.contains(" outputs became ±inf/NaN [slice-clamp-4094]")), assumed.toString());
+        assertTrue(assumed.stream().anyMatch(l -> l.startsWith("F5–F8 chip rules (ane4j.chip) vs what compiled: M1: 4 of 31 programs break an error rule "
+                + "(a2-fp32-cast, a2-packed-blob, matmul-k16, width-32768); the reference emulating M1 refused 4")), assumed.toString());
+        assertTrue(((List<String>) report.get("verdict")).get(0).startsWith("ane4j doctor: chip n/a (rules and cliffs of M1 emulated), "));
+    }
+
+    @Test
     void badOptionsAreOneLineErrors() {
         var e = assertThrows(CliException.class, () -> run("--model", "gpt5"));
         assertTrue(e.getMessage().startsWith("[config] unknown model 'gpt5'"), e.getMessage());
         var u = assertThrows(CliException.class, () -> run("--frobnicate"));
         assertEquals("unknown option '--frobnicate'; " + DoctorCommand.USAGE, u.getMessage());
         assertThrows(CliException.class, () -> run("--json"));
+        var c = assertThrows(CliException.class, () -> run("--chip", "m9"));
+        assertTrue(c.getMessage().startsWith("[chip] unknown chip 'm9'; use m1, m2, m3, m4 or m5"), c.getMessage());
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         assertEquals(1, Main.run(new String[] {"doctor", "--frobnicate"}, new PrintStream(new ByteArrayOutputStream()), new PrintStream(err)));
         assertEquals("ane4j doctor: unknown option '--frobnicate'; " + DoctorCommand.USAGE, err.toString().strip());

@@ -71,7 +71,7 @@ class DoctorOnFakeTest {
         // what is printed is what is written
         for (String line : r.lines("assumptions")) assertTrue(text.contains("\n  " + line + "\n"), line);
         for (String line : r.lines("verdict")) assertTrue(text.contains("\n  " + line + "\n"), line);
-        assertEquals(13, r.lines("assumptions").size(), r.lines("assumptions").toString());
+        assertEquals(14, r.lines("assumptions").size(), r.lines("assumptions").toString());
         return r;
     }
 
@@ -121,13 +121,20 @@ class DoctorOnFakeTest {
         assertTrue(r.assumption("F12 int8").contains("int8-blob-code4 ok, int8-blob-code1 " + code1), r.assumption("F12 int8"));
         assertTrue(r.assumption("F8  matmul").endsWith("→ k16 matches: not needed on this chip"), r.assumption("F8  matmul"));
         assertTrue(r.assumption("F4  width-offset").startsWith("F4  width-offset slice clamps |v| > 4094 (M1–M3): no: values 4100–6000"), r.assumption("F4  width"));
+        // M3's rules refuse a 32768-wide axis (ANEForge _targets.py); the fake compiles it: the doctor says the rule and the
+        // compiler disagree (on a real M3 this line is the answer)
+        assertEquals(true, r.probe("width-32768").get("ruleError"));
+        assertEquals("F5–F8 chip rules (ane4j.chip) vs what compiled: M3: 1 of " + LADDER.size() + " programs break an error rule; agreed with Apple's compiler on "
+                + (LADDER.size() - 1) + " of " + LADDER.size() + "; compiled although a rule says no: width-32768 (error [axis-cap] reshape_1 tensor<fp16, "
+                + "[1, 1, 1, 32768]>: axis 3 is 32768)", r.assumption("F5–F8"));
+        assertTrue(r.text().contains("rules:   M3 (checked, not enforced: the probes ask Apple's compiler)\n"), r.text());
         assertTrue(r.assumption("F4  matmul").contains("no: outputs of 40000 kept"), r.assumption("F4  matmul"));
         assertTrue(r.assumption("F7 ").endsWith("1.3/ios18 [every compiled rung]"), r.assumption("F7 "));
         assertTrue(r.assumption("F1 ").startsWith("F1  identifier accepted: yes: "), r.assumption("F1 "));
         assertTrue(r.assumption("F13").contains("yes: gone after unloadWithQoS for all " + LADDER.size() + " unloaded programs"), r.assumption("F13"));
         assertTrue(r.assumption("F2 ").contains("yes: conv reloaded without compiling (load "), r.assumption("F2 "));
         assertTrue(r.text().contains("  ok (daemon cache)\n"), r.text());
-        assertTrue(r.assumption("F9 ").endsWith("no framework exception reached Java during the ladder"), r.assumption("F9 "));
+        assertTrue(r.assumption("F9 ").endsWith("; no framework exception during the ladder"), r.assumption("F9 "));
         List<String> verdict = r.lines("verdict");
         assertTrue(verdict.get(0).startsWith("ane4j doctor: chip M3 (h15g), "), verdict.toString());
         assertEquals("passed " + RUNGS + " of " + RUNGS + " rungs (conv, dynamic-matmul, attention-mask … train/kvBwd)", verdict.get(1));
@@ -211,6 +218,19 @@ class DoctorOnFakeTest {
         assertTrue(r.assumption("F7 ").endsWith("none: nothing compiled (1.3/ios18 was tried)"), r.assumption("F7 "));
         assertEquals("F1  identifier accepted: yes: compiles got past it to compileWithQoS [conv]", r.assumption("F1 "));
         for (Map<String, Object> p : r.probes()) assertEquals("failed", p.get("status"), p.toString());
+    }
+
+    @Test
+    void anObjectiveCExceptionInsideTheFrameworkIsAFailedRungAndTheF9LineSaysSo() throws Exception {
+        fake = FakeObjc.get();
+        fake.setTmpdir(tmp);
+        fake.setThrow("loadWithQoS:options:error:", "NSInternalInconsistencyException", "doctor test");
+        Run r = doctor(backend(100));
+        assertEquals(1, r.code());
+        String first = r.lines("verdict").get(2);
+        assertTrue(first.startsWith("first failure: conv — failed: [loadWithQoS:options:error:] raised NSInternalInconsistencyException: doctor test"), first);
+        assertTrue(r.assumption("F9 ").contains("caught as failed rungs, first: [loadWithQoS:options:error:] raised NSInternalInconsistencyException"), r.assumption("F9 "));
+        assertFalse(r.assumption("F9 ").contains("NO guard"), r.assumption("F9 "));
     }
 
     /**
