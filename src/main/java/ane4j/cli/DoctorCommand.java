@@ -164,6 +164,7 @@ public final class DoctorCommand {
             out.println(DoctorReport.row(r));
             out.flush();
         }
+        if (ane != null) host.put("dialectChoice", safe(ane::dialectChoice));   // settled by the ladder's compiles
         DoctorReport report = new DoctorReport(host, ane != null, reason, chip, results, stopped);
         out.println(report.summary());
         out.println();
@@ -247,7 +248,8 @@ public final class DoctorCommand {
             var prog = k.program();
             k.close();
             return new Result(p.name(), p.kind(), p.assumption(), p.rule(), ok ? Status.OK : Status.DIFFERS, "ane", "ref",
-                    ms(prog.compileNanos()), ms(prog.loadNanos()), ms(k.lastEvaluateNanos()), d, allZero(got), dialect,
+                    ms(prog.compileNanos()), ms(prog.loadNanos()), ms(k.lastEvaluateNanos()), d, allZero(got),
+                    k.dialect().programVersion() + "/" + k.dialect().opset(),
                     prog.identifier(), prog.origin().name().toLowerCase(Locale.ROOT).replace('_', ' '), prog.unloadLeftDirectory(),
                     List.of(), false, ok ? null : "outside fp16 tolerance");
         } catch (CompileBudgetExceededException e) {

@@ -147,7 +147,7 @@ final class DoctorReport {
         if (!aneAvailable) return noAne();
         var used = results.stream().filter(r -> r.status() == Status.OK || r.status() == Status.DIFFERS).map(Result::dialect)
                 .filter(d -> d != null).distinct().toList();
-        return used.isEmpty() ? "none: nothing compiled (" + host.get("dialect") + " was tried)" : String.join(", ", used) + " [every compiled rung]";
+        return (used.isEmpty() ? "none: nothing compiled" : String.join(", ", used) + " [every compiled rung]") + "; " + host.get("dialectChoice");
     }
 
     private String contraction() {

@@ -129,7 +129,7 @@ class DoctorOnFakeTest {
                 + "[1, 1, 1, 32768]>: axis 3 is 32768)", r.assumption("F5–F8"));
         assertTrue(r.text().contains("rules:   M3 (checked, not enforced: the probes ask Apple's compiler)\n"), r.text());
         assertTrue(r.assumption("F4  matmul").contains("no: outputs of 40000 kept"), r.assumption("F4  matmul"));
-        assertTrue(r.assumption("F7 ").endsWith("1.3/ios18 [every compiled rung]"), r.assumption("F7 "));
+        assertEquals("F7  dialect that compiled: 1.3/ios18 [every compiled rung]; 1.3/ios18: the dialect of M3 (h15g)", r.assumption("F7 "));
         assertTrue(r.assumption("F1 ").startsWith("F1  identifier accepted: yes: "), r.assumption("F1 "));
         assertTrue(r.assumption("F13").contains("yes: gone after unloadWithQoS for all " + LADDER.size() + " unloaded programs"), r.assumption("F13"));
         assertTrue(r.assumption("F2 ").contains("yes: conv reloaded without compiling (load "), r.assumption("F2 "));
@@ -147,7 +147,8 @@ class DoctorOnFakeTest {
     void aRungThatGivesZerosIsTheFirstFailureAndTheProbesReadTheirCliffs() throws Exception {
         fake = FakeObjc.get();
         fake.setTmpdir(tmp);
-        fake.setAneSubType("h15g");
+        fake.setAneSubType("h13g");
+        fake.setRefuseDialect("ios18");   // M1 with the evidence of maderix PR #6: only ios16 compiles (F7)
         // the fake "ANE" silently zeroes two programs (as maderix #47 saw on M1) and clamps the width-offset slice to inf
         Program k16 = Probes.ladder(ModelConfig.parse("tiny")).stream().filter(p -> p.name().equals("matmul-k16")).findFirst().orElseThrow().program();
         Program bwd1 = new TrainingKernels(ModelConfig.parse("tiny")).byName("sdpaBwd1").program();
@@ -174,7 +175,10 @@ class DoctorOnFakeTest {
         List<String> verdict = r.lines("verdict");
         assertEquals("passed " + (RUNGS - 1) + " of " + RUNGS + " rungs (conv, dynamic-matmul, attention-mask … train/kvBwd)", verdict.get(1));
         assertEquals("first failure: train/sdpaBwd1 — differs: outside fp16 tolerance", verdict.get(2));
-        assertEquals("probes: " + (hook.refused.isEmpty() ? "" : "int8-blob-code1 differs, ") + "matmul-k16 differs, slice-clamp-4094 differs", verdict.get(3));
+        assertEquals("probes: int8-blob-code4 skipped, int8-blob-code1 skipped, matmul-k16 differs, slice-clamp-4094 differs", verdict.get(3));
+        assertTrue(r.assumption("F7 ").startsWith("F7  dialect that compiled: 1.0/ios16 [every compiled rung]; 1.0/ios16: ios18 failed to compile on M1"), r.assumption("F7 "));
+        assertTrue(((String) r.probe("int8-blob-code4").get("error")).startsWith("needs the ios17 opset; this chip's dialect is 1.0/ios16"), r.probe("int8-blob-code4").toString());
+        assertTrue(r.assumption("F5–F8").contains("compiled although a rule says no: a2-fp32-cast, a2-packed-blob, matmul-k16, width-32768"), r.assumption("F5–F8"));
         assertTrue(r.assumption("F8  matmul").endsWith("→ k16 gives zeros: rule confirmed"), r.assumption("F8  matmul"));
         assertTrue(r.assumption("F4  width-offset").contains("outputs became ±inf/NaN: cliff confirmed [slice-clamp-4094]"), r.assumption("F4  width"));
         assertTrue(r.assumption("F4  matmul").contains("no: outputs of 40000 kept"), r.assumption("F4  matmul"));
@@ -215,7 +219,7 @@ class DoctorOnFakeTest {
         assertTrue(r.text().contains("FAIL: [compileWithQoS:options:error:] ANECCompile() FAILED"), r.text());
         assertTrue(r.text().contains(RUNGS + " of " + RUNGS + " rungs FAILED"), r.text());
         assertEquals("first failure: conv — failed: [compileWithQoS:options:error:] ANECCompile() FAILED", r.lines("verdict").get(2));
-        assertTrue(r.assumption("F7 ").endsWith("none: nothing compiled (1.3/ios18 was tried)"), r.assumption("F7 "));
+        assertTrue(r.assumption("F7 ").startsWith("F7  dialect that compiled: none: nothing compiled; "), r.assumption("F7 "));
         assertEquals("F1  identifier accepted: yes: compiles got past it to compileWithQoS [conv]", r.assumption("F1 "));
         for (Map<String, Object> p : r.probes()) assertEquals("failed", p.get("status"), p.toString());
     }
