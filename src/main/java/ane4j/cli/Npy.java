@@ -162,6 +162,7 @@ public final class Npy {
             int end = s.indexOf(q, i);
             if (end < 0) throw err("the closing quote");
             String v = s.substring(i, end);
+            for (int k = 0; k < v.length(); k++) if (Character.isISOControl(v.charAt(k))) { i += k; throw err("a printable string"); }
             i = end + 1;
             return v;
         }

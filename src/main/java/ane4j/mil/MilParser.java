@@ -716,6 +716,8 @@ public final class MilParser {
             if (k.text.equals("path") && path == null) {
                 if (l.isBlob() || l.dtype() != DType.STRING || !l.type().isScalar()) throw err(lt, "[const] BLOBFILE path must be a string, e.g. path = string(\"@model_path/weights/w.bin\")");
                 path = l.stringValue();
+                if (path.isEmpty() || path.chars().anyMatch(Character::isISOControl))
+                    throw err(lt, "[const] BLOBFILE path " + MilWriter.quote(path.replaceAll("\\p{Cntrl}", "?")) + " is empty or holds a control character; name a file like string(\"@model_path/weights/w.bin\")");
             } else if (k.text.equals("offset") && offset == null) {
                 if (l.isBlob() || l.dtype() != DType.UINT64 || !l.type().isScalar()) throw err(lt, "[const] BLOBFILE offset must be a uint64, e.g. offset = uint64(64)");
                 offset = l.longAt(0);

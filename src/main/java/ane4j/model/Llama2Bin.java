@@ -65,9 +65,13 @@ public final class Llama2Bin {
                 throw new ModelFormatException(TAG + name + ": expected " + (expected < 0 ? "an impossible number of" : expected)
                         + " bytes for " + header + ", found " + fileSize + (fileSize < expected ? " (truncated?)" : " (foreign file or other version?)"));
             String stem = name.replaceFirst("\\.[^.]*$", "");
-            ModelConfig config = new ModelConfig(stem.isEmpty() ? "llama2" : stem, dim, hidden, layers, heads, kvHeads, dim / heads,
-                    vocab, seqLen, 10000f, RopeStyle.INTERLEAVED, false, shared, 1e-5f, 1f);
-            Parameters p = Parameters.zeros(config);
+            Parameters p;
+            try {
+                p = Parameters.zeros(new ModelConfig(stem.isEmpty() ? "llama2" : stem, dim, hidden, layers, heads, kvHeads, dim / heads,
+                        vocab, seqLen, 10000f, RopeStyle.INTERLEAVED, false, shared, 1e-5f, 1f));
+            } catch (IllegalArgumentException e) {
+                throw new ModelFormatException(TAG + name + ": header " + header + ": " + e.getMessage(), e);
+            }
             long pos = HEADER_BYTES;
             for (Section s : sections(p.layout())) {
                 if (s.views == null) { // freq_cis: skipped

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
  * its source (commit d91c984), are read by {@code ane4j mil check} with one warning line per sloppy field, never refused.
  * Those builders ran on M3/M4. ane4j itself writes spec-correct headers ({@link MilBlobTest}).
  */
-class MaderixBlobsTest {
+public class MaderixBlobsTest {
     @TempDir Path dir;
 
     record Result(int code, String out, String err) {}
@@ -67,7 +67,7 @@ class MaderixBlobsTest {
      * {@code inmem_peak.m} buildWeightBlob and {@code ane_int8_bench.m} buildWeightBlobInt8/FP16: count 1, per chunk only the
      * sentinel, dtype byte 1 (fp16, also on int8 data) and byte 10 (0x08: size 524288; 0x10: 1048576), data offset 0.
      */
-    static byte[] benchBlob(byte[][] data, int byte10) {
+    public static byte[] benchBlob(byte[][] data, int byte10) {
         int wsize = data[0].length, chunkSize = 64 + wsize, total = 64 + chunkSize * data.length;
         byte[] buf = new byte[total];
         buf[0] = 1;

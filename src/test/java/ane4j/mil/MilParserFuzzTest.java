@@ -112,4 +112,29 @@ class MilParserFuzzTest {
             for (String t : texts) assertThrows(MilParseException.class, () -> MilParser.parse(t));
         });
     }
+
+    /**
+     * Issue 18: the same parser through its file entry point, as {@code mil check} runs it — mutated bytes of the .mil file
+     * (so also text that is not UTF-8) and, separately, of its weight file: only one-line {@link MilException}s (parse errors
+     * with line:col, [mil]/[blob] otherwise), bounded heap and time.
+     */
+    @Test
+    void mutatedFilesAndWeightFilesThroughTheFileEntryPoint(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        Program a1 = AcceptancePrograms.a1Conv(8, 4);
+        a1.weights().writeTo(dir);
+        java.nio.file.Path mil = dir.resolve("a1.mil"), weight = dir.resolve(a1.weights().files().values().iterator().next().relativePath());
+        byte[] weightBytes = java.nio.file.Files.readAllBytes(weight);
+        List<byte[]> texts = new ArrayList<>();
+        for (Dialect d : Dialect.values()) texts.add(MilWriter.write(a1, d).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        String tag = "(\\d+:\\d+: )?\\[(mil|blob|const|type|[a-z_]+)\\] |\\d+:\\d+: (expected|unknown value)";
+        List<Class<? extends Throwable>> allowed = List.of(MilParseException.class, MilException.class);
+        long t0 = System.nanoTime();
+        var text = ane4j.fuzz.Fuzz.run(mil, texts, 3000, 1806, 64, f -> MilParser.parseDetailed(MilParser.readText(f), dir), tag, 64, allowed);
+        java.nio.file.Files.write(mil, texts.get(0));
+        var blobs = ane4j.fuzz.Fuzz.run(weight, List.of(weightBytes), 3000, 1807, 128, f -> MilParser.parseDetailed(MilParser.readText(mil), dir), tag, 64, allowed);
+        System.out.printf("[fuzz] MIL files: %d cases, %d read, %d refused; their weight files: %d cases, %d read, %d refused; slowest %.1f ms; %d ms in all%n",
+                3000, text.accepted(), text.refused(), 3000, blobs.accepted(), blobs.refused(), Math.max(text.maxNanos(), blobs.maxNanos()) / 1e6,
+                (System.nanoTime() - t0) / 1_000_000);
+        assertTrue(blobs.accepted() > 100, "flips in the weight data still read: " + blobs.accepted());
+    }
 }

@@ -93,4 +93,17 @@ class Llama2BinTest {
         var e = assertThrows(IllegalArgumentException.class, () -> Llama2Bin.write(tmp.resolve("q.bin"), Parameters.init(ParameterLayoutTest.QWEN_SMALL, 1)));
         assertTrue(e.getMessage().contains("QK-norm") && e.getMessage().contains("safetensors"), e.getMessage());
     }
+
+    // issue 18 row 15 for llama2.c files: a header whose size matches the file but whose seq_len the config refuses is one tagged line
+    @Test
+    void seqLenTheConfigRefusesIsAModelFormatError(@org.junit.jupiter.api.io.TempDir Path d) throws Exception {
+        int dim = 2, hidden = 1, layers = 1, heads = 1, kv = 1, vocab = 1, seq = 100_000;
+        long bytes = Llama2Bin.expectedBytes(dim, hidden, layers, heads, kv, vocab, seq, true);
+        var b = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(dim).putInt(hidden).putInt(layers).putInt(heads).putInt(kv).putInt(vocab).putInt(seq);
+        Path f = Files.write(d.resolve("long.bin"), b.array());
+        var e = assertThrows(ModelFormatException.class, () -> Llama2Bin.read(f));
+        assertTrue(e.getMessage().startsWith("[llama2.bin] long.bin: header dim=2 hidden_dim=1 n_layers=1 n_heads=1 n_kv_heads=1 vocab_size=1 seq_len=100000: "
+                + "[config] long: seqLen 100000 with 1 heads makes attention scores"), e.getMessage());
+    }
 }
