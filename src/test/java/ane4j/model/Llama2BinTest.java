@@ -96,7 +96,7 @@ class Llama2BinTest {
 
     // issue 18 row 15 for llama2.c files: a header whose size matches the file but whose seq_len the config refuses is one tagged line
     @Test
-    void seqLenTheConfigRefusesIsAModelFormatError(@org.junit.jupiter.api.io.TempDir Path d) throws Exception {
+    void seqLenTheConfigRefusesIsAModelFormatError(@TempDir Path d) throws Exception {
         int dim = 2, hidden = 1, layers = 1, heads = 1, kv = 1, vocab = 1, seq = 100_000;
         long bytes = Llama2Bin.expectedBytes(dim, hidden, layers, heads, kv, vocab, seq, true);
         var b = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
