@@ -116,4 +116,22 @@ class MilCommandTest {
         assertEquals(1, r.code());
         assertEquals("ane4j mil: [mil] " + f + ": byte " + head.length + " (0xE9) is not UTF-8; MIL text is UTF-8, re-save the file as UTF-8\n", r.err());
     }
+
+    // issue 18 row 14: a .mil over 2 GiB (sparse) or over what the heap can parse is refused before it is read (was OutOfMemoryError)
+    @Test
+    void hugeMilFilesAreRefusedBeforeReading(@TempDir Path dir) throws IOException {
+        Path f = dir.resolve("huge.mil");
+        try (var raf = new java.io.RandomAccessFile(f.toFile(), "rw")) {
+            raf.setLength(5L << 29);
+        }
+        Result r = run("mil", "check", f.toString());
+        assertEquals(1, r.code());
+        assertEquals("ane4j mil: [mil] " + f + " is 2684354560 bytes; MIL text over 2 GiB cannot be parsed: move large constants into BLOBFILE weight files\n", r.err());
+        try (var raf = new java.io.RandomAccessFile(f.toFile(), "rw")) {
+            raf.setLength(Runtime.getRuntime().maxMemory() / 40 + 1);
+        }
+        r = run("mil", "fmt", f.toString());
+        assertEquals(1, r.code());
+        assertTrue(r.err().matches("ane4j mil: \\[mil\\] .*huge\\.mil is \\d+ bytes, parsing it needs about \\d+ MB of heap but the JVM has \\d+ MB: raise -Xmx \\(ANE4J_JAVA_OPTS\\).*\\n"), r.err());
+    }
 }
