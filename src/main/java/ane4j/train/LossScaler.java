@@ -10,6 +10,13 @@ public final class LossScaler {
 
     public static final int GROWTH_INTERVAL = 50;
     public static final float MAX_SCALE = 65536f;
+    public static final float MIN_SCALE = 1f;
+    /**
+     * The initial scale when none is given: the static 256 maderix's dynamic pipeline ran with
+     * ({@code training/training_dynamic/train.m}: {@code float loss_scale = 256.0f}; its README's 256·NLAYERS is not what
+     * ran, ane-audit.md F4).
+     */
+    public static final float DEFAULT_SCALE = 256f;
 
     private final Mode mode;
     private float scale;
@@ -35,7 +42,7 @@ public final class LossScaler {
     public boolean afterBackward(boolean finite) {
         if (mode != Mode.DYNAMIC) return finite;
         if (!finite) {
-            scale = Math.max(1f, scale / 2);
+            scale = Math.max(MIN_SCALE, scale / 2);
             cleanSteps = 0;
             return false;
         }

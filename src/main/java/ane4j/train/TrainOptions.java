@@ -21,8 +21,8 @@ public record TrainOptions(
         float weightDecay,     // AdamW decay for matrices and embedding (norms: 0)
         long seed,             // parameter init and data sampling
         String backend,        // ane | ref | null (auto)
-        String lossScaling,    // static | dynamic | none
-        float lossScale,       // initial/static scale; 0 = 256·nLayers
+        String lossScaling,    // dynamic (default: an fp16 overflow backs off, ane-audit.md F4) | static | none
+        float lossScale,       // initial/static scale; 0 = LossScaler.DEFAULT_SCALE (256, maderix's)
         String storage,        // fp16 (as the ANE) | fp32 (the reference backend computes in fp32)
         String weights,        // dynamic (compile once) | static (bake weights, recompile after every update)
         String attention,      // fused (one kernel, explicit causal mask) | threestage (scores on the backend, softmax on the CPU)
@@ -48,7 +48,7 @@ public record TrainOptions(
         m.put("weightDecay", "0.1");
         m.put("seed", "42");
         m.put("backend", "");
-        m.put("lossScaling", "static");
+        m.put("lossScaling", "dynamic");
         m.put("lossScale", "0");
         m.put("storage", "fp16");
         m.put("weights", "dynamic");

@@ -68,6 +68,8 @@ public final class Trainer implements AutoCloseable {
     private final AdamW adamw;
     private final LrSchedule schedule;
     private final LossScaler scaler;
+    private final Divergence divergence = new Divergence();
+    private boolean lossLost;                          // a micro-step since the last update had a non-finite loss
     private final Rng rng;
     private final String runId;
     private final List<StepMetrics> history = new ArrayList<>();
@@ -121,7 +123,7 @@ public final class Trainer implements AutoCloseable {
         this.rng = new Rng(o.seed() ^ 0x9E3779B97F4A7C15L);
         this.adamw = new AdamW(0.9f, 0.95f, 1e-8f, o.weightDecay());
         this.schedule = new LrSchedule(o.lr(), 0.1f * o.lr(), o.warmup(), o.steps());
-        float initialScale = o.lossScale() > 0 ? o.lossScale() : 256f * config.nLayers();
+        float initialScale = o.lossScale() > 0 ? o.lossScale() : LossScaler.DEFAULT_SCALE;
         this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale);
         this.runId = Integer.toHexString((o.describe() + config.toFileText()).hashCode());
         // the run folder: nothing in it is touched before this process holds its lock
@@ -269,10 +271,17 @@ public final class Trainer implements AutoCloseable {
             System.arraycopy(window, 0, tokens, 0, s);
             System.arraycopy(window, 1, targets, 0, s);
             float loss = step.forwardBackward(params.data(), grads, tokens, targets, scaler.scale());
+            divergence.loss(loss);
+            lossLost |= !Float.isFinite(loss);
             boolean update = (nextStep + 1) % o.accum() == 0 || nextStep + 1 == o.steps();
             float lr = schedule.at(nextStep), norm = Float.NaN, usedScale = scaler.scale();
             boolean skipped = false;
-            if (update) {
+            if (update && lossLost) {
+                // the fp32 loss itself: no loss scale causes or cures this, so the scale stays
+                skipped = true;
+                l.onMessage("[train] step " + nextStep + ": the loss is not finite (" + loss + ", fp32, before loss scaling); update skipped");
+                Arrays.fill(grads, 0f);
+            } else if (update) {
                 int micro = (int) (nextStep % o.accum()) + 1;
                 // one read pass (norm and finiteness), then one pass that unscales, clips, updates and zeroes
                 float k = 1f / (micro * scaler.scale());
@@ -281,12 +290,16 @@ public final class Trainer implements AutoCloseable {
                     norm = (float) Math.sqrt(ss);
                     adamw.step(params.layout().views(), params.data(), grads, m, v, ++adamStep, lr, k * AdamW.clipFactor(norm, o.clip()), true);
                     staleWeights = true;
+                    divergence.applied();
                 } else {
+                    // an fp16 overflow of the scaled gradients (inf/NaN; the ANE's cliffs give inf too): skip, back off
                     skipped = true;
+                    divergence.overflow(usedScale);
                     l.onMessage("[train] step " + nextStep + ": gradient overflow at loss scale " + usedScale + (scaler.mode() == LossScaler.Mode.DYNAMIC ? ", scale now " + scaler.scale() + "; update skipped" : "; update skipped"));
                     Arrays.fill(grads, 0f);
                 }
             }
+            if (update) lossLost = false;
             nextStep++;
             double ms = (System.nanoTime() - t0) / 1e6;
             Map<String, Double> phases = new LinkedHashMap<>();
@@ -296,6 +309,8 @@ public final class Trainer implements AutoCloseable {
             history.add(sm);
             metrics.append(sm);
             l.onStep(sm);
+            String symptom = divergence.symptom(scaler.mode());
+            if (symptom != null) throw diverged(symptom);
             boolean atCheckpoint = update && o.checkpointEvery() > 0 && nextStep % o.checkpointEvery() == 0;
             if (atCheckpoint || (nextStep == o.steps())) saveCheckpoint(loss);
             // new weights into the kernels last: with static weights this recompiles, and a compile-budget exception
@@ -308,8 +323,16 @@ public final class Trainer implements AutoCloseable {
         return history;
     }
 
-    /** Writes a checkpoint of the state after the last completed micro-step (gradients are zero there). */
+    /**
+     * Writes a checkpoint of the state after the last completed micro-step (gradients are zero there). A diverged state
+     * (weights not finite or beyond the fp16 range, or the last loss not finite) is never written: that throws the
+     * diagnosis instead and the older checkpoints stay as they are.
+     */
     public Path saveCheckpoint(float lastLoss) {
+        float maxAbs = Divergence.maxAbs(params.data());
+        if (Divergence.weightsBad(maxAbs))
+            throw diverged("weights beyond the fp16 range (" + (Float.isFinite(maxAbs) ? "|w| = " + Divergence.magnitude(maxAbs) : maxAbs) + ") at the checkpoint");
+        if (divergence.lossStreak()) throw diverged("the loss (fp32) was not finite at the last step");
         TrainState st = new TrainState(config, runId, nextStep, adamStep, rng.state(), scaler.scale(), scaler.cleanSteps(), lastLoss);
         lastCheckpoint = Checkpoint.save(checkpointDir(), new Checkpoint.Contents(st, params.data(), m, v), o.keep());
         lastCheckpointStep = nextStep;
@@ -320,6 +343,13 @@ public final class Trainer implements AutoCloseable {
     public Path checkpointNow() {
         if (lastCheckpointStep == nextStep) return lastCheckpoint;
         return saveCheckpoint(history.isEmpty() ? Float.NaN : history.getLast().loss());
+    }
+
+    /** The one-line diagnosis of a diverged run: no checkpoint of this state is written, the last good one is kept. */
+    private TrainingDivergedException diverged(String symptom) {
+        String kept = lastCheckpoint != null ? "the last good checkpoint " + lastCheckpoint + " is kept (nothing written after it)"
+                : "no checkpoint was written (none was good)";
+        return new TrainingDivergedException(Divergence.diagnosis(nextStep - 1, symptom, Divergence.maxAbs(params.data()), o, scaler.mode(), scaler.scale(), kept));
     }
 
     /** The AdamW moments (for tests and checkpoints). */
