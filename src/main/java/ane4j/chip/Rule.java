@@ -85,8 +85,9 @@ public enum Rule {
     MATMUL_SATURATION("matmul-saturation",
             "an fp16 matmul output whose magnitude rounds above 32752 (fp16 max / 2) becomes ±inf",
             new long[] {32752, 32752, 32752, 32752, 32752}, all(Severity.NOTE),
-            "ANEForge issue #115 (M5: 'saturates at ~32752 = fp16_max/2, for every contraction size K'), PR #145 (M2 Pro "
-                    + "~32758.8), issues #164/#178 (numeric cliffs, every chip measured so far)"),
+            "ANEForge issue #115 (M5: 'saturates at ~32752 = fp16_max/2, for every contraction size K'), PR #145 (M2 Pro: "
+                    + "~32758.8, 'architecture-wide, not per-generation'), issues #164/#178; M1, M3 and M4 not measured "
+                    + "there: assumed the same"),
     SLICE_CLAMP("slice-clamp",
             "a slice at a non-zero offset of the last (width) axis clamps |v| > 4094 to ±inf",
             new long[] {4094, 4094, 4094, 0, 0},

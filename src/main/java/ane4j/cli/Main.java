@@ -50,6 +50,7 @@ public final class Main {
             commands:
               train [options]              train a model (default: tiny on the embedded corpus); see ane4j train --help
               mil check FILE.mil           parse a MIL program, check shapes and weight files, print a summary
+                                           (--chip m1|…|m5: also every chip-rule violation, line:col, limit, source)
               mil fmt FILE.mil             print the canonical text (--dialect ios16|ios18)
               mil run FILE.mil ...         run a MIL program on .npy inputs (--input x=x.npy --output DIR)
               doctor [--model M]           check the ANE and the backends: probe ladder vs ref, timings, --json FILE report
