@@ -1,6 +1,8 @@
 package ane4j.mil;
 
 import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -8,8 +10,8 @@ import java.util.TreeMap;
 
 /**
  * Writes a {@link Program} as MIL text, deterministically: one statement per line, arguments and attributes in
- * alphabetical order, fp16/fp32 literals printed exactly (as a decimal when it is exact in a few digits, else as a C
- * hex float such as {@code 0x1.554p-10}).
+ * alphabetical order, fp16 literals as the shortest decimal that reads back as the same fp16 ({@link #fp16Number}), fp32
+ * literals exactly (a decimal when it is exact in a few digits, else a C hex float such as {@code 0x1.554p-10}).
  */
 public final class MilWriter {
     private MilWriter() {}
@@ -104,7 +106,8 @@ public final class MilWriter {
 
     private static String element(Literal l, int i) {
         return switch (l.dtype()) {
-            case FP16, FP32 -> number(l.floatAt(i));
+            case FP16 -> fp16Number(l.floatAt(i));
+            case FP32 -> number(l.floatAt(i));
             case BOOL -> l.floatAt(i) != 0 ? "true" : "false";
             case STRING -> quote(((String[]) l.data())[i]);
             case UINT64 -> Long.toUnsignedString(l.longAt(i));
@@ -123,6 +126,51 @@ public final class MilWriter {
             return s.contains(".") ? s : s + ".0";
         }
         return Float.toHexString(v).replace(".0p", "p");
+    }
+
+    /**
+     * An fp16 value in the decimal forms hardware-proven MIL uses (maderix's generators print fp16 constants with
+     * {@code %g} and {@code %f}, e.g. {@code fp16(0.125000)}, {@code fp16(1e-05)}; the only hex literal in any MIL that ran
+     * is {@code fp16(0x1p-3)}, ane-audit.md F11): the shortest decimal that reads back as the same fp16 bits whichever
+     * way a reader rounds it, to the nearest fp16 directly, through fp32 ({@code strtof}) or through fp64
+     * ({@code strtod}); never on a rounding tie. Plain from 1e-4 up ({@code 0.0013018}, {@code 65504.0}), C {@code %g}
+     * exponent form below ({@code 6.1035e-05}); {@code inf}, {@code -inf}, {@code nan}, {@code -0.0}.
+     */
+    public static String fp16Number(float v) {
+        short h = Fp16.fromFloat(v);
+        float exactValue = Fp16.toFloat(h);
+        if (Float.isNaN(exactValue) || Float.isInfinite(exactValue) || exactValue == 0) return number(exactValue);
+        // the open interval of reals that round to h: halfway to each neighbour (past 65504 inf begins at 65520)
+        double lo = midpoint(exactValue, (short) (h - 1)), hi = midpoint(exactValue, (short) (h + 1));
+        if (lo > hi) { double t = lo; lo = hi; hi = t; }
+        BigDecimal exact = new BigDecimal(exactValue), loExact = new BigDecimal(lo), hiExact = new BigDecimal(hi);
+        for (int digits = 1; ; digits++) {
+            BigDecimal d = exact.round(new MathContext(digits, RoundingMode.HALF_EVEN)).stripTrailingZeros();
+            if (d.compareTo(loExact) <= 0 || d.compareTo(hiExact) >= 0) continue;                 // read exactly
+            String text = d.toString();
+            double viaDouble = Double.parseDouble(text);                                              // strtod, then to fp16
+            if (viaDouble <= lo || viaDouble >= hi || Fp16.fromFloat(Float.parseFloat(text)) != h) continue;   // strtof, then to fp16
+            return decimal(d);
+        }
+    }
+
+    /** Halfway from v to the fp16 with bits n (exact in a double); an infinite neighbour counts as ±65536. */
+    private static double midpoint(float v, short n) {
+        float nv = Fp16.toFloat(n);
+        double neighbour = Float.isInfinite(nv) ? Math.copySign(65536.0, nv) : nv;
+        return (v + neighbour) / 2;
+    }
+
+    /** {@code 0.125}, {@code -1.0}, {@code 1.0133e-06}: plain from 1e-4 up, as C's %g below. */
+    private static String decimal(BigDecimal d) {
+        if (d.abs().compareTo(new BigDecimal("1e-4")) >= 0) {
+            String s = d.toPlainString();
+            return s.contains(".") ? s : s + ".0";
+        }
+        String digits = d.unscaledValue().abs().toString();
+        int exponent = digits.length() - 1 - d.scale();
+        String mantissa = digits.charAt(0) + (digits.length() > 1 ? "." + digits.substring(1) : "");
+        return (d.signum() < 0 ? "-" : "") + mantissa + "e" + (exponent < 0 ? "-" : "+") + (Math.abs(exponent) < 10 ? "0" : "") + Math.abs(exponent);
     }
 
     static String quote(String s) {
