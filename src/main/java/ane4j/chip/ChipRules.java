@@ -140,7 +140,6 @@ public final class ChipRules {
                     case GATHER -> { Value ix = o.value("indices"); if (ix != null && !ix.isConst()) add(Rule.RUNTIME_GATHER, v, "indices '" + ix.name() + "' are computed at run time"); }
                     case SCALED_DOT_PRODUCT_ATTENTION -> { if (o.inputs().containsKey("attn_mask")) add(Rule.SDPA_MASK_IGNORED, v, "attn_mask is given but not applied on the ANE"); }
                     case SLICE_BY_SIZE -> { if (widthOffset(o)) widthSlices++; }
-                    case SPLIT -> { if (splitsWidth(o)) widthSlices += o.outputs().size() - 1; }
                     default -> {}
                 }
             }
@@ -210,13 +209,6 @@ public final class ChipRules {
             if (b == null) return false;
             int[] begin = b.toInts();
             return begin.length > 0 && begin[begin.length - 1] != 0;
-        }
-
-        boolean splitsWidth(Operation o) {
-            Value x = o.value("x");
-            if (x == null || x.rank() == 0) return false;
-            int axis = o.literal("axis").intValue();
-            return (axis < 0 ? axis + x.rank() : axis) == x.rank() - 1;
         }
 
         /** Records a BLOBFILE reference; reports a blob at an offset other than 64 (a file holding several blobs). */

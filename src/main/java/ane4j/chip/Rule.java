@@ -89,7 +89,7 @@ public enum Rule {
                     + "~32758.8, 'architecture-wide, not per-generation'), issues #164/#178; M1, M3 and M4 not measured "
                     + "there: assumed the same"),
     SLICE_CLAMP("slice-clamp",
-            "a slice at a non-zero offset of the last (width) axis clamps |v| > 4094 to ±inf",
+            "a slice_by_size at a non-zero offset of the last (width) axis clamps |v| > 4094 to ±inf",
             new long[] {4094, 4094, 4094, 0, 0},
             new Severity[] {Severity.NOTE, Severity.NOTE, Severity.NOTE, null, null},
             "ANEForge aneforge/_targets.py FP16_SLICE_SAT = 4094 (the Q.4 ×16 crop-DMA), PR #148 (M1), PR #145 (M2 Pro), "
