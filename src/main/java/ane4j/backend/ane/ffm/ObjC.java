@@ -224,17 +224,36 @@ public final class ObjC {
         return GUARDED_INVOKE.bindTo(this).bindTo(d).asCollector(Object[].class, args.size()).asType(d.toMethodType());
     }
 
+    /** Per-thread out-buffers of the trampoline (result, name, reason), reused unless a call is already using them. */
+    private static final class GuardScratch {
+        final MemorySegment result, name, reason;
+        boolean busy;
+
+        GuardScratch(Arena arena) {
+            result = arena.allocate(JAVA_LONG);
+            name = arena.allocate(GUARD_TEXT_BYTES);
+            reason = arena.allocate(GUARD_TEXT_BYTES);
+        }
+    }
+
+    private static final ThreadLocal<GuardScratch> SCRATCH = ThreadLocal.withInitial(() -> new GuardScratch(Arena.ofAuto()));
+
     @SuppressWarnings("unused")   // through GUARDED_INVOKE
     private Object guardedInvoke(FunctionDescriptor d, Object[] args) throws Throwable {
         long[] w = new long[GUARD_WORDS];
         for (int i = 2; i < args.length; i++) w[i - 2] = word(args[i]);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment result = arena.allocate(JAVA_LONG), name = arena.allocate(GUARD_TEXT_BYTES), reason = arena.allocate(GUARD_TEXT_BYTES);
+        GuardScratch shared = SCRATCH.get();
+        // a send made while another is in flight on this thread (an upcall from inside the framework) gets its own buffers
+        GuardScratch g = shared.busy ? new GuardScratch(Arena.ofAuto()) : shared;
+        g.busy = true;
+        try {
             int raised = (int) guard.invokeExact(msgSendAddress, (MemorySegment) args[0], (MemorySegment) args[1],
-                    w[0], w[1], w[2], w[3], w[4], w[5], w[6], result, name, reason, (long) GUARD_TEXT_BYTES);
-            if (raised != 0) throw new FrameworkException(selectorName((MemorySegment) args[1]), name.getString(0), reason.getString(0));
-            long r = result.get(JAVA_LONG, 0);
+                    w[0], w[1], w[2], w[3], w[4], w[5], w[6], g.result, g.name, g.reason, (long) GUARD_TEXT_BYTES);
+            if (raised != 0) throw new FrameworkException(selectorName((MemorySegment) args[1]), g.name.getString(0), g.reason.getString(0));
+            long r = g.result.get(JAVA_LONG, 0);
             return d.returnLayout().map(l -> fromWord(l, r)).orElse(null);
+        } finally {
+            g.busy = false;
         }
     }
 
