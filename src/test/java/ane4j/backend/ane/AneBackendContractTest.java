@@ -343,6 +343,41 @@ class AneBackendContractTest {
         assertEquals(10, restarted.daemonCacheLoads(), "each closed before the next: every one from the daemon");
     }
 
+    @Test
+    void aSecondProcessLoadsTheTenTrainingKernelsFromTheSharedDaemonWithoutCompiling() throws Exception {
+        List<TrainingKernels.Kernel> kernels = new TrainingKernels(ModelConfig.parse("tiny")).all();
+        AneBackend first = backend();
+        for (TrainingKernels.Kernel k : kernels) first.compile(k.program()).close();
+        assertEquals(10, first.compileCount() + first.daemonCacheLoads(), "each closed before the next: none shared");
+
+        Path childTmp = Files.createDirectories(tmp.resolve("child-tmp"));
+        ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                SecondProcess.class.getName(), childTmp.toString()).redirectErrorStream(true);
+        pb.environment().put("FAKE_ANED_DIR", fake.daemonDir().toString());   // aned is one daemon for both processes
+        Process child = pb.start();
+        String out = new String(child.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
+        assertTrue(child.waitFor(120, java.util.concurrent.TimeUnit.SECONDS), out);
+        assertEquals(0, child.exitValue(), out);
+        assertTrue(out.endsWith("kernels=10 compiles=0 daemonLoads=10 fakeCompiles=0"), out);
+    }
+
+    /** The second process of the test above: the ten tiny training kernels on the fake, sharing aned's directory. */
+    public static final class SecondProcess {
+        public static void main(String[] args) {
+            FakeObjc fake = FakeObjc.get();
+            fake.setTmpdir(Path.of(args[0]));
+            AneBackend b = backend();
+            int n = 0;
+            for (TrainingKernels.Kernel k : new TrainingKernels(ModelConfig.parse("tiny")).all()) {
+                b.compile(k.program()).close();
+                n++;
+            }
+            System.out.println("kernels=" + n + " compiles=" + b.compileCount() + " daemonLoads=" + b.daemonCacheLoads()
+                    + " fakeCompiles=" + fake.realCompiles());
+        }
+    }
+
     /** One evaluation of an ANE kernel against the reference backend, bit for bit. */
     static void assertSameOutputsAsRef(String name, Program program, Kernel a) {
         try (Kernel r = new RefBackend().compile(program)) {
