@@ -128,8 +128,9 @@ public final class MilBlob {
     /**
      * Reads the blobs a program's BLOBFILE literals name from a (mapped) weight file, trusting what the ANE compiler
      * evidently trusts — the BLOBFILE offset, the sentinel there and the literal's tensor type — and reading the header
-     * fields maderix's builders write sloppily with a one-line warning naming the field instead of a refusal. Those
-     * builders ran on M3/M4 (ane-facts.md §4.4), byte for byte:
+     * fields maderix's builders write sloppily with a one-line warning naming the field instead of a refusal: programs
+     * with those files compiled and ran on M3/M4 (issue 12 point 8; ane_int8_bench.m's report is from an M4, ane-facts.md §4.4).
+     * The fields, as read in maderix/ANE's source (commit d91c984):
      * <ul>
      *   <li>count 1 for several blobs: {@code training/ane_mil_gen.h} (fused QKV, FFN-up), {@code inmem_peak.m}, {@code ane_int8_bench.m};
      *   <li>data offset 0 and a hard-coded sizeInBytes (byte 10 = 0x08, 524288; 0x10, 1048576): {@code inmem_peak.m}, {@code ane_int8_bench.m};
