@@ -54,16 +54,36 @@ def cpu_seconds(pid, seconds=1.0):
     return (ticks() - t0) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid, name, seconds=1.0):
+    """CPU time the threads called `name` (as /proc/PID/task/*/comm shows them) used over `seconds` of wall time."""
+    def ticks():
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    if f.read().strip() != name:
+                        continue
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+            except FileNotFoundError:
+                pass   # the thread ended
+        return total
+    t0 = ticks()
+    time.sleep(seconds)
+    return (ticks() - t0) / os.sysconf("SC_CLK_TCK")
+
+
 def interrupt_cell(km, kc, code, after=1.5, timeout=30, pid=None):
-    """Runs `code`, interrupts it after `after` s; returns (error content or None, interrupt -> idle seconds, CPU
-    seconds per second of process `pid` in the last half second before the interrupt, or None)."""
+    """Runs `code`, interrupts it after `after` s; returns (error content or None, interrupt -> idle seconds, cores
+    the cell threads of process `pid` used in the last half second before the interrupt, or None)."""
     msg_id = kc.execute(code)
     busy = None
     if pid is None:
         time.sleep(after)
     else:
         time.sleep(after - 0.5)
-        busy = cpu_seconds(pid, 0.5) / 0.5
+        busy = thread_cpu_seconds(pid, "ane4j-cell", 0.5) / 0.5
     t_int = time.monotonic()
     km.interrupt_kernel()
     err = None

@@ -181,6 +181,10 @@ final class CellExecutionControl extends DirectExecutionControl {
         return !running.isEmpty();
     }
 
+    void warmUp() {
+        instrumenter.warmUp();
+    }
+
     /** Interrupted cells whose threads are still running (they did not reach a stop check). */
     int runawayCells() {
         return runaway.size();

@@ -61,17 +61,21 @@ final class CellInstrumenter {
     private static final MethodTypeDesc MTD_RUNTIME_STATUS = MethodTypeDesc.of(CD_void, CD_RUNTIME, CD_int);
     private static final MethodTypeDesc MTD_CHECK = MethodTypeDesc.of(CD_void);
 
-    private final Map<ClassDesc, ClassHierarchyInfo> cellClasses = new ConcurrentHashMap<>();
+    /** The classes of every cell so far, and the library classes looked up for them (found ones only). */
+    private final Map<ClassDesc, ClassHierarchyInfo> known = new ConcurrentHashMap<>();
     private final ClassFile classFile;
     private volatile int unchanged;
 
     /** {@code cellLoader}: the class loader of the cells once known (for classes added with %maven / %classpath). */
     CellInstrumenter(Supplier<ClassLoader> cellLoader) {
-        ClassHierarchyResolver ofCells = cellClasses::get;
-        ClassHierarchyResolver ofLoader = ClassHierarchyResolver.ofResourceParsing(
-                (ClassDesc cd) -> resource(cellLoader.get(), cd));
-        this.classFile = ClassFile.of(ClassFile.ClassHierarchyResolverOption.of(
-                ofCells.orElse(ClassHierarchyResolver.defaultResolver()).orElse(ofLoader)));
+        ClassHierarchyResolver libraries = ClassHierarchyResolver.defaultResolver()
+                .orElse(ClassHierarchyResolver.ofResourceParsing((ClassDesc cd) -> resource(cellLoader.get(), cd)));
+        ClassHierarchyResolver resolver = cd -> {
+            ClassHierarchyInfo info = known.get(cd);
+            if (info == null && (info = libraries.getClassInfo(cd)) != null) known.put(cd, info);
+            return info;
+        };
+        this.classFile = ClassFile.of(ClassFile.ClassHierarchyResolverOption.of(resolver));
     }
 
     private static InputStream resource(ClassLoader loader, ClassDesc cd) {
@@ -86,7 +90,7 @@ final class CellInstrumenter {
         for (int i = 0; i < batch.length; i++) {
             models[i] = classFile.parse(batch[i]);
             ClassModel m = models[i];
-            cellClasses.put(m.thisClass().asSymbol(), m.flags().has(AccessFlag.INTERFACE) ? ClassHierarchyInfo.ofInterface()
+            known.put(m.thisClass().asSymbol(), m.flags().has(AccessFlag.INTERFACE) ? ClassHierarchyInfo.ofInterface()
                     : ClassHierarchyInfo.ofClass(m.superclass().map(s -> s.asSymbol()).orElse(null)));
         }
         byte[][] out = new byte[batch.length][];
@@ -99,6 +103,15 @@ final class CellInstrumenter {
             }
         }
         return out;
+    }
+
+    /** Loads the ClassFile API (about 0.1-0.2 s cold) by rewriting a small class, so the first cell does not pay for it. */
+    void warmUp() {
+        try (InputStream in = CellGuard.class.getResourceAsStream("CellGuard.class")) {
+            if (in != null) classFile.transformClass(classFile.parse(in.readAllBytes()), ClassTransform.ofStateful(Rewrite::new));
+        } catch (java.io.IOException | RuntimeException e) {
+            // only a warm-up: the first cell pays instead
+        }
     }
 
     /** Classes loaded without stop checks because they could not be rewritten. */

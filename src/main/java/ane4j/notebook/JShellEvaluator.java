@@ -61,6 +61,7 @@ final class JShellEvaluator implements AutoCloseable {
 
     /** Runs the startup code now (kernel start, in the background); an error is reported by the first cell. */
     synchronized void warmUp() {
+        control.warmUp();
         try {
             runStartup();
         } catch (RuntimeException e) {
