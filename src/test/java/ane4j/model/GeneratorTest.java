@@ -29,6 +29,19 @@ class GeneratorTest {
     }
 
     @Test
+    void anInterruptedThreadStopsBetweenTokens() {
+        Generator g = new Generator(Parameters.init(ModelConfig.parse("tiny"), 1), EmbeddedCorpus.tokenizer());
+        Thread.currentThread().interrupt();
+        try {
+            var e = assertThrows(java.util.concurrent.CancellationException.class, () -> g.generate("Lily", 30, 1f, 0.9f, 7));
+            assertTrue(e.getMessage().startsWith("[generate] interrupted"), e.getMessage());
+        } finally {
+            Thread.interrupted();
+        }
+        assertTrue(g.generate("Lily", 5, 1f, 0.9f, 7).startsWith("Lily"), "a later call runs normally");
+    }
+
+    @Test
     void kvCacheForwardEqualsFreshRecompute() {
         // logits at position 3 must not depend on whether earlier positions came from this instance
         ModelConfig c = ParameterLayoutTest.QWEN_SMALL;
