@@ -1,13 +1,13 @@
 package ane4j.backend;
 
-import ane4j.backend.ref.RefBackend;
-
 import java.util.Locale;
 
 /**
  * Chooses the backend: {@code -Dane4j.backend=ane|ref}, else the environment variable {@code ANE4J_BACKEND}, else the
  * ANE when it is available, else the reference interpreter. Logs one INFO line saying which and why. The ANE backend
- * is loaded by name ({@value #ANE_CLASS}) and only on macOS/arm64, so nothing FFM-related is initialised elsewhere.
+ * is loaded by name ({@value #ANE_CLASS}) and only on macOS/arm64, so nothing FFM-related is initialised elsewhere; the
+ * reference backend by name too ({@value #REF_CLASS}): the SPI names its implementations and never imports them
+ * (DESIGN.md §2, {@code PackageLayersTest}).
  */
 public final class Backends {
     private Backends() {}
@@ -15,6 +15,9 @@ public final class Backends {
     public static final String PROPERTY = "ane4j.backend";
     public static final String ENV = "ANE4J_BACKEND";
     static final String ANE_CLASS = "ane4j.backend.ane.AneBackend";
+    static final String REF_CLASS = "ane4j.backend.ref.RefBackend";
+    /** The reference backend's storage precision, fp16 (default) or fp32; read by {@code RefBackend}, passed on by the worker's supervisor. */
+    public static final String REF_STORAGE_PROPERTY = "ane4j.ref.storage";
 
     private static final System.Logger LOG = System.getLogger("ane4j.backend");
 
@@ -33,7 +36,7 @@ public final class Backends {
         if (choice == null || choice.isBlank()) { choice = env; source = ENV; }
         String c = choice == null ? "" : choice.strip().toLowerCase(Locale.ROOT);
         return switch (c) {
-            case "ref" -> new Selection(new RefBackend(), source + "=ref");
+            case "ref" -> new Selection(reference(), source + "=ref");
             case "ane" -> {
                 Backend ane = loadAne(osName, osArch);
                 if (ane instanceof Unavailable u)
@@ -43,11 +46,23 @@ public final class Backends {
             case "" -> {
                 Backend ane = loadAne(osName, osArch);
                 yield ane instanceof Unavailable u
-                        ? new Selection(new RefBackend(), "automatic: ANE not available (" + u.why + ")")
+                        ? new Selection(reference(), "automatic: ANE not available (" + u.why + ")")
                         : new Selection(ane, "automatic: ANE available");
             }
             default -> throw new IllegalArgumentException("[backend] unknown " + source + "=" + choice + "; use ane or ref (or leave it unset for automatic)");
         };
+    }
+
+    /** A new reference backend (always on the class path: it is part of the same jar). */
+    public static Backend reference() {
+        try {
+            return (Backend) Class.forName(REF_CLASS).getDeclaredConstructor().newInstance();
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            if (e.getCause() instanceof RuntimeException r) throw r;   // e.g. a bad -Dane4j.ref.storage, its one-line message intact
+            throw new BackendException("[backend] " + REF_CLASS + " failed to start: " + e.getCause());
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new BackendException("[backend] " + REF_CLASS + " cannot be loaded: " + e + "; is the ane4j jar complete?");
+        }
     }
 
     private static Backend loadAne(String osName, String osArch) {

@@ -4,7 +4,6 @@ import ane4j.backend.Backends;
 import ane4j.backend.CountingBackend;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
-import ane4j.backend.ref.RefBackend;
 import ane4j.mil.Dialect;
 import ane4j.mil.MilWriter;
 import ane4j.mil.Program;
@@ -166,7 +165,7 @@ public final class Supervisor implements AutoCloseable {
         for (String k : System.getProperties().stringPropertyNames()) if (k.startsWith("ane4j.")) props.put(k, System.getProperty(k));
         if (options.backend() != null) props.put(Backends.PROPERTY, options.backend());
         if (options.compileBudget() != null) props.put(CountingBackend.BUDGET_PROPERTY, Long.toString(options.compileBudget()));
-        if (options.refStorage() != null) props.put(RefBackend.STORAGE_PROPERTY, options.refStorage());
+        if (options.refStorage() != null) props.put(Backends.REF_STORAGE_PROPERTY, options.refStorage());
         props.putAll(options.systemProperties());
         props.forEach((k, v) -> c.add("-D" + k + "=" + v));
         c.addAll(List.of("-cp", System.getProperty("java.class.path"), MAIN_CLASS));

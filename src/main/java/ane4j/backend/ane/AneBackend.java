@@ -1,5 +1,7 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.ane.ffm.FrameworkException;
+import ane4j.backend.ane.ffm.AneException;
 import ane4j.backend.BackendException;
 import ane4j.backend.CountingBackend;
 import ane4j.backend.Kernel;
@@ -251,7 +253,7 @@ public final class AneBackend extends CountingBackend {
     /** Kept apart so that the ffm classes it names load only when it runs. */
     private static final class Native {
         static MilDialect firstDialect() {
-            return ane4j.backend.ane.ffm.DeviceInfo.read().milDialect();
+            return MilDialect.forSubType(ane4j.backend.ane.ffm.DeviceInfo.read().aneSubType());
         }
 
         static String exceptionGuard() {

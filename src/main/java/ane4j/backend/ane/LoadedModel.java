@@ -1,5 +1,7 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.ane.ffm.FrameworkException;
+import ane4j.backend.ane.ffm.AneException;
 import ane4j.backend.ane.ffm.AneInMemoryModel;
 import ane4j.backend.ane.ffm.AneInMemoryModelDescriptor;
 import ane4j.backend.ane.ffm.AutoreleasePool;

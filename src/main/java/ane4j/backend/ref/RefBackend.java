@@ -1,6 +1,7 @@
 package ane4j.backend.ref;
 
 import ane4j.backend.BackendException;
+import ane4j.backend.Backends;
 import ane4j.backend.CountingBackend;
 import ane4j.backend.Kernel;
 import ane4j.chip.Chip;
@@ -22,7 +23,7 @@ import ane4j.mil.Program;
  * Without it nothing is emulated.
  */
 public final class RefBackend extends CountingBackend {
-    public static final String STORAGE_PROPERTY = "ane4j.ref.storage";
+    public static final String STORAGE_PROPERTY = Backends.REF_STORAGE_PROPERTY;
     public static final String SDPA_MASK_PROPERTY = "ane4j.ref.honorSdpaMask";
     public static final String CHIP_PROPERTY = "ane4j.ref.chip";
 

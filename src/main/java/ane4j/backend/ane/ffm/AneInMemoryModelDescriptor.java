@@ -3,7 +3,6 @@ package ane4j.backend.ane.ffm;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 
-import ane4j.backend.ane.AneException;
 
 import static ane4j.backend.ane.ffm.ObjC.ID;
 

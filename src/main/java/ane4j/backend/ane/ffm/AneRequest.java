@@ -5,7 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 
-import ane4j.backend.ane.AneException;
 
 import static ane4j.backend.ane.ffm.ObjC.ID;
 

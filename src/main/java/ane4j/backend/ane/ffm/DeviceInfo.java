@@ -1,7 +1,5 @@
 package ane4j.backend.ane.ffm;
 
-import ane4j.backend.ane.MilDialect;
-
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 
@@ -40,10 +38,5 @@ public record DeviceInfo(String aneSubType, String chipFamily, String osVersion)
         if (s.startsWith("h16")) return "M4";
         if (s.startsWith("h17")) return "M5";
         return "unknown (" + aneSubType + ")";
-    }
-
-    /** The MIL dialect for this chip (see {@link MilDialect#forSubType}). */
-    public MilDialect milDialect() {
-        return MilDialect.forSubType(aneSubType);
     }
 }

@@ -1,7 +1,5 @@
 package ane4j.backend.ane.ffm;
 
-import ane4j.backend.ane.AneException;
-import ane4j.backend.ane.FrameworkException;
 
 import java.lang.foreign.AddressLayout;
 import java.lang.foreign.Arena;
@@ -55,7 +53,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  */
 public final class ObjC {
     /** One shared library that provides every symbol below (the fake runtime in the tests). */
-    public static final String LIBRARY_OVERRIDE_PROPERTY = ane4j.backend.ane.AneRuntime.LIBRARY_OVERRIDE_PROPERTY;
+    public static final String LIBRARY_OVERRIDE_PROPERTY = "ane4j.ane.libraryOverride";
 
     // macOS library paths (ane-facts.md §2.1; system libraries live in the dyld shared cache, so these are
     // dlopen names rather than files that exist on disk). Unverified on Apple hardware by this project.

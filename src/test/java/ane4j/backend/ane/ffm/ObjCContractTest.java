@@ -1,6 +1,5 @@
 package ane4j.backend.ane.ffm;
 
-import ane4j.backend.ane.AneException;
 import ane4j.backend.ane.MilDialect;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -151,12 +150,12 @@ class ObjCContractTest {
             fake.setAneSubType("h13g");
             DeviceInfo m1 = DeviceInfo.read();
             assertEquals(new DeviceInfo("h13g", "M1", System.getProperty("os.version")), m1);
-            assertEquals(MilDialect.PROGRAM_1_3_IOS18, m1.milDialect(), "ios18 first, ios16 only after a failed compile");
+            assertEquals(MilDialect.PROGRAM_1_3_IOS18, MilDialect.forSubType(m1.aneSubType()), "ios18 first, ios16 only after a failed compile");
             fake.setAneSubType("h16g");
             assertEquals("M4", DeviceInfo.read().chipFamily());
-            assertEquals(MilDialect.PROGRAM_1_3_IOS18, DeviceInfo.read().milDialect());
+            assertEquals(MilDialect.PROGRAM_1_3_IOS18, MilDialect.forSubType(DeviceInfo.read().aneSubType()));
             System.setProperty(MilDialect.PROPERTY, "1.0");
-            assertEquals(MilDialect.PROGRAM_1_0_IOS16, DeviceInfo.read().milDialect());
+            assertEquals(MilDialect.PROGRAM_1_0_IOS16, MilDialect.forSubType(DeviceInfo.read().aneSubType()));
         } finally {
             if (saved == null) System.clearProperty(MilDialect.PROPERTY); else System.setProperty(MilDialect.PROPERTY, saved);
         }

@@ -1,4 +1,4 @@
-package ane4j.backend.ane;
+package ane4j.backend.ane.ffm;
 
 import ane4j.backend.BackendException;
 
