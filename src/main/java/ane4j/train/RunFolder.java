@@ -48,7 +48,7 @@ public final class RunFolder implements AutoCloseable {
             Files.createDirectories(dir);
             ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
         } catch (IOException e) {
-            throw new UncheckedIOException("[run] cannot use " + dir + " as a run folder: " + reason(e) + " (creating " + LOCK_FILE + ")", e);
+            throw new UncheckedIOException("[run] cannot use " + dir + " as a run folder: " + reason(e) + " (opening its " + LOCK_FILE + ")", e);
         }
         try {
             FileLock l;
