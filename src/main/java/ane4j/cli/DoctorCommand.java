@@ -159,7 +159,7 @@ public final class DoctorCommand {
                     r = r.withStatus(Status.FAILED, r.error().substring(STOP.length()));
                 }
             }
-            if (chip != null) r = r.withRules(ChipRules.check(p.program(), chip));
+            if (chip != null) r = rules(r, p, chip);
             results.add(r);
             out.println(DoctorReport.row(r));
             out.flush();
@@ -183,6 +183,15 @@ public final class DoctorCommand {
             out.println("report written to " + json);
         }
         return report.passed() ? 0 : 1;
+    }
+
+    /** The chip rules' verdict on the rung's program; a rule checker that fails is noted, never fatal. */
+    private static Result rules(Result r, Probes.Probe p, Chip chip) {
+        try {
+            return r.withRules(ChipRules.check(p.program(), chip));
+        } catch (RuntimeException e) {
+            return r.withStatus(r.status(), (r.error() == null ? "" : r.error() + "; ") + "chip rules could not check it: " + oneLine(e));
+        }
     }
 
     /** Marks an error after which the ladder cannot go on (the compile budget is spent). */

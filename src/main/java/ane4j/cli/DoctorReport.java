@@ -63,8 +63,11 @@ final class DoctorReport {
 
     String summary() {
         List<Result> rungs = rungs();
-        long ok = rungs.stream().filter(Result::passed).count();
-        String s = ok == rungs.size() ? "all " + rungs.size() + " rungs passed" : (rungs.size() - ok) + " of " + rungs.size() + " rungs FAILED";
+        long ok = rungs.stream().filter(Result::passed).count(), notRun = rungs.stream().filter(r -> r.status() == Status.NOT_RUN).count();
+        long failed = rungs.size() - ok - notRun;
+        String s = ok == rungs.size() ? "all " + rungs.size() + " rungs passed"
+                : (failed > 0 ? failed + " of " + rungs.size() + " rungs FAILED" : ok + " of " + rungs.size() + " rungs passed")
+                        + (notRun > 0 ? ", " + notRun + " not run" : "");
         long probes = results.size() - rungs.size();
         return s + "; " + probes + " probes observed" + (stopped == null ? "" : "; " + stopped);
     }
@@ -167,6 +170,7 @@ final class DoctorReport {
         if (x.diff() != null && x.diff().nonFinite() > 0)
             return who + x.diff().nonFinite() + " of " + x.diff().count() + " outputs became ±inf/NaN" + (aneAvailable ? ": cliff confirmed" : "") + " [" + probe + "]";
         if (x.status() == Status.OK) return who + "no: " + what + " kept (max rel err " + sci(x.maxRelErr()) + ") [" + probe + "]";
+        if (x.status() == Status.NOT_RUN) return "not run [" + probe + "]";
         return who + x.status() + (x.error() == null ? "" : ": " + shorten(x.error())) + " [" + probe + "]";
     }
 
@@ -199,7 +203,8 @@ final class DoctorReport {
             List<Result> refused = predicted.stream().filter(r -> r.status() == Status.FAILED).toList();
             return rules + (predicted.isEmpty() ? "" : " (" + names(predicted) + "); the reference emulating " + chip + " refused " + refused.size());
         }
-        List<Result> ran = results.stream().filter(r -> r.status() != Status.NOT_RUN && r.status() != Status.SKIPPED).toList();
+        List<Result> ran = results.stream().filter(r -> r.status() != Status.NOT_RUN && r.status() != Status.SKIPPED
+                && !(stopped != null && stopped.startsWith("ladder stopped at " + r.probe() + ":"))).toList();   // a leak is no rule's business
         List<Result> tooStrict = ran.stream().filter(r -> r.ruleError() && r.status() != Status.FAILED).toList();
         List<Result> missed = ran.stream().filter(r -> !r.ruleError() && r.status() == Status.FAILED).toList();
         long agreed = ran.size() - tooStrict.size() - missed.size();
@@ -214,7 +219,8 @@ final class DoctorReport {
         List<String> parts = new ArrayList<>();
         for (String p : probes) {
             Optional<Result> r = find(p);
-            parts.add(p + " " + r.map(x -> x.status() + (x.status() == Status.OK || x.error() == null ? "" : " (" + shorten(x.error()) + ")")).orElse("missing"));
+            parts.add(p + " " + r.map(x -> x.status() + (x.status() == Status.OK || x.status() == Status.NOT_RUN || x.error() == null ? ""
+                    : " (" + shorten(x.error()) + ")")).orElse("missing"));
         }
         return String.join(", ", parts);
     }
@@ -225,7 +231,7 @@ final class DoctorReport {
     List<String> verdict() {
         List<String> v = new ArrayList<>();
         v.add("ane4j doctor: chip " + host.get("chip") + (chip != null && !aneAvailable ? " (rules and cliffs of " + chip + " emulated)" : "") + ", " + host.get("os") + ", JDK " + host.get("jdk") + ", model " + host.get("model")
-                + (aneAvailable ? ", dialect " + host.get("dialect") : ""));
+                + (aneAvailable ? ", dialect " + String.valueOf(host.getOrDefault("dialectChoice", host.get("dialect"))).replaceFirst(":.*", "") : ""));
         if (!aneAvailable) v.add("ANE not available (" + reason + "): only the reference half ran");
         List<Result> rungs = rungs();
         List<Result> ok = rungs.stream().filter(Result::passed).toList();

@@ -176,6 +176,7 @@ class DoctorOnFakeTest {
         assertEquals("passed " + (RUNGS - 1) + " of " + RUNGS + " rungs (conv, dynamic-matmul, attention-mask … train/kvBwd)", verdict.get(1));
         assertEquals("first failure: train/sdpaBwd1 — differs: outside fp16 tolerance", verdict.get(2));
         assertEquals("probes: int8-blob-code4 skipped, int8-blob-code1 skipped, matmul-k16 differs, slice-clamp-4094 differs", verdict.get(3));
+        assertTrue(verdict.get(0).startsWith("ane4j doctor: chip M1 (h13g), ") && verdict.get(0).endsWith(", model tiny, dialect 1.0/ios16"), verdict.get(0));
         assertTrue(r.assumption("F7 ").startsWith("F7  dialect that compiled: 1.0/ios16 [every compiled rung]; 1.0/ios16: ios18 failed to compile on M1"), r.assumption("F7 "));
         assertTrue(((String) r.probe("int8-blob-code4").get("error")).startsWith("needs the ios17 opset; this chip's dialect is 1.0/ios16"), r.probe("int8-blob-code4").toString());
         assertTrue(r.assumption("F5–F8").contains("compiled although a rule says no: a2-fp32-cast, a2-packed-blob, matmul-k16, width-32768"), r.assumption("F5–F8"));
@@ -207,6 +208,9 @@ class DoctorOnFakeTest {
         assertTrue(verdict.get(2).startsWith("first failure: " + at + " — failed: "), verdict.toString());
         assertEquals("ladder stopped at " + at + ": " + probes.get(stop).get("error") + " (" + (probes.size() - stop - 1) + " not run)", verdict.get(3));
         assertTrue(r.text().contains("; ladder stopped at " + at + ": "), r.text());
+        assertTrue(r.text().contains("\n" + passed.size() + " of " + RUNGS + " rungs passed, " + (RUNGS - passed.size()) + " not run; "), r.text());
+        assertTrue(r.assumption("F5  16384").endsWith("width-16384 not run, width-32768 not run"), r.assumption("F5  16384"));
+        assertFalse(r.assumption("F5–F8").contains("failed with no rule"), r.assumption("F5–F8"));
     }
 
     @Test
