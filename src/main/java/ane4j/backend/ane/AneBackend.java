@@ -26,7 +26,10 @@ import java.util.Map;
  * fails after {@link Options#leakSuspectAfter} earlier ones is reported as
  * {@link ane4j.backend.CompileBudgetExceededException}, because that is how Apple's compiler leak fails.
  *
- * <p>Knobs: {@code -Dane4j.milDialect=1.0|1.3} overrides the dialect detected from {@code _ANEDeviceInfo};
+ * <p>MIL dialect: ios18 first on every chip; on M1/M2 (where the evidence conflicts, ane-audit F7) ios16 after a failed
+ * compile; the one that compiled is kept for the session ({@link #dialectChoice()}, {@link AneKernel#dialect()}).
+ *
+ * <p>Knobs: {@code -Dane4j.milDialect=1.0|1.3} forces one dialect;
  * {@code -Dane4j.ane.daemonCache=false} compiles even what the daemon has (to measure compiles). On anything but macOS
  * {@link #isAvailable()} is false and no FFM class is loaded.
  */
