@@ -27,6 +27,8 @@ public final class Main {
                 case "train" -> TrainCommand.run(rest, out);
                 case "doctor" -> DoctorCommand.run(rest, out, err);
                 case "bench" -> BenchCommand.run(rest, out);
+                case "export" -> ExportCommand.run(rest, out);
+                case "generate" -> GenerateCommand.run(rest, out, err);
                 default -> {
                     err.println("ane4j: unknown command '" + args[0] + "' (try: ane4j help)");
                     yield 2;
@@ -55,6 +57,8 @@ public final class Main {
               mil run FILE.mil ...         run a MIL program on .npy inputs (--input x=x.npy --output DIR)
               doctor [--model M]           check the ANE and the backends: probe ladder vs ref, timings, --json FILE report
               bench NAME [options]         benchmarks: peak, int8, step, compile, sgemm; see ane4j bench --help
+              export --run DIR --format F  a trained model for other tools: safetensors (Hugging Face) or llama2c (.bin)
+              generate --model M --prompt  text from a model, streamed (--tokens N --temperature 0 is greedy)
               help                         this text
 
             errors are one line; -Dane4j.debug=true (ANE4J_JAVA_OPTS) adds the stack trace

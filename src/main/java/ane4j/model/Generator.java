@@ -28,6 +28,11 @@ public final class Generator {
 
     /** The prompt tokens (starting with BOS, usually) followed by the generated tokens. */
     public int[] generateTokens(int[] prompt, int maxTokens, float temperature, float topP, long seed) {
+        return generateTokens(prompt, maxTokens, temperature, topP, seed, t -> {});
+    }
+
+    /** {@link #generateTokens(int[], int, float, float, long)}, handing each generated token to {@code onToken} as it is sampled. */
+    public int[] generateTokens(int[] prompt, int maxTokens, float temperature, float topP, long seed, java.util.function.IntConsumer onToken) {
         if (prompt.length == 0) throw new IllegalArgumentException("[generate] empty prompt; start it with BOS (Tokenizer.encode(text, true, false))");
         if (maxTokens < 0) throw new IllegalArgumentException("[generate] maxTokens must be ≥ 0, got " + maxTokens);
         int seqLen = model.config().seqLen();
@@ -45,6 +50,7 @@ public final class Generator {
             int next = sampler.sample(logits);
             if (next == Tokenizer.BOS || next == Tokenizer.EOS) break;
             out[n++] = next;
+            onToken.accept(next);
         }
         return Arrays.copyOf(out, n);
     }

@@ -28,7 +28,7 @@ import java.util.Set;
  * are converted to it by permuting the q/k rows. So every file read here is {@link RopeStyle#HALF}, and an
  * interleaved model (llama2.c) is permuted on export: the exported model computes the same logits.
  *
- * <p>dtypes F32, F16 and BF16 are read; F32 or F16 written. The config comes from a {@code config.json} next to
+ * <p>dtypes F32, F16 and BF16 are read and written. The config comes from a {@code config.json} next to
  * the file, else from our own {@code __metadata__}, else it is inferred from shapes (enough for Qwen3-style
  * files, whose q_norm gives headDim). Files do not define a training sequence length: seqLen is
  * {@link #DEFAULT_SEQ_LEN} unless our metadata has one; change it with {@link ModelConfig#withSeqLen}.
@@ -363,12 +363,11 @@ public final class Safetensors {
     // model export
 
     /**
-     * Writes a model (F32 or F16); interleaved-RoPE models are permuted to rotate-half. The config is stored
+     * Writes a model (F32, F16 or BF16); interleaved-RoPE models are permuted to rotate-half. The config is stored
      * in {@code __metadata__} under Hugging Face key names (plus ane4j_seq_len, ane4j_name), so {@link #read}
      * restores it without a config.json.
      */
     public static void write(Path file, Parameters params, DType dtype) {
-        if (dtype == DType.BF16) throw new IllegalArgumentException(TAG + "writing BF16 is not supported; use F32 or F16");
         Parameters p = RopePermutation.convert(params, RopeStyle.HALF);
         ModelConfig c = p.config();
         StringBuilder hdr = new StringBuilder("{\"__metadata__\":{");
@@ -398,11 +397,21 @@ public final class Safetensors {
         try (LeFiles.Writer w = new LeFiles.Writer(file, "safetensors")) {
             w.i64(hb.length).bytes(hb);
             for (ParameterView v : p.layout().views()) {
-                if (dtype == DType.F32) w.floats(p.data(), v.offset(), v.size());
-                else for (int i = v.offset(); i < v.end(); i++) w.u16(Float.floatToFloat16(p.data()[i]));
+                switch (dtype) {
+                    case F32 -> w.floats(p.data(), v.offset(), v.size());
+                    case F16 -> { for (int i = v.offset(); i < v.end(); i++) w.u16(Float.floatToFloat16(p.data()[i])); }
+                    case BF16 -> { for (int i = v.offset(); i < v.end(); i++) w.u16(toBf16(p.data()[i])); }
+                }
             }
             w.commit();
         }
+    }
+
+    /** The bfloat16 nearest to {@code f} (ties to even, as PyTorch's {@code .bfloat16()}); NaN stays a quiet NaN. */
+    static short toBf16(float f) {
+        int bits = Float.floatToRawIntBits(f);
+        if (Float.isNaN(f)) return (short) ((bits >>> 16) | 0x40);
+        return (short) ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16);
     }
 
     /** The Hugging Face config.json keys of a config. */

@@ -1,0 +1,137 @@
+package ane4j.cli;
+
+import ane4j.model.HfExport;
+import ane4j.model.Llama2Bin;
+import ane4j.model.Parameters;
+import ane4j.model.Safetensors;
+import ane4j.model.Tokenizer;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * {@code ane4j export}: a trained model for other tools — a Hugging Face folder ({@code model.safetensors},
+ * {@code config.json}, the run's {@code tokenizer.bin}) or a llama2.c {@code .bin} (v0, float32) that {@code run.c} reads.
+ */
+final class ExportCommand {
+    private ExportCommand() {}
+
+    static final String USAGE = "export --run DIR|--checkpoint FILE|--model FILE --format safetensors|llama2c [--dtype f32|f16|bf16] [--out DIR|FILE] [--tokenizer FILE]";
+    private static final Set<String> KEYS = Set.of("run", "checkpoint", "model", "format", "dtype", "out", "tokenizer");
+
+    static int run(String[] args, PrintStream out) {
+        if (java.util.Arrays.asList(args).contains("--help") || java.util.Arrays.asList(args).contains("-h")) {
+            out.println("usage: ane4j " + USAGE + """
+
+
+                      --format safetensors  a Hugging Face folder: model.safetensors, config.json (LlamaForCausalLM, or
+                                            Qwen3ForCausalLM with QK-norm), tokenizer.bin; default --out RUN/export/hf
+                      --format llama2c      a llama2.c v0 .bin (float32) and tokenizer.bin beside it; default --out RUN/export/model.bin
+                      --dtype               safetensors only: f32 (default), f16 or bf16 (round to nearest even)""");
+            return 0;
+        }
+        Map<String, String> o = TrainCommand.parse(args);
+        for (String k : o.keySet()) if (!KEYS.contains(k)) throw new CliException("unknown option --" + GenerateCommand.kebab(k) + "; usage: ane4j " + USAGE);
+        String format = o.get("format");
+        if (format == null || !(format.equals("safetensors") || format.equals("llama2c")))
+            throw new CliException((format == null ? "no --format" : "--format " + format + " is not known") + "; use --format safetensors or --format llama2c");
+        Safetensors.DType dtype = dtype(o.getOrDefault("dtype", "f32"));
+        if (format.equals("llama2c") && dtype != Safetensors.DType.F32)
+            throw new CliException("llama2.c v0 files are float32; drop --dtype " + o.get("dtype") + " or export --format safetensors");
+        ModelSource src = ModelSource.open(o.get("run"), o.get("checkpoint"), o.get("model"), o.get("tokenizer"), "export");
+        Path dest = o.containsKey("out") ? Path.of(o.get("out")) : defaultOut(src, format, o);
+        if (format.equals("safetensors")) safetensors(src.params(), src.tokenizer(), dest, dtype, out);
+        else llama2c(src.params(), src.tokenizer(), dest, out);
+        if (src.tokenizer() == null)
+            out.println("note: no tokenizer known for " + src.description() + "; none written (give --tokenizer FILE to include one)");
+        return 0;
+    }
+
+    /** The end of {@code train}: both formats into {@code RUN/export/} (hf/ and model.bin), one line each. */
+    static void exportRun(Path runDir, Parameters params, Tokenizer tokenizer, PrintStream out) {
+        Path dir = runDir.resolve("export");
+        safetensors(params, tokenizer, dir.resolve("hf"), Safetensors.DType.F32, out);
+        if (!params.config().qkNorm() && params.config().headDim() * params.config().nHeads() == params.config().dim()
+                && params.config().residualScale() == 1f)
+            llama2c(params, tokenizer, dir.resolve("model.bin"), out);
+    }
+
+    static Path safetensors(Parameters params, Tokenizer tokenizer, Path dir, Safetensors.DType dtype, PrintStream out) {
+        if (Files.isRegularFile(dir)) throw new CliException("--out " + dir + " is a file; a safetensors export is a folder (model.safetensors, config.json)");
+        Path st = HfExport.write(dir, params, dtype);
+        boolean tok = writeTokenizer(tokenizer, dir.resolve("tokenizer.bin"), out);
+        out.printf(Locale.ROOT, "exported %s (%,d parameters, %s) → %s: model.safetensors (%s), config.json (%s)%s%n", params.config().name(),
+                params.data().length, dtype, dir, mb(st), params.config().qkNorm() ? "Qwen3ForCausalLM" : "LlamaForCausalLM", tok ? ", tokenizer.bin" : "");
+        return st;
+    }
+
+    static Path llama2c(Parameters params, Tokenizer tokenizer, Path dest, PrintStream out) {
+        Path file = Files.isDirectory(dest) ? dest.resolve("model.bin") : dest;
+        try {
+            if (file.toAbsolutePath().getParent() != null) Files.createDirectories(file.toAbsolutePath().getParent());
+        } catch (IOException e) {
+            throw new CliException("cannot create the folder of " + file + ": " + e.getMessage());
+        }
+        Llama2Bin.write(file, params);
+        boolean tok = writeTokenizer(tokenizer, file.resolveSibling("tokenizer.bin"), out);
+        out.printf(Locale.ROOT, "exported %s (%,d parameters) → %s (llama2.c v0, float32, %s)%s%n", params.config().name(), params.data().length,
+                file, mb(file), tok ? " and tokenizer.bin beside it" : "");
+        return file;
+    }
+
+    // never replaces a different tokenizer.bin (llama2.c keeps its own at the repo root)
+    private static boolean writeTokenizer(Tokenizer tokenizer, Path file, PrintStream out) {
+        if (tokenizer == null) return false;
+        if (Files.exists(file)) {
+            Tokenizer there;
+            try {
+                there = Tokenizer.read(file);
+            } catch (RuntimeException e) {
+                there = null;
+            }
+            if (there != null && sameTokenizer(there, tokenizer)) return true;
+            out.println("note: " + file + " exists and is another tokenizer; left it as it is (give --out a folder of its own)");
+            return false;
+        }
+        tokenizer.write(file);
+        return true;
+    }
+
+    private static boolean sameTokenizer(Tokenizer a, Tokenizer b) {
+        if (a.vocabSize() != b.vocabSize()) return false;
+        for (int i = 0; i < a.vocabSize(); i++)
+            if (!java.util.Arrays.equals(a.pieceBytes(i), b.pieceBytes(i)) || Float.compare(a.score(i), b.score(i)) != 0) return false;
+        return true;
+    }
+
+    private static Path defaultOut(ModelSource src, String format, Map<String, String> o) {
+        boolean st = format.equals("safetensors");
+        if (src.runDir() != null && o.containsKey("run")) return src.runDir().resolve("export").resolve(st ? "hf" : "model.bin");
+        Path from = Path.of(o.containsKey("checkpoint") ? o.get("checkpoint") : o.get("model")).toAbsolutePath();
+        String stem = from.getFileName().toString().replaceFirst("\\.[^.]*$", "");
+        Path parent = from.getParent();
+        Path d = parent.resolve(st ? stem + "-hf" : stem + ".bin");
+        return d.equals(from) || Files.isDirectory(from) && !st ? parent.resolve(stem + "-export" + (st ? "" : ".bin")) : d;
+    }
+
+    static Safetensors.DType dtype(String s) {
+        return switch (s.toLowerCase(Locale.ROOT)) {
+            case "f32", "fp32", "float32" -> Safetensors.DType.F32;
+            case "f16", "fp16", "float16" -> Safetensors.DType.F16;
+            case "bf16", "bfloat16" -> Safetensors.DType.BF16;
+            default -> throw new CliException("--dtype " + s + " is not known; use f32, f16 or bf16");
+        };
+    }
+
+    private static String mb(Path f) {
+        try {
+            return String.format(Locale.ROOT, "%.1f MB", Files.size(f) / 1e6);
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+}

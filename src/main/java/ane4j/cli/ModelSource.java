@@ -1,0 +1,120 @@
+package ane4j.cli;
+
+import ane4j.model.EmbeddedCorpus;
+import ane4j.model.Llama2Bin;
+import ane4j.model.ModelConfig;
+import ane4j.model.ParameterLayout;
+import ane4j.model.Parameters;
+import ane4j.model.Safetensors;
+import ane4j.model.Tokenizer;
+import ane4j.train.Checkpoint;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * Where {@code export} and {@code generate} take a model from: a run folder (its newest readable checkpoint), an ane4j
+ * checkpoint, a llama2.c {@code .bin}, or a safetensors file or folder — and the tokenizer that goes with it.
+ */
+record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom, Path runDir, String description) {
+
+    /** From {@code --run DIR}, {@code --checkpoint FILE} or {@code --model FILE}: exactly one of them. */
+    static ModelSource open(String run, String checkpoint, String model, String tokenizerFile, String command) {
+        int given = (run != null ? 1 : 0) + (checkpoint != null ? 1 : 0) + (model != null ? 1 : 0);
+        if (given != 1)
+            throw new CliException((given == 0 ? "no model given" : "give only one of --run, --checkpoint, --model")
+                    + " (ane4j " + command + " --run DIR, --checkpoint FILE.ane4j or --model FILE.bin|DIR|FILE.safetensors)");
+        ModelSource s;
+        if (run != null) s = fromRun(Path.of(run));
+        else {
+            Path p = Path.of(checkpoint != null ? checkpoint : model);
+            if (!Files.exists(p)) throw new CliException("[model] " + p + ": no such file or folder");
+            s = checkpoint != null || isCheckpoint(p) ? fromCheckpoint(p, null) : fromModelFile(p);
+        }
+        if (tokenizerFile != null) {
+            Path t = Path.of(tokenizerFile);
+            if (!Files.isRegularFile(t)) throw new CliException("[tokenizer] " + t + ": no such file (give a llama2.c tokenizer.bin)");
+            s = new ModelSource(s.params, Tokenizer.read(t), t.toString(), s.runDir, s.description);
+        }
+        return s;
+    }
+
+    private static boolean isCheckpoint(Path p) {
+        if (!Files.isRegularFile(p)) return false;
+        try (var in = Files.newInputStream(p)) {
+            return java.util.Arrays.equals(in.readNBytes(8), "ANE4JCKP".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        } catch (IOException e) {
+            throw new CliException("[model] cannot read " + p + ": " + e.getMessage());
+        }
+    }
+
+    static ModelSource fromRun(Path dir) {
+        if (!Files.isDirectory(dir)) throw new CliException("[run] " + dir + ": no such run folder (give the --run-dir of a train, e.g. runs/latest)");
+        Checkpoint.Found f = Checkpoint.findNewest(dir.resolve("checkpoints"));
+        if (f.contents() == null)
+            throw new CliException("[run] " + dir + ": no readable checkpoint in " + dir.resolve("checkpoints")
+                    + (f.unreadable().isEmpty() ? "" : " (" + String.join("; ", f.unreadable().values()) + ")") + "; train it first (ane4j train --run-dir " + dir + ")");
+        return fromCheckpoint(f.file(), dir);
+    }
+
+    private static ModelSource fromCheckpoint(Path file, Path runDir) {
+        Checkpoint.Contents c = Checkpoint.load(file);
+        ModelConfig config = c.state().config();
+        Parameters p = new Parameters(new ParameterLayout(config), c.params());
+        Path dir = runDir != null ? runDir : runDirOf(file);
+        Tokenizer tok = null;
+        String from = null;
+        if (dir != null) {
+            // the run's data: a token file with its tokenizer.bin beside it, or the embedded corpus and its tokenizer
+            String data = runSetting(dir, "data");
+            if (data == null || data.equals("embedded corpus")) {
+                Tokenizer t = EmbeddedCorpus.tokenizer();
+                if (t.vocabSize() <= config.vocabSize()) { tok = t; from = "the embedded corpus"; }
+            } else {
+                Path t = Path.of(data).resolveSibling("tokenizer.bin");
+                if (Files.isRegularFile(t)) { tok = Tokenizer.read(t); from = t.toString(); }
+            }
+        }
+        return new ModelSource(p, tok, from, dir, file + " (step " + c.state().step() + ")");
+    }
+
+    // a checkpoint in RUN/checkpoints/ belongs to RUN when RUN has a run.txt
+    private static Path runDirOf(Path checkpoint) {
+        Path parent = checkpoint.toAbsolutePath().getParent();
+        if (parent == null || parent.getParent() == null || !parent.getFileName().toString().equals("checkpoints")) return null;
+        return Files.isRegularFile(parent.getParent().resolve("run.txt")) ? parent.getParent() : null;
+    }
+
+    private static String runSetting(Path runDir, String key) {
+        Path record = runDir.resolve("run.txt");
+        if (!Files.isRegularFile(record)) return null;
+        try {
+            for (String line : Files.readAllLines(record)) {
+                if (line.startsWith("[")) break; // the settings come before the first [section]
+                if (line.startsWith(key + " = ")) return line.substring(key.length() + 3);
+            }
+            return null;
+        } catch (IOException e) {
+            throw new CliException("[run] cannot read " + record + ": " + e.getMessage());
+        }
+    }
+
+    private static ModelSource fromModelFile(Path p) {
+        Path file = p;
+        if (Files.isDirectory(p)) {
+            file = p.resolve("model.safetensors");
+            if (!Files.isRegularFile(file))
+                throw new CliException("[model] " + p + " is a folder without model.safetensors (sharded checkpoints are not read yet)");
+        }
+        String name = file.getFileName().toString();
+        Parameters params = name.endsWith(".safetensors") ? Safetensors.read(file) : Llama2Bin.read(file);
+        // a tokenizer.bin beside the model (an ane4j export, or llama2.c's layout with model and tokenizer together)
+        Tokenizer tok = null;
+        String from = null;
+        for (Path t : List.of(file.resolveSibling("tokenizer.bin"))) {
+            if (Files.isRegularFile(t)) { tok = Tokenizer.read(t); from = t.toString(); }
+        }
+        return new ModelSource(params, tok, from, null, file.toString());
+    }
+}
