@@ -1,6 +1,7 @@
 package ane4j.blas;
 
 import java.lang.foreign.MemorySegment;
+import java.util.EnumSet;
 import java.util.Locale;
 import java.util.Optional;
 
@@ -9,7 +10,9 @@ import java.util.Optional;
  *
  * <p>Selection: the system property {@code ane4j.blas} (or environment variable {@code ANE4J_BLAS}) set to
  * {@code openblas}, {@code accelerate} or {@code java}; otherwise automatic: Accelerate on macOS, OpenBLAS
- * ({@code libopenblas.so.0}, then {@code libblas.so.3}), then pure Java. The pure-Java implementation uses the Vector
+ * ({@code libopenblas.so.0}, then {@code libblas.so.3}, with the core set as {@link OpenBlas} says), then pure Java;
+ * with a native library and the Vector API both present, a calibration (once per machine, library and core, cached in
+ * {@link BlasCache}) gives each {@link Calibration.ShapeClass} to the Java GEMM where it is faster. The pure-Java implementation uses the Vector
  * API when the module {@code jdk.incubator.vector} is in the boot layer ({@code --add-modules jdk.incubator.vector})
  * and a blocked scalar loop otherwise. One INFO line on the {@code ane4j.blas} logger names the choice and why; a
  * requested library that does not load falls back to Java with a WARNING. Nothing here throws at class
@@ -81,10 +84,7 @@ public final class Blas {
         String c = choice == null ? "" : choice.strip().toLowerCase(Locale.ROOT);
         switch (c) {
             case "" -> {
-                Probe nat = Accelerate.isMacOs() ? Accelerate.PROBE : OpenBlas.PROBE;
-                if (nat.loaded()) return chosen(System.Logger.Level.INFO, nat.sgemm(), "automatic, first library found");
-                return chosen(System.Logger.Level.INFO, java(), "automatic, no native BLAS loaded (" + nat.detail()
-                        + ")" + javaReason());
+                return automatic(Accelerate.isMacOs() ? Accelerate.PROBE : OpenBlas.PROBE, BlasCache.standard());
             }
             case "openblas", "accelerate" -> {
                 Probe nat = c.equals("openblas") ? OpenBlas.PROBE : Accelerate.PROBE;
@@ -98,6 +98,54 @@ public final class Blas {
             default -> throw new IllegalArgumentException("[blas] unknown " + source + "=" + choice
                     + "; use openblas, accelerate or java (or leave it unset for automatic)");
         }
+    }
+
+    /** No choice forced: the native library if it loaded, with the Java GEMM for the classes the calibration gives it. */
+    static Sgemm automatic(Probe nat, BlasCache cache) {
+        if (!nat.loaded()) return chosen(System.Logger.Level.INFO, java(), "automatic, no native BLAS loaded ("
+                + nat.detail() + ")" + javaReason());
+        if (!JavaProbe.VECTOR.loaded()) return chosen(System.Logger.Level.INFO, nat.sgemm(),
+                "automatic, first library found; not calibrated" + javaReason());
+        Sgemm java = JavaProbe.VECTOR.sgemm();
+        String key = BlasCache.key("calibration", CpuFeatures.current().key(), nat.sgemm().description());
+        Calibration cal = null;
+        String how = cache.problem().isEmpty() ? "cached in " + cache.file() : cache.problem();
+        if (!BlasCache.recalibrate()) {
+            try {
+                cal = cache.get(key).map(Calibration::decode).orElse(null);
+            } catch (IllegalArgumentException e) {
+                how = "cached value unreadable (" + e.getMessage() + ")";
+            }
+        }
+        if (cal == null) {
+            String before = how.startsWith("cached in") ? "" : how + ", ";
+            cal = Calibration.measure(nat.sgemm(), java);
+            cache.put(key, cal.encode());
+            how = before + String.format(Locale.ROOT, "calibrated in %.2f s at load average %.1f, %s", cal.seconds(), cal.loadAverage(),
+                    cache.problem().isEmpty() ? "cached in " + cache.file() : cache.problem());
+        }
+        Sgemm s = route(nat.sgemm(), java, cal);
+        return chosen(System.Logger.Level.INFO, s, "automatic: " + routeSummary(s, nat.sgemm()) + " ("
+                + cal.summary() + "; " + how + "; -D" + BlasCache.RECALIBRATE_PROPERTY + "=true measures again)");
+    }
+
+    /** The native GEMM, the Java one, or the native one with the Java one for the classes the calibration gives it. */
+    static Sgemm route(Sgemm nat, Sgemm java, Calibration cal) {
+        EnumSet<Calibration.ShapeClass> javaClasses = EnumSet.noneOf(Calibration.ShapeClass.class);
+        for (Calibration.ShapeClass c : Calibration.ShapeClass.values()) if (cal.javaFor(c)) javaClasses.add(c);
+        if (javaClasses.isEmpty()) return nat;
+        if (javaClasses.size() == Calibration.ShapeClass.values().length) return java;
+        return new RoutedSgemm(nat, java, javaClasses);
+    }
+
+    private static String routeSummary(Sgemm s, Sgemm nat) {
+        if (s == nat) return "the native GEMM for every shape class";
+        if (s instanceof RoutedSgemm r) {
+            StringBuilder b = new StringBuilder();
+            for (Calibration.ShapeClass c : r.javaClasses()) b.append(b.isEmpty() ? "" : ", ").append(c.label);
+            return "the native GEMM, the Java GEMM for " + b;
+        }
+        return "the Java GEMM for every shape class";
     }
 
     private static String javaReason() {

@@ -13,7 +13,7 @@ import java.lang.foreign.ValueLayout;
  *
  * <p>Instances come from {@link Blas}: {@link Blas#get()} for the selected implementation, or a specific one.
  */
-public abstract sealed class Sgemm permits NativeSgemm, JavaSgemm {
+public abstract sealed class Sgemm permits NativeSgemm, JavaSgemm, RoutedSgemm {
 
     Sgemm() {}
 

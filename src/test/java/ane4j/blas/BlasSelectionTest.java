@@ -70,7 +70,9 @@ class BlasSelectionTest {
         Sgemm s = Blas.select(null, "-Dane4j.blas");
         Sgemm expected = Accelerate.isMacOs() ? Blas.accelerate().orElse(null) : Blas.openBlas().orElse(null);
         if (expected == null) expected = Blas.java();
-        assertSame(expected, s);
+        // the calibration may give some shape classes (or all) to the Java GEMM; the native library stays the default
+        if (s instanceof RoutedSgemm r) assertSame(expected, r.forShape(256, 768, 768) == Blas.java() ? expected : r.forShape(256, 768, 768));
+        else assertTrue(s == expected || s == Blas.java(), s.description());
         assertEquals(1, records.size());
         assertTrue(records.getFirst().getMessage().contains("automatic"), records.getFirst().getMessage());
     }

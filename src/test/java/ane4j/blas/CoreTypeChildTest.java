@@ -1,0 +1,90 @@
+package ane4j.blas;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The core really is set before OpenBLAS loads: child JVMs report the core they got (OpenBLAS reads
+ * OPENBLAS_CORETYPE only in its constructor, so nothing in the test JVM itself could show it).
+ */
+class CoreTypeChildTest {
+
+    /** Run in the child JVM: the description of the loaded OpenBLAS (its core and why). */
+    public static void main(String[] args) {
+        System.out.println(Blas.openBlas().map(Sgemm::description).orElse("none"));
+    }
+
+    @Test
+    void aForcedNameIsTheCoreTheLibraryRuns(@TempDir Path dir) throws Exception {
+        assumeTrue(dynamicOpenBlas());
+        String out = child(dir.resolve("c.properties"), Map.of(), "-D" + OpenBlas.CORE_PROPERTY + "=Prescott");
+        assertTrue(out.contains("core Prescott (set by -Dane4j.blas.coretype=Prescott)"), out);
+    }
+
+    @Test
+    void aFallbackSeenByTheProbeIsCorrectedBeforeLoading(@TempDir Path dir) throws Exception {
+        assumeTrue(dynamicOpenBlas());
+        CpuFeatures cpu = CpuFeatures.current();
+        assumeTrue(cpu.x86Level() != CpuFeatures.X86Level.SSE);
+        // the detection forced: the cache says the library, loaded as it is, picks Prescott on this CPU (as Debian's
+        // 0.3.21 does on Xeons newer than it)
+        Path file = dir.resolve("c.properties");
+        new BlasCache(file).put(BlasCache.key("core", cpu.key(), OpenBlas.LIBRARIES.getFirst()),
+                "Prescott\tOpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64");
+        String probeKey = BlasCache.key("core", cpu.key(), OpenBlas.LIBRARIES.getFirst());
+        String core = OpenBlasCore.FORCE.get(cpu.x86Level());
+        String out = child(file, Map.of());
+        assertTrue(out.contains("core " + core + " (set: the library reported Prescott on an"), out);
+        // and the next start does the same: the entry survives (the config string names the forced core, not the probed one)
+        assertTrue(new BlasCache(file).get(probeKey).orElseThrow().startsWith("Prescott\t"));
+        // the environment's own setting is never overridden
+        String env = child(file, Map.of(OpenBlasCore.ENV, "Haswell"));
+        assertTrue(env.contains("core Haswell (set by OPENBLAS_CORETYPE=Haswell in the environment)"), env);
+    }
+
+    @Test
+    void withoutACacheTheChildProbeLearnsTheLibrarysOwnCore(@TempDir Path dir) throws Exception {
+        assumeTrue(dynamicOpenBlas());
+        Path file = dir.resolve("c.properties");
+        String out = child(file, Map.of());
+        String own = Blas.openBlas().orElseThrow().description().replaceAll(".*, core (\\w+) .*", "$1");
+        String probed = new BlasCache(file).get(BlasCache.key("core", CpuFeatures.current().key(), OpenBlas.LIBRARIES.getFirst()))
+                .orElseThrow();
+        assertTrue(probed.startsWith(own + "\t"), probed + " vs " + own);
+        assertTrue(out.contains("core " + own + " ("), out);
+    }
+
+    private static boolean dynamicOpenBlas() {
+        return System.getenv(OpenBlasCore.ENV) == null && System.getProperty(OpenBlas.CORE_PROPERTY) == null
+                && Blas.openBlas().map(s -> s.description().contains("DYNAMIC_ARCH")).orElse(false);
+    }
+
+    private static String child(Path cache, Map<String, String> env, String... props) throws Exception {
+        String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Dane4j.blas=openblas",
+                "-D" + BlasCache.PROPERTY + "=" + cache));
+        cmd.addAll(List.of(props));
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), CoreTypeChildTest.class.getName()));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.environment().remove(OpenBlasCore.ENV);
+        pb.environment().putAll(env);
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), err);
+        return out;
+    }
+}
