@@ -8,7 +8,8 @@ weight decay 0.1 on matrices and the embedding, 0 on norms) + zero_grad. Warm-up
 
 Usage: /usr/bin/python3 tools/torch_train_step.py --model stories15m --steps 10 [--json] [--threads N]
        [--set key=value ...]   (override any config field, e.g. --set seqLen=128)
-Output with --json: one line {"model", "ms_per_step_median", "steps", "threads", "torch", "phases": {...}, ...}
+Output with --json: one line {"model", "ms_per_step_median", "steps", "threads", "torch", "phases": {...}, ...,
+                  "blas": {"coretype_env", "libraries": [{"path", "core", "config"}], "config"}}
 """
 import argparse
 import json
@@ -21,6 +22,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_golden import NORM_SUFFIXES, forward, param_shapes  # noqa: E402  (the golden model, reused as is)
+import blas_info  # noqa: E402  (which OpenBLAS and core this process runs)
 
 LLAMA = dict(ropeTheta=10000.0, ropeStyle="interleaved", qkNorm=False, normEps=1e-5)
 MODELS = {
@@ -111,7 +113,8 @@ def main():
            "ms_per_step_min": round(min(times["step"]), 3), "cpu_ms_per_step_median": med["cpu"], "params": n_params,
            "tokens_per_s": round(1000.0 * c["seqLen"] / med["step"], 1), "seqLen": c["seqLen"], "batch": 1,
            "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4),
-           "loadavg": [round(load_start, 2), round(os.getloadavg()[0], 2)], "cpus": os.cpu_count()}
+           "loadavg": [round(load_start, 2), round(os.getloadavg()[0], 2)], "cpus": os.cpu_count(),
+           "blas": blas_info.describe(torch.__config__.show())}
     print(json.dumps(out))
 
 

@@ -215,12 +215,34 @@ public final class SgemmBench {
             r.row(n, np, ours, ours / np, jv);
         }
         if (numpyError != null) r.note("numpy not measured: " + numpyError);
+        r.put("blas", sel.description());
+        Object numpyBlas = numpyBlas(python);
+        r.put("numpyBlas", numpyBlas);
+        r.note("BLAS: ane4j " + sel.description() + "; numpy " + StepBench.blasSummary(numpyBlas));
         for (int i = 0; i < sizes.length; i++)
             if (sizes[i] == 1024 || sizes[i] == 2048) r.put("ane4j/numpy at " + sizes[i] + " (target ≥ 0.9)", r.value(i, "ane4j/numpy"));
         r.note("A4 = slice, reshape, transpose, matmul of a [1,IC,1,SEQ+OC] fp16 input on the reference backend (fp16 I/O and storage) against one sgemm on fp32 segments; "
                 + "3 rounds of 30 alternating (kernel, sgemm) pairs, the round with the lowest median ratio reported, all rounds in roundRatios");
         r.chart(new BenchResult.ChartSpec(false, "n", List.of("numpy GFLOPS", "ane4j GFLOPS", "java GFLOPS"), "GFLOPS"));
         return r;
+    }
+
+    /** tools/blas_info.py's JSON object for numpy (the OpenBLAS numpy loaded and its core), or a one-line reason. */
+    static Object numpyBlas(String python) {
+        String home = System.getProperty("ane4j.home");
+        java.nio.file.Path script = java.nio.file.Path.of(home != null ? home : ".", "tools", "blas_info.py");
+        if (!java.nio.file.Files.isRegularFile(script)) return "unknown: " + script + " not found";
+        try {
+            Process p = new ProcessBuilder(python, script.toString(), "numpy").redirectError(ProcessBuilder.Redirect.DISCARD).start();
+            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
+            if (p.waitFor() != 0 || out.isEmpty()) return "unknown: " + script + " numpy failed";
+            return BenchJson.parse(out.substring(out.lastIndexOf('\n') + 1));
+        } catch (IOException | RuntimeException e) {
+            return "unknown: " + e.getMessage();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "unknown: interrupted";
+        }
     }
 
     /** Repetitions: fewer for big sizes so that the run stays within a few minutes. */

@@ -128,6 +128,7 @@ public final class StepBench {
         r.put("gflopPerStep", flops / 1e9);
         r.put("achievedGflops", flops / (msPerStep / 1e3) / 1e9);
         r.put("sgemmPeakGflops", peakGflops);
+        r.put("blas", Blas.get().description());
         r.put("utilisation", flops / (msPerStep / 1e3) / 1e9 / peakGflops);
         // the floor: every FLOP of the step at the peak sgemm rate, nothing else
         double floorMs = flops / 1e9 / peakGflops * 1e3;
@@ -147,6 +148,7 @@ public final class StepBench {
             r.put("torchThreads", torch.get("threads"));
             r.put("torchVersion", torch.get("torch"));
             r.put("torchLoadAverage", torch.get("loadavg"));
+            r.put("torchBlas", torch.get("blas"));
             r.put("speedupVsTorch", tms / msPerStep);
             r.put("speedupAtSgemmFloor", tms / floorMs);
             if (SPEEDUP_TARGET.containsKey(cfg.name())) r.put("speedupTarget", SPEEDUP_TARGET.get(cfg.name()));
@@ -154,6 +156,7 @@ public final class StepBench {
             r.note(String.format(Locale.ROOT, "PyTorch CPU step (same config, %s threads): %.1f ms/step; ane4j is %.2f× %s", torch.get("threads"), tms,
                     tms >= msPerStep ? tms / msPerStep : msPerStep / tms, tms >= msPerStep ? "faster" : "slower"));
         }
+        r.note("BLAS: ane4j " + Blas.get().description() + (o.flag("compare-torch") ? "; PyTorch " + blasSummary(r.summary().get("torchBlas")) : ""));
         r.note(String.format(Locale.ROOT, "floor: %.1f GFLOP at the peak sgemm rate alone take %.0f ms; no CPU step of this model can be faster on this machine", flops / 1e9, floorMs));
         r.note("FLOPs/step = 3·(projections + classifier) + attention (4·S²·Q fwd + 10·S²·Q bwd per layer); utilisation against sgemm "
                 + (o.quick() ? 512 : 2048) + "³ on " + Blas.get().description());
@@ -180,6 +183,23 @@ public final class StepBench {
             double[] t = Timing.measure(() -> g.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, n, n, n, 1f, a, 0, n, b, 0, n, 0f, c, 0, n), 1, 5, 3, 3);
             return 2.0 * n * n * n / Timing.median(t) / 1e9;
         }
+    }
+
+    /** "OpenBLAS 0.3.21 … core Cooperlake (OPENBLAS_CORETYPE unset)" from tools/blas_info.py's JSON object. */
+    public static String blasSummary(Object blas) {
+        if (!(blas instanceof Map<?, ?> m)) return "BLAS unknown (no blas field: an older tools/ script?)";
+        StringBuilder b = new StringBuilder();
+        if (m.get("libraries") instanceof List<?> libs) {
+            for (Object l : libs) {
+                if (!(l instanceof Map<?, ?> lib)) continue;
+                b.append(b.isEmpty() ? "" : "; ").append(lib.get("path"));
+                if (lib.get("config") != null) b.append(", ").append(lib.get("config"));
+                if (lib.get("core") != null) b.append(", core ").append(lib.get("core"));
+            }
+        }
+        if (b.isEmpty()) b.append(m.get("config") != null ? m.get("config") : "no OpenBLAS loaded");
+        Object env = m.get("coretype_env");
+        return b + " (OPENBLAS_CORETYPE" + (env == null ? " unset" : "=" + env) + ")";
     }
 
     /** Runs tools/torch_train_step.py for the same config; returns its JSON line as a map. */
