@@ -82,7 +82,7 @@ class RefParallelTest {
             // the interpreter's exp is ane4j.blas.VectorMath.exp (≤ 2 ulp from Math.exp, the same bits everywhere)
             for (int j = 0; j < s; j++) e[j] = x[r * s + j] - max;
             ane4j.blas.VectorMath.expInPlace(e, s);
-            sum = Planner.sum8(e, s);   // the documented summation order
+            sum = Reductions.sum8(e, s);   // the documented summation order
             for (int j = 0; j < s; j++) assertEquals(round16(e[j] * (1f / sum)), z[r * s + j], 0f, "row " + r + " col " + j);
         }
     }
