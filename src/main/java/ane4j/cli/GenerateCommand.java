@@ -3,7 +3,10 @@ package ane4j.cli;
 import ane4j.model.Generator;
 import ane4j.model.Tokenizer;
 import ane4j.model.Utf8Stream;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
@@ -65,6 +68,10 @@ final class GenerateCommand {
             ids = cut;
         }
 
+        // the text is UTF-8 whatever the locale says (run.c writes the bytes as they are); a C locale would print '?' for "€"
+        if (out == System.out && !out.charset().equals(StandardCharsets.UTF_8))
+            out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+        PrintStream text8 = out;
         Generator g = new Generator(src.params(), tok);
         Utf8Stream text = new Utf8Stream();
         int[] prev = {ids[0]};
@@ -76,8 +83,8 @@ final class GenerateCommand {
         out.flush();
         long t0 = System.nanoTime();
         int[] all = g.generateTokens(ids, tokens, temperature, topP, seed, next -> {
-            out.print(text.push(tok.decodePiece(prev[0], next)));
-            out.flush();
+            text8.print(text.push(tok.decodePiece(prev[0], next)));
+            text8.flush();
             prev[0] = next;
         });
         out.println(text.finish());
