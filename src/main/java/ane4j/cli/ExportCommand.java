@@ -51,13 +51,21 @@ final class ExportCommand {
         return 0;
     }
 
-    /** The end of {@code train}: both formats into {@code RUN/export/} (hf/ and model.bin), one line each. */
+    /**
+     * The end of {@code train}: both formats into {@code RUN/export/} ({@code hf/} and {@code model.bin}, the latter when
+     * llama2.c can hold the model), one line each. A failed export is a note, not a failed run: the checkpoint is written,
+     * and the note names the command that retries it.
+     */
     static void exportRun(Path runDir, Parameters params, Tokenizer tokenizer, PrintStream out) {
         Path dir = runDir.resolve("export");
-        safetensors(params, tokenizer, dir.resolve("hf"), Safetensors.DType.F32, out);
-        if (!params.config().qkNorm() && params.config().headDim() * params.config().nHeads() == params.config().dim()
-                && params.config().residualScale() == 1f)
-            llama2c(params, tokenizer, dir.resolve("model.bin"), out);
+        var c = params.config();
+        if (tokenizer != null && tokenizer.vocabSize() != c.vocabSize()) tokenizer = null; // not the model's: export none
+        try {
+            safetensors(params, tokenizer, dir.resolve("hf"), Safetensors.DType.F32, out);
+            if (!c.qkNorm() && c.headDim() * c.nHeads() == c.dim() && c.residualScale() == 1f) llama2c(params, tokenizer, dir.resolve("model.bin"), out);
+        } catch (RuntimeException e) {
+            out.println("note: export skipped (" + e.getMessage() + "); the checkpoint is intact: ane4j export --run " + runDir + " --format safetensors");
+        }
     }
 
     static Path safetensors(Parameters params, Tokenizer tokenizer, Path dir, Safetensors.DType dtype, PrintStream out) {

@@ -137,6 +137,7 @@ final class TrainCommand {
         } else {
             out.println("sample: skipped (no tokenizer.bin matching the model next to the data)");
         }
+        ExportCommand.exportRun(o.runDir(), params, tokenizer, out);
         return 0;
     }
 

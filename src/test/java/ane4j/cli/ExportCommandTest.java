@@ -148,6 +148,20 @@ class ExportCommandTest {
         assertEquals(Safetensors.DType.F16, Safetensors.readHeader(tmp.resolve("f16/model.safetensors")).entries().get("model.norm.weight").dtype());
     }
 
+    @Test void trainEndsWithBothExportsInTheRunFolder() throws Exception {
+        Path runDir = tmp.resolve("trained");
+        Run r = run("train", "--steps", "2", "--in-process", "--run-dir", runDir.toString());
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().contains("→ " + runDir.resolve("export/hf") + ": model.safetensors") && r.out().contains("→ " + runDir.resolve("export/model.bin")), r.out());
+        float[] want = Checkpoint.findNewest(runDir.resolve("checkpoints")).contents().params();
+        assertArrayEquals(want, Llama2Bin.read(runDir.resolve("export/model.bin")).data());
+        Run g = run("generate", "--model", runDir.resolve("export/hf").toString(), "--prompt", "Once upon a time", "--temperature", "0", "--tokens", "5");
+        Run h = run("generate", "--run", runDir.toString(), "--prompt", "Once upon a time", "--temperature", "0", "--tokens", "5");
+        assertEquals(0, g.code(), g.err());
+        assertTrue(g.out().startsWith("Once upon a time"), g.out());
+        assertEquals(h.out(), g.out(), "the export generates what the checkpoint does");
+    }
+
     @Test void badInputsAreOneLineEach() throws Exception {
         Path runDir = fakeRun(tmp.resolve("run"), ModelConfig.parse("tiny"), 1);
         Path qwen = resource("model/qwen3");
