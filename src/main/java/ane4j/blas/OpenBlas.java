@@ -109,7 +109,7 @@ final class OpenBlas {
         boolean envSet = System.getenv(OpenBlasCore.ENV) != null && !System.getenv(OpenBlasCore.ENV).isBlank();
         if (envSet || !library.equals(LIBRARIES.getFirst()) || core.isEmpty()) return setting.why();
         // loaded as it is: this is what the library picks by itself; a fallback is fixed from the next start on
-        cache.put(probeKey, core + "\t" + config);
+        if (!cache.get(probeKey).orElse("").equals(core + "\t" + config)) cache.put(probeKey, core + "\t" + config);
         OpenBlasCore.Advice advice = OpenBlasCore.advise(cpu, core, config);
         return advice.core().map(c -> advice.why() + "; " + OpenBlasCore.ENV + "=" + c + " from the next start on")
                 .orElse(setting.why());
