@@ -11,6 +11,7 @@ import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Rng;
 import ane4j.train.AdamW;
+import ane4j.train.LossScaler;
 import ane4j.train.TrainingStep;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -60,7 +61,7 @@ public final class StepBench {
         Parameters params = Parameters.init(cfg, o.getInt("seed", 1));
         float[] p = params.data(), grads = new float[p.length], m = new float[p.length], v = new float[p.length];
         AdamW adamw = new AdamW(0.9f, 0.95f, 1e-8f, 0.1f);
-        float lossScale = storage.equals("fp16") ? 256f * cfg.nLayers() : 1f;
+        float lossScale = storage.equals("fp16") ? LossScaler.DEFAULT_SCALE : 1f;   // the Trainer's initial scale
         Rng rng = new Rng(o.getInt("seed", 1) * 7919L);
         int[] tokens = new int[s], targets = new int[s];
 
