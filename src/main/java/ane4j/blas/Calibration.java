@@ -2,6 +2,7 @@ package ane4j.blas;
 
 import java.lang.management.ManagementFactory;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.StringJoiner;
@@ -90,7 +91,8 @@ record Calibration(Map<ShapeClass, Double> javaSpeedup, double seconds, double l
     static Calibration measure(Sgemm nat, Sgemm java) {
         long start = System.nanoTime();
         Map<ShapeClass, Double> speedup = new EnumMap<>(ShapeClass.class);
-        for (ShapeClass c : ShapeClass.values()) {
+        // the large class first: its many tiles get the shared Java kernel compiled before the small products are timed
+        for (ShapeClass c : List.of(ShapeClass.LARGE, ShapeClass.NARROW, ShapeClass.SMALL_K)) {
             float[] a = new float[c.m * c.k], b = new float[c.k * c.n], out = new float[c.m * c.n];
             for (int i = 0; i < a.length; i++) a[i] = (i % 7 - 3) * 0.1f;
             for (int i = 0; i < b.length; i++) b[i] = (i % 5 - 2) * 0.1f;
@@ -109,12 +111,16 @@ record Calibration(Map<ShapeClass, Double> javaSpeedup, double seconds, double l
     }
 
     /** Wall time per class the Java GEMM may spend getting compiled (a loaded machine's JIT threads get little). */
-    static final long WARM_UP_NANOS = 1_000_000_000L;
+    static final long WARM_UP_NANOS = 1_500_000_000L;
 
-    /** Calls until the time per call stops falling (the JIT has compiled the kernel): 4 calls without a 3% gain. */
+    /**
+     * Calls until the time per call stops falling (the JIT has compiled the kernel): at least 30 calls, then 6 without
+     * a 3% gain. Interpreted and C1-compiled calls can be flat for a few calls before C2's code arrives (seen at load
+     * 20: 30 calls of the 256×256×64 product before the compiled speed), so a plateau alone does not end it.
+     */
     private static void warmUp(Sgemm s, ShapeClass c, float[] a, float[] b, float[] out, long start) {
         double best = Double.MAX_VALUE;
-        for (int flat = 0; flat < 4 && System.nanoTime() - start < WARM_UP_NANOS; ) {
+        for (int calls = 0, flat = 0; (calls < 30 || flat < 6) && System.nanoTime() - start < WARM_UP_NANOS; calls++) {
             double t = run(s, c, a, b, out);
             if (t < best * 0.97) {
                 best = t;
