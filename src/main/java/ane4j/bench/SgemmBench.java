@@ -152,7 +152,7 @@ public final class SgemmBench {
         // ratio is the median of the 30 pairwise ratios
         int[][] a4 = quick ? new int[][] {{128, 64, 128}} : new int[][] {{768, 256, 768}, {768, 256, 2048}, {2048, 256, 768}};
         if (o.has("a4")) a4 = java.util.Arrays.stream(o.get("a4", "").split(",")).map(t -> java.util.Arrays.stream(t.strip().split("x")).mapToInt(Integer::parseInt).toArray()).toArray(int[][]::new);
-        ane4j.backend.ref.RefBackend ref = new ane4j.backend.ref.RefBackend(new ane4j.backend.ref.RefBackend.Options(false, false, null));
+        ane4j.backend.ref.RefBackend ref = new ane4j.backend.ref.RefBackend(ane4j.backend.ref.RefBackend.Options.ANE_LIKE);
         double worst = 0;
         for (int[] d : a4) {
             if (d.length != 3) throw new IllegalArgumentException("[bench] --a4 takes ICxSEQxOC triples, e.g. 768x256x768");

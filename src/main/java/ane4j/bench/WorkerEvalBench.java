@@ -46,7 +46,7 @@ public final class WorkerEvalBench {
         programs.put("tiny fp16[1,8,1,16]", scale(Mil.fp16(1, 8, 1, 16)));
         programs.put("scale fp16[1,768,1,6656]", scale(Mil.fp16(1, 768, 1, 6656)));
         if (ffn) programs.put("stories110m ffnFused", new TrainingKernels(ModelConfig.parse("stories110m")).ffnFused().program());
-        RefBackend local = new RefBackend(new RefBackend.Options(false, false, null));
+        RefBackend local = new RefBackend(RefBackend.Options.ANE_LIKE);
         System.out.printf(Locale.ROOT, "%-28s %9s %10s %12s %10s %12s %12s%n", "kernel", "input MB", "local ms", "local-shm ms", "worker ms", "in-worker ms", "round trip");
         try (Supervisor s = new Supervisor(Supervisor.Options.defaults().withBackend("ref").withRefStorage("fp16").withLog(l -> {}))) {
             for (var e : programs.entrySet()) {

@@ -240,7 +240,7 @@ public final class DoctorCommand {
         if (p.program().requiredOpset().compareTo(ane.dialect().mil().opset()) > 0)
             return Result.of(p, Status.SKIPPED, "ane", "ref", "needs the " + p.program().requiredOpset().milName() + " opset; this chip's dialect is " + dialect);
         Map<String, TensorBuffer> in, want;
-        RefBackend ref = new RefBackend(new RefBackend.Options(false, false, null));
+        RefBackend ref = new RefBackend(RefBackend.Options.ANE_LIKE);
         try (Kernel r = ref.compile(p.reference())) {
             in = inputs(p, r);
             want = r.evaluate(in);
@@ -278,8 +278,8 @@ public final class DoctorCommand {
      * timing the fp16 one.
      */
     static Result onRef(Probes.Probe p, Chip chip) {
-        RefBackend ref = new RefBackend(new RefBackend.Options(false, false, null, chip));
-        RefBackend exact = new RefBackend(new RefBackend.Options(true, false, null));
+        RefBackend ref = new RefBackend(RefBackend.Options.ANE_LIKE.withChip(chip));
+        RefBackend exact = new RefBackend(RefBackend.Options.FP32_STORAGE);
         try (Kernel e = exact.compile(p.reference())) {
             long t0 = System.nanoTime();
             try (Kernel k = ref.compile(p.reference())) {

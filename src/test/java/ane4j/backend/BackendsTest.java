@@ -51,7 +51,7 @@ class BackendsTest {
     @Test
     void compileBudgetIsEnforcedByRef() {
         Program p = Mil.program().function("main", f -> f.output(f.relu(f.input("x", Mil.fp16(1, 4, 1, 4))))).build();
-        RefBackend b = new RefBackend(new RefBackend.Options(false, false, 2L));
+        RefBackend b = new RefBackend(RefBackend.Options.ANE_LIKE.withCompileBudget(2L));
         b.compile(p).close();
         b.compile(p).close();
         assertEquals(2, b.compileCount());
@@ -66,11 +66,11 @@ class BackendsTest {
     void compileBudgetProperty() {
         System.setProperty(CountingBackend.BUDGET_PROPERTY, "1");
         try {
-            RefBackend b = new RefBackend(new RefBackend.Options(false, false, null));
+            RefBackend b = new RefBackend(RefBackend.Options.ANE_LIKE);
             assertEquals(1, b.compileBudget());
         } finally {
             System.clearProperty(CountingBackend.BUDGET_PROPERTY);
         }
-        assertEquals(CountingBackend.UNLIMITED, new RefBackend(new RefBackend.Options(false, false, null)).compileBudget());
+        assertEquals(CountingBackend.UNLIMITED, new RefBackend(RefBackend.Options.ANE_LIKE).compileBudget());
     }
 }

@@ -1,5 +1,6 @@
 package ane4j.bench;
 
+import ane4j.golden.TensorCheck;
 import static org.junit.jupiter.api.Assertions.*;
 
 import ane4j.backend.Kernel;
@@ -23,15 +24,14 @@ class W8A8ChainTest {
         for (int i = 0; i < x0.length; i++) x0[i] = ((i * 37 % 251) - 125) * BenchPrograms.INT8_SCALE;   // k/8, |k| ≤ 125
         float[] expected = direct(x0);
         float[] got;
-        try (Kernel k = new RefBackend(new RefBackend.Options(false, false, null)).compile(BenchPrograms.a3Int8Chain(C, H, W, N))) {
+        try (Kernel k = new RefBackend(RefBackend.Options.ANE_LIKE).compile(BenchPrograms.a3Int8Chain(C, H, W, N))) {
             TensorBuffer x = k.allocateInput("x");
             x.copyFrom(x0);
             got = k.evaluate(Map.of("x", x)).values().iterator().next().toFloatArray();
         }
-        assertEquals(expected.length, got.length);
-        for (int i = 0; i < got.length; i++) assertEquals(expected[i], got[i], 0f, "element " + i);
+        TensorCheck.checkTensor("W8A8 chain against the direct computation", expected, got, 0, 0);
         // the fp16 twin without quantization must differ: the chain really quantizes
-        try (Kernel k = new RefBackend(new RefBackend.Options(false, false, null)).compile(BenchPrograms.a3Fp16Chain(C, H, W, N))) {
+        try (Kernel k = new RefBackend(RefBackend.Options.ANE_LIKE).compile(BenchPrograms.a3Fp16Chain(C, H, W, N))) {
             TensorBuffer x = k.allocateInput("x");
             x.copyFrom(x0);
             float[] twin = k.evaluate(Map.of("x", x)).values().iterator().next().toFloatArray();
@@ -44,7 +44,7 @@ class W8A8ChainTest {
     @Test
     void maderixInt8BlobCodeIsForTheAneOnly() {
         var p = BenchPrograms.a3Int8Chain(C, H, W, N, BenchPrograms.WeightFiles.PER_WEIGHT, BenchPrograms.Int8BlobCode.CODE_1);
-        var e = assertThrows(RuntimeException.class, () -> new RefBackend(new RefBackend.Options(false, false, null)).compile(p).close());
+        var e = assertThrows(RuntimeException.class, () -> new RefBackend(RefBackend.Options.ANE_LIKE).compile(p).close());
         assertTrue(e.getMessage().startsWith("["), e.getMessage());
         assertFalse(e.getMessage().contains("\n"), e.getMessage());
     }

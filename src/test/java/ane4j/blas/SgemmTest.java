@@ -1,5 +1,6 @@
 package ane4j.blas;
 
+import ane4j.golden.TensorCheck;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -16,7 +17,6 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /** Every implementation against a double-precision triple loop. */
 class SgemmTest {
@@ -113,12 +113,7 @@ class SgemmTest {
         }
         // fp32 accumulation of k products of values in [-1, 1): error grows like sqrt(k)·eps
         double tol = 1e-5 * (1 + t.k);
-        for (int i = 0; i < got.length; i++) {
-            if (Math.abs(got[i] - expected[i]) > tol) {
-                fail(impl.name() + " " + t + (nativeSegments ? " native" : " heap") + ": element " + i + " = "
-                        + got[i] + ", expected " + expected[i]);
-            }
-        }
+        TensorCheck.checkTensor(impl.name() + " " + t + (nativeSegments ? " native" : " heap"), expected, got, tol, 0);
     }
 
     static float[] random(Random r, int n) {

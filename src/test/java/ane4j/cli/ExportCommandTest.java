@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import ane4j.golden.TensorCheck;
 import ane4j.model.CpuModel;
 import ane4j.model.EmbeddedCorpus;
 import ane4j.model.Json;
@@ -95,10 +96,11 @@ class ExportCommandTest {
             double max = 0;
             for (int pos = 0; pos < tokens.size(); pos++) {
                 float[] out = m.forward(tokens.get(pos).intValue(), pos);
-                for (int i = 0; i < out.length; i++) {
-                    double want = logits.get(pos).get(i).doubleValue(), d = Math.abs(out[i] - want);
-                    max = Math.max(max, d);
-                    if (d > ATOL + RTOL * Math.abs(want)) fail(name + " pos " + pos + " logit " + i + ": ane4j " + out[i] + ", PyTorch " + want + HINT);
+                double[] want = logits.get(pos).stream().mapToDouble(Number::doubleValue).toArray();
+                try {
+                    max = Math.max(max, TensorCheck.checkTensor(name + " logits at pos " + pos + " against PyTorch", want, out, ATOL, RTOL).maxAbsDiff());
+                } catch (AssertionError e) {
+                    fail(e.getMessage() + HINT);
                 }
             }
             assertTrue(max < 1e-4, name + " max diff " + max);

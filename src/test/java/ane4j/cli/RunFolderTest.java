@@ -193,7 +193,7 @@ class RunFolderTest {
         ane4j.train.TrainOptions o = ane4j.train.TrainOptions.of(java.util.Map.of("steps", "30", "checkpointEvery", "10", "runDir", run.toString(),
                 "backend", "ref", "resume", "true"));
         List<String> log = new ArrayList<>();
-        try (var t = new ane4j.train.Trainer(o, new ane4j.backend.ref.RefBackend(new ane4j.backend.ref.RefBackend.Options(false, false, null)),
+        try (var t = new ane4j.train.Trainer(o, new ane4j.backend.ref.RefBackend(ane4j.backend.ref.RefBackend.Options.ANE_LIKE),
                 new ane4j.train.Trainer.Listener() {
                     @Override public void onStep(ane4j.train.Trainer.StepMetrics m) {}
                     @Override public void onMessage(String line) { log.add(line); }

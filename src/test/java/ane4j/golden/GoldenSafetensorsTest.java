@@ -164,7 +164,7 @@ class GoldenSafetensorsTest {
         assertEquals(Math.sqrt(sq), g.f32("gradNorms")[0], 1e-4 * Math.sqrt(sq));
         assertTrue(g.f32("gradNorms")[0] > Double.parseDouble(g.meta("clip")));
         // the final parameters moved
-        for (String f : g.meta("finals").split(",")) assertNotEquals(0, maxAbsDiff(g.f32(f), g.f32("final." + f)), f);
+        for (String f : g.meta("finals").split(",")) assertNotEquals(0, TensorCheck.maxAbsDiff(g.f32(f), g.f32("final." + f)), f);
     }
 
     @Test
@@ -222,11 +222,5 @@ class GoldenSafetensorsTest {
         long p = 1;
         for (int d : shape) p *= d;
         return p;
-    }
-
-    private static double maxAbsDiff(float[] a, float[] b) {
-        double m = 0;
-        for (int i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-        return m;
     }
 }

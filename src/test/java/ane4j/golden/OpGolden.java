@@ -335,41 +335,12 @@ public final class OpGolden {
     // comparison, in the style of llm.c's check_tensor
 
     /**
-     * Compares {@code actual} with {@code expected} element by element: passes when
-     * {@code |a - e| <= atol + rtol * |e|}, or both are NaN, or both are the same infinity. Prints one line
-     * (to the surefire report) and returns the max |a - e| over finite pairs; throws an AssertionError naming
-     * the number of bad values, maxdiff and the first bad index otherwise.
+     * Compares {@code actual} with {@code expected} through {@link TensorCheck} (|a − e| ≤ atol + rtol·|e|, NaN matches
+     * NaN, an infinity the same infinity; the one-line report names the first bad element by its index in the golden's
+     * shape). Returns the max |a − e| over finite pairs.
      */
     public static double checkTensor(String name, GoldenTensor expected, float[] actual, double atol, double rtol) {
-        float[] exp = expected.asFloats();
-        if (actual.length != exp.length) {
-            throw new AssertionError("[golden] " + name + ": expected " + exp.length + " values " + expected
-                    + ", got " + actual.length);
-        }
-        double maxdiff = 0;
-        int bad = 0, firstBad = -1;
-        for (int i = 0; i < exp.length; i++) {
-            float e = exp[i], a = actual[i];
-            boolean ok;
-            if (Float.isNaN(e) || Float.isNaN(a)) {
-                ok = Float.isNaN(e) && Float.isNaN(a);
-            } else if (Float.isInfinite(e) || Float.isInfinite(a)) {
-                ok = e == a;
-            } else {
-                double diff = Math.abs((double) a - (double) e);
-                maxdiff = Math.max(maxdiff, diff);
-                ok = diff <= atol + rtol * Math.abs((double) e);
-            }
-            if (!ok && bad++ == 0) firstBad = i;
-        }
-        if (bad > 0) {
-            throw new AssertionError(String.format("[golden] %s: TENSOR NOT OK, %d of %d values out of tolerance "
-                            + "(atol %g, rtol %g), maxdiff %g; first bad index %d %s: expected %s got %s",
-                    name, bad, exp.length, atol, rtol, maxdiff, firstBad, Arrays.toString(unravel(firstBad, expected.shape)),
-                    show(exp[firstBad], expected.dtype()), show(actual[firstBad], expected.dtype())));
-        }
-        System.out.printf("%s: TENSOR OK, maxdiff %g%n", name, maxdiff);
-        return maxdiff;
+        return TensorCheck.checkTensor("[golden] " + name, expected.asFloats(), actual, atol, rtol, expected.shape).maxAbsDiff();
     }
 
     /** As {@link #checkTensor(String, GoldenTensor, float[], double, double)} for fp16 bit patterns. */
@@ -422,8 +393,4 @@ public final class OpGolden {
         return idx;
     }
 
-    private static String show(float v, DType dtype) {
-        if (dtype != DType.FP16 || Fp16.round(v) != v) return Float.toString(v);
-        return v + " (fp16 " + String.format("%04x", Fp16.fromFloat(v) & 0xffff) + ")";
-    }
 }

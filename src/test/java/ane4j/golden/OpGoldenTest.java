@@ -191,7 +191,7 @@ class OpGoldenTest {
         assertEquals(0.001, maxdiff, 1e-6);
         AssertionError err = assertThrows(AssertionError.class, () ->
                 OpGolden.checkTensor("bad", e, new float[] {1f, Float.POSITIVE_INFINITY, Float.NaN, -2.5f}, 1e-3, 1e-3));
-        assertTrue(err.getMessage().contains("first bad index 3 [1, 1]"), err.getMessage());
+        assertTrue(err.getMessage().contains("first bad [3] [1, 1]"), err.getMessage());
         assertTrue(err.getMessage().contains("1 of 4"), err.getMessage());
         assertThrows(AssertionError.class, () ->
                 OpGolden.checkTensor("inf", e, new float[] {1f, 65504f, Float.NaN, -2f}, 1e9, 1));

@@ -1,5 +1,6 @@
 package ane4j.model;
 
+import ane4j.golden.TensorCheck;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -50,11 +51,11 @@ class CpuModelGoldenTest {
             float[] out = m.forward(tokens.get(pos).intValue(), pos);
             List<Number> want = logits.get(pos);
             assertEquals(want.size(), out.length, model + " vocab size");
-            for (int i = 0; i < out.length; i++) {
-                double e = want.get(i).doubleValue(), diff = Math.abs(out[i] - e);
-                maxDiff = Math.max(maxDiff, diff);
-                if (diff > ATOL + RTOL * Math.abs(e))
-                    fail(model + " pos " + pos + " logit " + i + ": got " + out[i] + ", PyTorch " + e + " (diff " + diff + ")" + HINT);
+            double[] expected = want.stream().mapToDouble(Number::doubleValue).toArray();
+            try {
+                maxDiff = Math.max(maxDiff, TensorCheck.checkTensor(model + " logits at pos " + pos, expected, out, ATOL, RTOL).maxAbsDiff());
+            } catch (AssertionError e) {
+                fail(e.getMessage() + HINT);
             }
         }
         assertTrue(maxDiff < 1e-4, model + " max diff " + maxDiff);

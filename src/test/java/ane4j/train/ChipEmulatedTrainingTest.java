@@ -22,7 +22,7 @@ class ChipEmulatedTrainingTest {
     List<Trainer.StepMetrics> train(Chip chip, String name, String... kv) {
         var m = new LinkedHashMap<String, String>(Map.of("steps", "12", "runDir", dir.resolve(name).toString(), "checkpointEvery", "100", "warmup", "3"));
         for (int i = 0; i < kv.length; i += 2) m.put(kv[i], kv[i + 1]);
-        try (Trainer t = new Trainer(TrainOptions.of(m), new RefBackend(new RefBackend.Options(false, false, null, chip)), null)) {
+        try (Trainer t = new Trainer(TrainOptions.of(m), new RefBackend(RefBackend.Options.ANE_LIKE.withChip(chip)), null)) {
             return t.run(null, 0);
         }
     }

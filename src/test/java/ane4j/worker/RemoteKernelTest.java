@@ -39,7 +39,7 @@ class RemoteKernelTest {
     }
 
     static float[] local(Program p, float[] x) {
-        try (Kernel k = new RefBackend(new RefBackend.Options(false, false, null)).compile(p)) {
+        try (Kernel k = new RefBackend(RefBackend.Options.ANE_LIKE).compile(p)) {
             TensorBuffer out = k.allocateOutput("y");
             k.evaluate(Map.of("x", TensorBuffer.of(X, x)), Map.of("y", out));
             return out.toFloatArray();

@@ -32,7 +32,7 @@ class SupervisedTrainingTest {
     record Reference(float[] params, float[] m, float[] v, float[] losses) {}
 
     Reference inProcess(Map<String, String> opts) {
-        try (Trainer t = new Trainer(TrainOptions.of(opts), new RefBackend(new RefBackend.Options(false, false, null)), null)) {
+        try (Trainer t = new Trainer(TrainOptions.of(opts), new RefBackend(RefBackend.Options.ANE_LIKE), null)) {
             List<Trainer.StepMetrics> h = t.run(null, 0);
             return new Reference(t.parameters().data().clone(), t.firstMoments().clone(), t.secondMoments().clone(), losses(h));
         }

@@ -34,6 +34,13 @@ public final class RefBackend extends CountingBackend {
      * @param chip          the chip family to emulate (rules and numeric cliffs); null: none
      */
     public record Options(boolean fp32Storage, boolean honorSdpaMask, Long compileBudget, Chip chip) {
+        /** The ANE's numerics: fp16 storage, attn_mask ignored; compile budget from {@code -Dane4j.compileBudget}; no chip emulated. */
+        public static final Options ANE_LIKE = new Options(false, false, null, null);
+        /** As {@link #ANE_LIKE} with fp16-typed values kept in fp32 (the exact reference to compare with). */
+        public static final Options FP32_STORAGE = ANE_LIKE.withFp32Storage(true);
+        /** As {@link #ANE_LIKE} but {@code scaled_dot_product_attention} applies its {@code attn_mask} (PyTorch's semantics). */
+        public static final Options HONOR_SDPA_MASK = ANE_LIKE.withHonorSdpaMask(true);
+
         public Options(boolean fp32Storage, boolean honorSdpaMask, Long compileBudget) { this(fp32Storage, honorSdpaMask, compileBudget, null); }
 
         /** From the system properties. */

@@ -55,7 +55,7 @@ class AneChipRulesContractTest {
         assertTrue(e.getMessage().startsWith("[ane] main breaks chip rule axis-cap on M3: reshape_"), e.getMessage());
         assertEquals(compiles, fake.realCompiles(), "nothing was sent to compileWithQoS");
         var emulated = assertThrows(BackendException.class,
-                () -> new RefBackend(new RefBackend.Options(false, false, null, Chip.M3)).compile(flatten()));
+                () -> new RefBackend(RefBackend.Options.ANE_LIKE.withChip(Chip.M3)).compile(flatten()));
         assertEquals(e.getMessage(), emulated.getMessage(), "the same message as -Dane4j.ref.chip=m3");
     }
 

@@ -56,7 +56,7 @@ class AttentionBackwardTest {
                 }
         }
 
-        RefBackend fp16 = new RefBackend(new RefBackend.Options(false, false, null));
+        RefBackend fp16 = new RefBackend(RefBackend.Options.ANE_LIKE);
         try (Kernel bwd1 = fp16.compile(AcceptancePrograms.a8SdpaBackward1(sizes)); Kernel bwd2 = fp16.compile(AcceptancePrograms.a8SdpaBackward2(sizes))) {
             TensorBuffer in1 = bwd1.allocateInput("x");
             put(in1, 0, q); put(in1, QD, k); put(in1, 2 * QD, v); put(in1, 3 * QD, dout);

@@ -1,5 +1,6 @@
 package ane4j.backend.ref;
 
+import ane4j.golden.TensorCheck;
 import ane4j.backend.BackendException;
 import ane4j.backend.TensorBuffer;
 import ane4j.mil.DType;
@@ -21,7 +22,7 @@ import static ane4j.mil.Mil.fp32;
 import static org.junit.jupiter.api.Assertions.*;
 
 class RefBackendTest {
-    static final RefBackend REF = new RefBackend(new RefBackend.Options(false, false, null));
+    static final RefBackend REF = new RefBackend(RefBackend.Options.ANE_LIKE);
 
     static Program prog(Consumer<FunctionBuilder> body) { return Mil.program().function("main", body).build(); }
 
@@ -49,10 +50,7 @@ class RefBackendTest {
     }
 
     static void close(float[] expected, float[] actual, float atol, float rtol) {
-        assertEquals(expected.length, actual.length, "length");
-        for (int i = 0; i < expected.length; i++)
-            assertTrue(Math.abs(expected[i] - actual[i]) <= atol + rtol * Math.abs(expected[i]),
-                    "index " + i + ": expected " + expected[i] + " got " + actual[i]);
+        TensorCheck.checkTensor("ref output", expected, actual, atol, rtol);
     }
 
     // ---- acceptance programs built here (A1, A4) ---------------------------------------------------------------
@@ -152,7 +150,7 @@ class RefBackendTest {
         assertEquals(0f, y[1]);
         assertEquals(4f, y[2], 0.01f);
         // with fp32 storage the intermediates survive (the output is still rounded to fp16 at the end)
-        RefBackend fp32 = new RefBackend(new RefBackend.Options(true, false, null));
+        RefBackend fp32 = new RefBackend(RefBackend.Options.FP32_STORAGE);
         float[] z = run(fp32, squareTwice(DType.FP16), x);
         assertEquals(Float.POSITIVE_INFINITY, z[0]); // 90000 is not representable in the fp16 output either
         assertEquals(Float.float16ToFloat(Float.floatToFloat16(1e-8f)), z[1]);
@@ -332,7 +330,7 @@ class RefBackendTest {
             assertTrue(k.warnings().get(0).contains("attn_mask") && k.warnings().get(0).contains("ane4j.ref.honorSdpaMask"));
             ignored = k.evaluate(Map.of("x", TensorBuffer.of(k.inputs().get(0).type(), qkv))).values().iterator().next().toFloatArray();
         }
-        RefBackend honor = new RefBackend(new RefBackend.Options(false, true, null));
+        RefBackend honor = new RefBackend(RefBackend.Options.HONOR_SDPA_MASK);
         try (RefKernel k = honor.compileRef(prog(body))) {
             assertTrue(k.warnings().isEmpty());
             honored = k.evaluate(Map.of("x", TensorBuffer.of(k.inputs().get(0).type(), qkv))).values().iterator().next().toFloatArray();

@@ -23,7 +23,7 @@ class RefBench {
     @Test
     void a4OverheadAtStories110mSizes() {
         int[][] dims = {{768, 256, 768}, {768, 256, 2048}, {2048, 256, 768}}; // {IC, SEQ, OC}: woFwd/qBwd, ffnBwdW2t, ffnBwdW13t-like
-        RefBackend ref = new RefBackend(new RefBackend.Options(false, false, null));
+        RefBackend ref = new RefBackend(RefBackend.Options.ANE_LIKE);
         for (int[] d : dims) {
             int ic = d[0], seq = d[1], oc = d[2];
             try (RefKernel k = ref.compileRef(AcceptancePrograms.a4DynamicMatmul(ic, seq, oc)); Arena arena = Arena.ofShared()) {

@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 /** {@code -Dane4j.ref.chip}: the reference backend refuses what the chip refuses and applies its fp16 cliffs. */
 class RefChipEmulationTest {
-    static RefBackend ref(Chip chip) { return new RefBackend(new RefBackend.Options(false, false, null, chip)); }
+    static RefBackend ref(Chip chip) { return new RefBackend(RefBackend.Options.ANE_LIKE.withChip(chip)); }
 
     static float[] run(RefBackend b, Program p, float... x) {
         try (Kernel k = b.compile(p)) {

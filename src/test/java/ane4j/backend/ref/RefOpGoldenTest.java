@@ -30,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.*;
  * goldens define MIL's semantics, the ANE's ignoring of the mask is tested separately.
  */
 class RefOpGoldenTest {
-    static final RefBackend REF = new RefBackend(new RefBackend.Options(false, true, null));
+    static final RefBackend REF = new RefBackend(RefBackend.Options.HONOR_SDPA_MASK);
 
     static Stream<Case> cases() { return OpGolden.allCases().stream(); }
 

@@ -18,7 +18,7 @@ class RefParallelTest {
     static float round16(float v) { return Float.float16ToFloat(Float.floatToFloat16(v)); }
 
     static float[] run(Program p, float[] x, float[] y) {
-        try (Kernel k = new RefBackend(new RefBackend.Options(false, false, null)).compile(p)) {
+        try (Kernel k = new RefBackend(RefBackend.Options.ANE_LIKE).compile(p)) {
             TensorBuffer bx = k.allocateInput("x");
             bx.copyFrom(x);
             Map<String, TensorBuffer> in = y == null ? Map.of("x", bx) : Map.of("x", bx, "y", filled(k.allocateInput("y"), y));
