@@ -1,7 +1,5 @@
 package ane4j.backend.ane;
 
-import ane4j.backend.ane.ffm.FrameworkException;
-import ane4j.backend.ane.ffm.AneException;
 import ane4j.backend.BackendException;
 import ane4j.backend.CountingBackend;
 import ane4j.backend.Kernel;

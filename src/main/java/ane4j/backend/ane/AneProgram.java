@@ -1,6 +1,5 @@
 package ane4j.backend.ane;
 
-import ane4j.backend.ane.ffm.AneException;
 import ane4j.backend.ane.ffm.AneIOSurfaceObject;
 import ane4j.backend.ane.ffm.AneInMemoryModel;
 import ane4j.backend.ane.ffm.AneRequest;

@@ -1,6 +1,5 @@
 package ane4j.backend.ane;
 
-import ane4j.backend.ane.ffm.AneException;
 import ane4j.backend.BackendException;
 import ane4j.backend.CompileBudgetExceededException;
 import ane4j.backend.Kernel;

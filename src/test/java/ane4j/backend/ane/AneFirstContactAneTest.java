@@ -1,7 +1,5 @@
 package ane4j.backend.ane;
 
-import ane4j.backend.ane.ffm.FrameworkException;
-import ane4j.backend.ane.ffm.AneException;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.ane.ffm.AneInMemoryModel;

@@ -1,7 +1,5 @@
 package ane4j.backend.ane;
 
-import ane4j.backend.ane.ffm.FrameworkException;
-import ane4j.backend.ane.ffm.AneException;
 import ane4j.backend.CompileBudgetExceededException;
 import ane4j.backend.ane.ffm.FakeObjc;
 import org.junit.jupiter.api.AfterEach;

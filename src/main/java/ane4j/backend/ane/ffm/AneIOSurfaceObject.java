@@ -1,8 +1,9 @@
 package ane4j.backend.ane.ffm;
 
+import ane4j.backend.ane.AneException;
+
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
-
 
 import static ane4j.backend.ane.ffm.ObjC.ID;
 

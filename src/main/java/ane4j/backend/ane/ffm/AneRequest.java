@@ -1,10 +1,11 @@
 package ane4j.backend.ane.ffm;
 
+import ane4j.backend.ane.AneException;
+
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-
 
 import static ane4j.backend.ane.ffm.ObjC.ID;
 

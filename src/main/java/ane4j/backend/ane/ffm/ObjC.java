@@ -1,5 +1,7 @@
 package ane4j.backend.ane.ffm;
 
+import ane4j.backend.ane.AneException;
+import ane4j.backend.ane.FrameworkException;
 
 import java.lang.foreign.AddressLayout;
 import java.lang.foreign.Arena;

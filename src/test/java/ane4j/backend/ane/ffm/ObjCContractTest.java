@@ -1,5 +1,7 @@
 package ane4j.backend.ane.ffm;
 
+import ane4j.backend.ane.AneException;
+
 import ane4j.backend.ane.MilDialect;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

@@ -1,4 +1,4 @@
-package ane4j.backend.ane.ffm;
+package ane4j.backend.ane;
 
 import ane4j.backend.BackendException;
 
