@@ -16,8 +16,8 @@ and writes src/test/resources/golden/export/golden.json: per case the sha256 of 
 and checks them, so the golden belongs to these bytes) and the logits of TOKENS at every position.
 
 It also writes golden/export/tokenizer.bin (48 pieces: specials, " ", a–z, some byte tokens) and the greedy run.c
-continuation of PROMPT with llama_tiny.bin (token ids and the text run.c prints, undecodable bytes as Python's
-backslashreplace escapes).
+continuation of PROMPT with llama_tiny.bin: run.c's token ids, and the text their bytes decode to with Python's
+backslashreplace escapes (run.c's safe_printf would drop the non-printable single-byte pieces instead).
 
 Run from the repository root:  ./install.sh --quick && /usr/bin/python3 tools/gen_export_golden.py   (needs torch; CI never runs this)
 """

@@ -44,6 +44,7 @@ final class ExportCommand {
             throw new CliException("llama2.c v0 files are float32; drop --dtype " + o.get("dtype") + " or export --format safetensors");
         ModelSource src = ModelSource.open(o.get("run"), o.get("checkpoint"), o.get("model"), o.get("tokenizer"), "export");
         Path dest = o.containsKey("out") ? Path.of(o.get("out")) : defaultOut(src, format, o);
+        refuseOverwritingTheSource(o, dest, format);
         if (format.equals("safetensors")) safetensors(src.params(), src.tokenizer(), dest, dtype, out);
         else llama2c(src.params(), src.tokenizer(), dest, out);
         if (src.tokenizer() == null)
@@ -124,6 +125,16 @@ final class ExportCommand {
         Path parent = from.getParent();
         Path d = parent.resolve(st ? stem + "-hf" : stem + ".bin");
         return d.equals(from) || Files.isDirectory(from) && !st ? parent.resolve(stem + "-export" + (st ? "" : ".bin")) : d;
+    }
+
+    // an export into the model's own folder or file would replace what the user had (their config.json, their .bin)
+    private static void refuseOverwritingTheSource(Map<String, String> o, Path dest, String format) {
+        String from = o.containsKey("model") ? o.get("model") : o.get("checkpoint");
+        if (from == null) return;
+        Path src = Path.of(from).toAbsolutePath().normalize(), d = dest.toAbsolutePath().normalize();
+        Path srcFolder = Files.isDirectory(src) ? src : src.getParent();
+        boolean same = format.equals("safetensors") ? d.equals(srcFolder) : (Files.isDirectory(d) ? d.resolve("model.bin") : d).equals(src);
+        if (same) throw new CliException("--out " + dest + " is where " + from + " is read from; export to another " + (format.equals("safetensors") ? "folder" : "file"));
     }
 
     static Safetensors.DType dtype(String s) {
