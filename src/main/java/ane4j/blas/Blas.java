@@ -142,7 +142,8 @@ public final class Blas {
         if (s == nat) return "the native GEMM for every shape class";
         if (s instanceof RoutedSgemm r) {
             StringBuilder b = new StringBuilder();
-            for (Calibration.ShapeClass c : r.javaClasses()) b.append(b.isEmpty() ? "" : ", ").append(c.label);
+            for (Calibration.ShapeClass c : Calibration.ShapeClass.values())
+                if (r.javaClasses().contains(c)) b.append(b.isEmpty() ? "" : ", ").append(c.label);
             return "the native GEMM, the Java GEMM for " + b;
         }
         return "the Java GEMM for every shape class";
