@@ -451,6 +451,7 @@ static char g_excName[256], g_excReason[1024];
 static int g_excPending;
 static int g_inGuard;             /* inside ane4j_guarded_send */
 static char g_throwSel[256], g_throwName[256], g_throwReason[1024];   /* fake_set_throw */
+static int g_throwLeft = -1;      /* raises left for fake_set_throw (-1: every send; a test knob, not an observed rule) */
 static void raise_exception(const char *name, const char *reason) {
     snprintf(g_excName, sizeof g_excName, "%s", name);
     snprintf(g_excReason, sizeof g_excReason, "%.1000s", reason);
@@ -579,7 +580,8 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
     int isClass = o->kind == K_CLASS;
     const char *cls = isClass ? o->clsName : NULL;
 
-    if (g_throwSel[0] && IS(g_throwSel)) {   /* X1 on demand: the framework raises inside this selector */
+    if (g_throwSel[0] && IS(g_throwSel) && g_throwLeft != 0) {   /* X1 on demand: the framework raises inside this selector */
+        if (g_throwLeft > 0) g_throwLeft--;
         ARGS("(raises)");
         raise_exception(g_throwName, g_throwReason);
         return NULL;
@@ -916,7 +918,7 @@ void fake_reset(void) {
     g_nlog = 0; g_nerr = 0;
     for (int i = 0; i < g_nobjs; i++) g_objs[i]->ignored = 1;
     free(g_failCompile); g_failCompile = NULL;
-    free(g_identifierOverride); g_identifierOverride = NULL; g_excPending = 0; g_throwSel[0] = 0;
+    free(g_identifierOverride); g_identifierOverride = NULL; g_excPending = 0; g_throwSel[0] = 0; g_throwLeft = -1;
     g_leakAfter = -1; g_compiles = 0; g_realCompiles = 0; g_daemonLoads = 0; g_refuseDialect[0] = 0;
     snprintf(g_daemonDir, sizeof g_daemonDir, "%s", getenv("FAKE_ANED_DIR") ? getenv("FAKE_ANED_DIR") : "");
     g_minSurface = 0; g_hook = NULL;
@@ -929,7 +931,11 @@ void fake_set_throw(const char *selector, const char *name, const char *reason) 
     snprintf(g_throwSel, sizeof g_throwSel, "%s", selector ? selector : "");
     snprintf(g_throwName, sizeof g_throwName, "%s", name ? name : "");
     snprintf(g_throwReason, sizeof g_throwReason, "%s", reason ? reason : "");
+    g_throwLeft = -1;
 }
+/* only the next n sends of fake_set_throw's selector raise, later ones run normally (a fault that passes, e.g. the
+   compiler service restarting); call after fake_set_throw */
+void fake_set_throw_times(int n) { g_throwLeft = n; }
 void fake_set_identifier(const char *id) { free(g_identifierOverride); g_identifierOverride = id ? strdup(id) : NULL; }
 void fake_set_leak_after(int compiles) { g_leakAfter = compiles; }
 void fake_set_min_surface_bytes(long long n) { g_minSurface = n; }

@@ -19,32 +19,44 @@ public final class Backends {
     /** The reference backend's storage precision, fp16 (default) or fp32; read by {@code RefBackend}, passed on by the worker's supervisor. */
     public static final String REF_STORAGE_PROPERTY = "ane4j.ref.storage";
 
+    /** A replacement for Apple's libraries (the tests' fake runtime); read by {@code backend.ane.ffm.ObjC}. */
+    static final String LIBRARY_OVERRIDE_PROPERTY = "ane4j.ane.libraryOverride";
+
     private static final System.Logger LOG = System.getLogger("ane4j.backend");
 
     /** The chosen backend and the reason, as logged. */
     public record Selection(Backend backend, String reason) {}
 
     public static Backend select() {
-        Selection s = choose(System.getProperty(PROPERTY), System.getenv(ENV), System.getProperty("os.name", ""), System.getProperty("os.arch", ""));
+        Selection s = choose(System.getProperty(PROPERTY), System.getenv(ENV), System.getProperty("os.name", ""), System.getProperty("os.arch", ""),
+                System.getProperty(LIBRARY_OVERRIDE_PROPERTY));
         LOG.log(System.Logger.Level.INFO, "[backend] using " + s.backend().name() + " — " + s.reason());
         return s.backend();
     }
 
     /** The choice for these settings (no logging); {@code property} wins over {@code env}. */
     public static Selection choose(String property, String env, String osName, String osArch) {
+        return choose(property, env, osName, osArch, null);
+    }
+
+    /**
+     * {@link #choose(String, String, String, String)} where an explicit {@code ane} also loads on any OS when
+     * {@code libraryOverride} names a replacement runtime (a worker JVM on the fake); automatic never picks it.
+     */
+    public static Selection choose(String property, String env, String osName, String osArch, String libraryOverride) {
         String choice = property, source = "-D" + PROPERTY;
         if (choice == null || choice.isBlank()) { choice = env; source = ENV; }
         String c = choice == null ? "" : choice.strip().toLowerCase(Locale.ROOT);
         return switch (c) {
             case "ref" -> new Selection(reference(), source + "=ref");
             case "ane" -> {
-                Backend ane = loadAne(osName, osArch);
+                Backend ane = loadAne(osName, osArch, libraryOverride);
                 if (ane instanceof Unavailable u)
                     throw new BackendException("[backend] " + source + "=ane but the ANE backend is not available: " + u.why + "; use ref, or run on Apple silicon macOS");
                 yield new Selection(ane, source + "=ane");
             }
             case "" -> {
-                Backend ane = loadAne(osName, osArch);
+                Backend ane = loadAne(osName, osArch, null);
                 yield ane instanceof Unavailable u
                         ? new Selection(reference(), "automatic: ANE not available (" + u.why + ")")
                         : new Selection(ane, "automatic: ANE available");
@@ -65,10 +77,11 @@ public final class Backends {
         }
     }
 
-    private static Backend loadAne(String osName, String osArch) {
+    private static Backend loadAne(String osName, String osArch, String libraryOverride) {
         boolean mac = osName.toLowerCase(Locale.ROOT).startsWith("mac");
         boolean arm = osArch.equals("aarch64") || osArch.equals("arm64");
-        if (!mac || !arm) return new Unavailable("not macOS on Apple silicon (" + osName + "/" + osArch + ")");
+        boolean overridden = libraryOverride != null && !libraryOverride.isBlank();
+        if ((!mac || !arm) && !overridden) return new Unavailable("not macOS on Apple silicon (" + osName + "/" + osArch + ")");
         try {
             Class<?> k = Class.forName(ANE_CLASS);
             Backend b = (Backend) k.getDeclaredConstructor().newInstance();

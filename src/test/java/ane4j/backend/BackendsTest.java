@@ -27,6 +27,9 @@ class BackendsTest {
         var s = Backends.choose("", null, "Linux", "amd64");
         assertEquals("ref", s.backend().name());
         assertTrue(s.reason().contains("not macOS on Apple silicon"), s.reason());
+        var withFake = Backends.choose("", null, "Linux", "amd64", "/some/libfakeobjc.so");   // only an explicit ane loads a replacement runtime
+        assertEquals("ref", withFake.backend().name());
+        assertTrue(withFake.reason().contains("not macOS on Apple silicon"), withFake.reason());
     }
 
     @Test

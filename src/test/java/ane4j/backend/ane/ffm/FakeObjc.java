@@ -41,7 +41,7 @@ public final class FakeObjc {
     private final Linker linker = Linker.nativeLinker();
     private final MethodHandle logCount, logEntry, errorCount, error, liveObjects, liveDescription, poolDepth, reset,
             setFailCompile, setLeakAfter, setMinSurfaceBytes, setAneSubType, setTmpdir, setEvaluateHook,
-            evaluatingHex, realCompiles, daemonLoads, setIdentifier, setDaemonDir, setRefuseDialect, newProcess, setThrow;
+            evaluatingHex, realCompiles, daemonLoads, setIdentifier, setDaemonDir, setRefuseDialect, newProcess, setThrow, setThrowTimes;
     private final MemorySegment hookStub;
     private volatile EvaluateHook hook;
     private volatile Throwable hookFailure;
@@ -90,6 +90,7 @@ public final class FakeObjc {
         setRefuseDialect = fn("fake_set_refuse_dialect", FunctionDescriptor.ofVoid(ADDRESS));
         newProcess = fn("fake_new_process", FunctionDescriptor.ofVoid());
         setThrow = fn("fake_set_throw", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
+        setThrowTimes = fn("fake_set_throw_times", FunctionDescriptor.ofVoid(JAVA_INT));
         setIdentifier = fn("fake_set_identifier", FunctionDescriptor.ofVoid(ADDRESS));
         // void hook(int nin, void **inBases, long long *inSizes, int nout, void **outBases, long long *outSizes)
         MethodHandle target = MethodHandles.lookup().findVirtual(FakeObjc.class, "onEvaluate",
@@ -219,6 +220,15 @@ public final class FakeObjc {
             MemorySegment s = selector == null ? MemorySegment.NULL : a.allocateFrom(selector);
             MemorySegment n = a.allocateFrom(name == null ? "" : name), r = a.allocateFrom(reason == null ? "" : reason);
             setThrow.invokeExact(s, n, r);
+        } catch (Throwable t) {
+            throw fail(t);
+        }
+    }
+
+    /** Only the next {@code n} sends of {@link #setThrow}'s selector raise; later ones run normally (call after setThrow). */
+    public void setThrowTimes(int n) {
+        try {
+            setThrowTimes.invokeExact(n);
         } catch (Throwable t) {
             throw fail(t);
         }
