@@ -96,8 +96,8 @@ class WorkerFrameworkExceptionTest {
         Manifest m = new Manifest();
         m.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
         m.getMainAttributes().put(new Attributes.Name("Premain-Class"), FakeWorkerAgent.class.getName());
-        try (OutputStream o = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(o, m)) {
-            // the manifest is all
+        try (OutputStream o = Files.newOutputStream(jar)) {
+            new JarOutputStream(o, m).close();   // the manifest is all
         }
         return jar;
     }
