@@ -63,20 +63,9 @@ public final class MetricsLog {
             text.append(l.text()).append('\n');
             if (l.metrics() != null) kept.add(l.metrics());
         }
-        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
         try {
-            Files.writeString(tmp, text);
-            try {
-                Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
-            }
+            RunFolder.writeAtomically(file, text.toString());
         } catch (IOException e) {
-            try {
-                Files.deleteIfExists(tmp);
-            } catch (IOException ignored) {
-                // the next start removes it
-            }
             throw new UncheckedIOException("[metrics] cannot rewrite " + file + " to step " + upTo + ": " + RunFolder.reason(e), e);
         }
         return kept;

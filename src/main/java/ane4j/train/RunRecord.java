@@ -91,21 +91,10 @@ final class RunRecord {
                 + "\n[environment]\nbackend = " + backend + "\njava = " + System.getProperty("java.version")
                 + "\nos = " + System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch")
                 + "\nane4j = " + Trainer.version() + "\n\n[history]\n" + String.join("\n", h) + "\n";
-        Path tmp = file.resolveSibling("run.txt.tmp");
         try {
             Files.createDirectories(file.getParent());
-            Files.writeString(tmp, text);
-            try {
-                Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
-            }
+            RunFolder.writeAtomically(file, text);
         } catch (IOException e) {
-            try {
-                Files.deleteIfExists(tmp);
-            } catch (IOException ignored) {
-                // the next start removes it
-            }
             throw new UncheckedIOException("[run] cannot write " + file + ": " + RunFolder.reason(e), e);
         }
         history.clear();
