@@ -15,6 +15,7 @@ public final class TokenShard implements AutoCloseable {
     private final Arena arena; // null for in-memory shards
     private final long size;
     private final String name;
+    private int maxToken = -1;
 
     private TokenShard(String name, MemorySegment tokens, Arena arena) {
         this.name = name;
@@ -63,6 +64,7 @@ public final class TokenShard implements AutoCloseable {
             throw new ModelFormatException(TAG + name + ": " + size + " tokens, need at least seqLen+1 = " + (seqLen + 1) + " for one training window");
         for (long i = 0; i < size; i++) {
             int t = get(i);
+            maxToken = Math.max(maxToken, t);
             if (t >= vocabSize)
                 throw new ModelFormatException(TAG + name + ": token id " + t + " at index " + i + " is ≥ vocabSize " + vocabSize
                         + "; the file was tokenized with a different tokenizer");
@@ -70,6 +72,9 @@ public final class TokenShard implements AutoCloseable {
     }
 
     public String name() { return name; }
+
+    /** The largest token id in the shard. */
+    public int maxToken() { return maxToken; }
 
     /** Number of tokens. */
     public long size() { return size; }

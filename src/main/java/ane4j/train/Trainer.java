@@ -114,6 +114,12 @@ public final class Trainer implements AutoCloseable {
             this.data = TokenShard.open(o.data(), config.vocabSize(), config.seqLen());
             Path tok = o.data().resolveSibling("tokenizer.bin");
             this.tokenizer = Files.exists(tok) ? Tokenizer.read(tok) : null;
+            if (tokenizer != null && tokenizer.vocabSize() < config.vocabSize()) {
+                data.close();
+                throw new IllegalArgumentException("[tokenizer] " + tok + ": vocabulary of " + tokenizer.vocabSize() + " tokens is smaller than model "
+                        + config.name() + "'s " + config.vocabSize() + " (the data's ids reach " + data.maxToken() + "), so the sample after training could not "
+                        + "be decoded; put the tokenizer.bin the data was made with next to " + o.data().getFileName() + ", or remove it");
+            }
         } else {
             this.tokenizer = EmbeddedCorpus.tokenizer();
             if (tokenizer.vocabSize() > config.vocabSize())
@@ -266,7 +272,10 @@ public final class Trainer implements AutoCloseable {
             }
             long t0 = System.nanoTime();
             // sample a window: inputs = tokens[pos..pos+S), targets shifted by one
-            long pos = rng.nextInt((int) Math.min(Integer.MAX_VALUE, data.size() - s - 1));
+            // windows start at 0 … size-s-1; the bound size-s-1 never draws the last one, but resumes and goldens
+            // depend on the draws it makes, so it stays, and a file of exactly one window takes position 0
+            long windows = data.size() - s;
+            long pos = windows == 1 ? 0 : rng.nextInt((int) Math.min(Integer.MAX_VALUE, windows - 1));
             data.read(pos, window, 0, s + 1);
             System.arraycopy(window, 0, tokens, 0, s);
             System.arraycopy(window, 1, targets, 0, s);
