@@ -53,7 +53,24 @@ final class TrainCommand {
             throw new CliException("--compile-budget " + budget + " is not a positive whole number (e.g. --compile-budget 100)");
         if (heap != null && !heap.matches("\\d+[kKmMgGtT]?"))
             throw new CliException("--heap " + heap + " is not a JVM heap size (e.g. --heap 8g)");
+        boolean newRunFolder = !opts.containsKey("runDir") && !Boolean.parseBoolean(opts.getOrDefault("resume", "false"));
         opts.put("runDir", runDir(opts));
+        try {
+            return run(opts, budget, inProcess, heap, newRunFolder, out);
+        } catch (RuntimeException | Error e) {
+            // a run that never reached step 0 leaves no empty folder behind (runs/latest still names the previous run)
+            if (newRunFolder) {
+                try {
+                    Files.deleteIfExists(Path.of(opts.get("runDir")));
+                } catch (IOException notEmpty) {
+                    // it holds something: kept
+                }
+            }
+            throw e;
+        }
+    }
+
+    private static int run(Map<String, String> opts, String budget, boolean inProcess, String heap, boolean newRunFolder, PrintStream out) {
         TrainOptions o;
         try {
             o = TrainOptions.of(opts);
@@ -61,7 +78,7 @@ final class TrainCommand {
             throw new CliException(e.getMessage() + "\n  usage: ane4j " + USAGE);
         }
         long t0 = System.nanoTime();
-        Progress progress = new Progress(out);
+        Progress progress = new Progress(out, newRunFolder ? () -> pointLatestAt(o.runDir()) : () -> {});
         // shared tensor folders of launchers and kernels that died (SIGKILL) are this start's to remove
         Supervisor.removeStaleSharedMemory(progress::onMessage);
         List<Trainer.StepMetrics> h;
@@ -157,26 +174,43 @@ final class TrainCommand {
      */
     static String runDir(Map<String, String> opts) {
         if (opts.containsKey("runDir")) return opts.get("runDir");
-        Path runs = Path.of("runs"), latest = runs.resolve("latest");
+        Path runs = runsFolder(), latest = runs.resolve("latest");
         if (Boolean.parseBoolean(opts.getOrDefault("resume", "false"))) {
             if (!Files.exists(latest)) throw new CliException("--resume without --run-dir needs runs/latest; there is none (give --run-dir DIR)");
+            Path dir;
             try {
-                return latest.toRealPath().toString();
+                dir = latest.toRealPath();
             } catch (IOException e) {
                 throw new CliException("cannot resolve " + latest + ": " + RunFolder.reason(e));
             }
+            if (Checkpoint.list(dir.resolve("checkpoints")).isEmpty())
+                throw new CliException("[run] --resume: " + latest + " is " + dir + ", which has no checkpoint to resume from; start a new run without "
+                        + "--resume, or give --run-dir DIR of a run that wrote checkpoints");
+            return dir.toString();
         }
         String model = Path.of(opts.getOrDefault("init", opts.getOrDefault("model", "tiny"))).getFileName().toString().replaceAll("[^A-Za-z0-9._-]", "_");
         String stamp = java.time.LocalDateTime.now().format(java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
         Path dir = runs.resolve(model + "-" + stamp);
         try {
             Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new CliException("[run] cannot create " + dir + ": " + RunFolder.reason(e) + "; give --run-dir DIR somewhere writable");
+        }
+        return dir.toString();
+    }
+
+    /** Where new run folders go: ./runs, or the folder the system property {@code ane4j.runs} names. */
+    static Path runsFolder() { return Path.of(System.getProperty("ane4j.runs", "runs")); }
+
+    /** runs/latest → {@code dir}, once its run has really started (its first step); a failed start leaves it alone. */
+    static void pointLatestAt(Path dir) {
+        Path latest = runsFolder().resolve("latest");
+        try {
             Files.deleteIfExists(latest);
             Files.createSymbolicLink(latest, dir.getFileName());
         } catch (IOException | UnsupportedOperationException e) {
             // symlinks are a convenience; the run directory is printed anyway
         }
-        return dir.toString();
     }
 
     static Backend backend(TrainOptions o, String budget) {
@@ -245,9 +279,18 @@ final class TrainCommand {
         private long started = System.nanoTime(), lastPrinted = -1;
         private boolean dirty;
 
-        Progress(PrintStream out) { this.out = out; }
+        private Runnable onFirstStep;
+
+        Progress(PrintStream out, Runnable onFirstStep) {
+            this.out = out;
+            this.onFirstStep = onFirstStep;
+        }
 
         @Override public void onStep(Trainer.StepMetrics m) {
+            if (onFirstStep != null) {
+                onFirstStep.run();
+                onFirstStep = null;
+            }
             if (lastPrinted < 0) started = System.nanoTime();
             double elapsed = (System.nanoTime() - started) / 1e9;
             long done = m.step() + 1, left = m.steps() - done;

@@ -9,6 +9,7 @@ import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.TokenShard;
 import ane4j.model.Tokenizer;
+import ane4j.train.Checkpoint;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -73,5 +74,49 @@ class BadRunInputTest {
 
     private static String readOrEmpty(Path p) {
         try { return Files.readString(p); } catch (java.io.IOException e) { return ""; }
+    }
+
+    /**
+     * A failed start (here a corrupt --init) leaves runs/latest on the previous run and no empty folder; a bare --resume
+     * then continues that run, and one whose runs/latest names a folder without a checkpoint refuses in one line.
+     */
+    @Test
+    void failedStartLeavesRunsLatestAloneAndBareResumeNeedsACheckpoint() throws java.io.IOException {
+        Path runs = tmp.resolve("runs"), latest = runs.resolve("latest");
+        String before = System.getProperty("ane4j.runs");
+        System.setProperty("ane4j.runs", runs.toString());
+        try {
+            var ok = RunFolderTest.train("--steps", "2", "--backend", "ref", "--in-process");
+            assertEquals(0, ok.code(), ok.all());
+            Path first = latest.toRealPath();
+            assertFalse(Checkpoint.list(first.resolve("checkpoints")).isEmpty());
+
+            Path bad = tmp.resolve("bad.bin");
+            Files.write(bad, new byte[] {1, 2, 3, 4, 5, 6, 7, 8});
+            var failed = RunFolderTest.train("--init", bad.toString(), "--steps", "2", "--backend", "ref", "--in-process");
+            assertEquals(1, failed.code(), failed.all());
+            assertEquals(first, latest.toRealPath(), "runs/latest still names the run that started");
+            try (var s = Files.list(runs)) {
+                assertEquals(2, s.count(), "only the first run and runs/latest: the failed start left no folder");
+            }
+
+            var resumed = RunFolderTest.train("--resume", "--steps", "3", "--backend", "ref", "--in-process");
+            assertEquals(0, resumed.code(), resumed.all());
+            assertTrue(resumed.all().contains("resumed from step"), resumed.all());
+
+            Path empty = Files.createDirectories(runs.resolve("empty-run"));
+            Files.delete(latest);
+            Files.createSymbolicLink(latest, empty.getFileName());
+            var refused = RunFolderTest.train("--resume", "--steps", "2", "--backend", "ref", "--in-process");
+            assertEquals(1, refused.code(), refused.all());
+            assertTrue(refused.err().contains("[run] --resume: ") && refused.err().contains("has no checkpoint to resume from"), refused.err());
+            assertTrue(oneLine(refused.err()), refused.err());
+            try (var s = Files.list(empty)) {
+                assertEquals(0, s.count(), "nothing was started in it");
+            }
+        } finally {
+            if (before == null) System.clearProperty("ane4j.runs");
+            else System.setProperty("ane4j.runs", before);
+        }
     }
 }
