@@ -24,6 +24,8 @@ public final class Llama2Bin {
 
     private static final String TAG = "[llama2.bin] ";
     static final int HEADER_BYTES = 28;
+    /** "ak42" read as a little-endian uint32, the first field of llama2.c's version 1 and 2 files. */
+    static final int LLAMA2C_MAGIC = 0x616b3432;
 
     /** Bytes a file with this header must have, or -1 on overflow. */
     static long expectedBytes(int dim, int hidden, int layers, int heads, int kvHeads, int vocab, int seqLen, boolean shared) {
@@ -51,6 +53,17 @@ public final class Llama2Bin {
             String name = file.getFileName().toString();
             if (fileSize < HEADER_BYTES)
                 throw new ModelFormatException(TAG + name + ": " + fileSize + " bytes is shorter than the 28-byte header; not a llama2.c model file");
+            // llama2.c export.py version1_export/version2_export: uint32 magic 0x616b3432 ("ak42"), int32 version, then a header padded to 256 bytes
+            if (m.segment().get(LeFiles.INT, 0) == LLAMA2C_MAGIC) {
+                int version = m.segment().get(LeFiles.INT, 4);
+                String what = switch (version) {
+                    case 1 -> "float32 weights with a 256-byte header";
+                    case 2 -> "int8 group-quantized (Q8_0) weights";
+                    default -> "an unknown version";
+                };
+                throw new ModelFormatException(TAG + name + ": a llama2.c version-" + version + " file (magic ak42, " + what + "); ane4j reads the legacy "
+                        + "version-0 files only: re-export it with llama2.c's `python export.py OUT.bin --version 0 --checkpoint CKPT.pt` (or --hf DIR)");
+            }
             int[] h = new int[7];
             for (int i = 0; i < 7; i++) h[i] = m.segment().get(LeFiles.INT, 4L * i);
             int dim = h[0], hidden = h[1], layers = h[2], heads = h[3], kvHeads = h[4], vocab = Math.abs(h[5]), seqLen = h[6];

@@ -5,8 +5,8 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 
 /**
- * A flat file of little-endian uint16 token ids, no header (llama2.c's pretokenized TinyStories shards),
- * memory-mapped read-only. Opening checks the length and every id against the vocabulary once.
+ * A flat file of little-endian uint16 token ids, no header (llama2.c's pretokenized TinyStories shards), or the same
+ * after llm.c's 1024-byte header (magic 20240520, detected), memory-mapped read-only. Opening checks the length and every id against the vocabulary once.
  * {@link #of} wraps tokens already in memory (the embedded corpus) the same way.
  */
 public final class TokenShard implements AutoCloseable {
@@ -35,13 +35,32 @@ public final class TokenShard implements AutoCloseable {
             long bytes = m.size();
             if (bytes % 2 != 0)
                 throw new ModelFormatException(TAG + name + ": " + bytes + " bytes is odd; a token file is uint16 ids (2 bytes each)");
-            TokenShard s = new TokenShard(name, m.segment(), m.arena());
+            TokenShard s = new TokenShard(name, llmcTokens(name, m.segment()), m.arena());
             s.validate(vocabSize, seqLen);
             return s;
         } catch (RuntimeException e) {
             m.close();
             throw e;
         }
+    }
+
+    // llm.c's dev/data/data_common.py write_datafile: 256 int32 header (magic, version, token count, zeros), then the tokens;
+    // magic 20240520 version 1 is uint16 (GPT-2) tokens, 20240801 version 7 uint32 (Llama 3) tokens
+    static final int LLMC_MAGIC = 20240520, LLMC_LLAMA3_MAGIC = 20240801, LLMC_HEADER_BYTES = 256 * 4;
+
+    /** The token part of an llm.c shard (after its header), or the whole file when it has no llm.c header. */
+    private static MemorySegment llmcTokens(String name, MemorySegment file) {
+        if (file.byteSize() < LLMC_HEADER_BYTES) return file;
+        int magic = file.get(LeFiles.INT, 0), version = file.get(LeFiles.INT, 4), count = file.get(LeFiles.INT, 8);
+        if (magic == LLMC_LLAMA3_MAGIC)
+            throw new ModelFormatException(TAG + name + ": an llm.c Llama 3 shard (magic 20240801, version " + version + ", uint32 tokens); ane4j reads "
+                    + "uint16 tokens: use a GPT-2 llm.c shard (magic 20240520) or llama2.c's headerless uint16 shards");
+        if (magic != LLMC_MAGIC) return file;
+        long expected = LLMC_HEADER_BYTES + 2L * Integer.toUnsignedLong(count);
+        if (version != 1 || expected != file.byteSize())
+            throw new ModelFormatException(TAG + name + ": an llm.c token shard header (magic 20240520) with version " + version + " and " + count
+                    + " tokens, but the file has " + file.byteSize() + " bytes (expected version 1 and " + expected + "); re-create the shard with llm.c's dev/data scripts");
+        return file.asSlice(LLMC_HEADER_BYTES);
     }
 
     /** An in-memory shard over {@code tokens} (each must fit in uint16). */

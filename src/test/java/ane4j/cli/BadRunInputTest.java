@@ -119,4 +119,59 @@ class BadRunInputTest {
             else System.setProperty("ane4j.runs", before);
         }
     }
+
+    private static byte[] ints(int bytes, int... values) {
+        var b = java.nio.ByteBuffer.allocate(bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        for (int v : values) b.putInt(v);
+        return b.array();
+    }
+
+    /** llama2.c's version-1/2 files (magic "ak42") are named as what they are, with the re-export that ane4j reads. */
+    @Test
+    void llama2cVersion1And2FilesAreNamed() throws java.io.IOException {
+        for (int version : new int[] {1, 2}) {
+            Path bin = tmp.resolve("v" + version + ".bin");
+            byte[] header = ints(256, 0x616b3432, version, 48, 96, 2, 4, 4, 100, 16);
+            byte[] file = java.util.Arrays.copyOf(header, 256 + 4096);
+            Files.write(bin, file);
+            var r = RunFolderTest.train("--init", bin.toString(), "--steps", "2", "--run-dir", tmp.resolve("run" + version).toString(), "--backend", "ref", "--in-process");
+            assertEquals(1, r.code(), r.all());
+            assertTrue(r.err().contains("[llama2.bin] v" + version + ".bin: a llama2.c version-" + version + " file (magic ak42")
+                    && r.err().contains("--version 0") && !r.err().contains("foreign or corrupt"), r.err());
+            assertTrue(oneLine(r.err()), r.err());
+        }
+    }
+
+    /** An llm.c shard (256 int32 header, magic 20240520, then uint16 tokens) trains on its tokens, not its header. */
+    @Test
+    void llmcTokenShardIsReadAfterItsHeader() throws java.io.IOException {
+        int n = MINI.seqLen() + 1;
+        Path raw = tokens(n), shard = tmp.resolve("llmc_train_000001.bin");
+        byte[] tokens = Files.readAllBytes(raw);
+        byte[] header = ints(1024, 20240520, 1, n);
+        byte[] file = java.util.Arrays.copyOf(header, 1024 + tokens.length);
+        System.arraycopy(tokens, 0, file, 1024, tokens.length);
+        Files.write(shard, file);
+        try (TokenShard s = TokenShard.open(shard, MINI.vocabSize(), MINI.seqLen())) {
+            assertEquals(n, s.size());
+            assertEquals(11, s.get(0));
+            assertEquals((16 * 37 + 11) % MINI.vocabSize(), s.get(n - 1));
+        }
+        var r = RunFolderTest.train("--init", miniBin().toString(), "--data", shard.toString(), "--steps", "2",
+                "--run-dir", tmp.resolve("run").toString(), "--backend", "ref", "--in-process");
+        assertEquals(0, r.code(), r.all());
+
+        Files.write(shard, java.util.Arrays.copyOf(file, file.length - 2));    // one token short of the header's count
+        var shortFile = RunFolderTest.train("--init", miniBin().toString(), "--data", shard.toString(), "--steps", "2",
+                "--run-dir", tmp.resolve("run2").toString(), "--backend", "ref", "--in-process");
+        assertEquals(1, shortFile.code(), shortFile.all());
+        assertTrue(shortFile.err().contains("[tokens] llmc_train_000001.bin: an llm.c token shard header (magic 20240520) with version 1 and 17 tokens"), shortFile.err());
+        assertTrue(oneLine(shortFile.err()), shortFile.err());
+
+        Files.write(shard, java.util.Arrays.copyOf(ints(1024, 20240801, 7, 4), 1024 + 16));
+        var llama3 = RunFolderTest.train("--init", miniBin().toString(), "--data", shard.toString(), "--steps", "2",
+                "--run-dir", tmp.resolve("run3").toString(), "--backend", "ref", "--in-process");
+        assertEquals(1, llama3.code(), llama3.all());
+        assertTrue(llama3.err().contains("an llm.c Llama 3 shard (magic 20240801") && oneLine(llama3.err()), llama3.err());
+    }
 }
