@@ -40,17 +40,14 @@ class AneBackendContractTest {
 
     @BeforeEach
     void setUp() {
-        fake = FakeObjc.get();
-        fake.setTmpdir(tmp);
-        ane = new RefOnFake(fake, tmp);
+        ane = FakeRuntime.withReferenceEvaluate(tmp);
+        fake = ane.fake();
     }
 
     @AfterEach
     void noViolations() {
         ane.close();
-        assertNull(fake.hookFailure(), () -> "evaluate hook failed: " + fake.hookFailure());
-        assertEquals(List.of(), fake.errors(), "contract violations seen by the fake");
-        assertEquals(0, fake.poolDepth(), "every autorelease pool popped");
+        FakeRuntime.assertNoViolationsAndPoolsPopped(fake);
     }
 
     static AneBackend backend() { return new AneBackend(new AneBackend.Options(null, null, null, CompileBudget.LEAK_SUSPECT_AFTER)); }
@@ -365,8 +362,7 @@ class AneBackendContractTest {
     /** The second process of the test above: the ten tiny training kernels on the fake, sharing aned's directory. */
     public static final class SecondProcess {
         public static void main(String[] args) {
-            FakeObjc fake = FakeObjc.get();
-            fake.setTmpdir(Path.of(args[0]));
+            FakeObjc fake = FakeRuntime.compilingInto(Path.of(args[0]));
             AneBackend b = backend();
             int n = 0;
             for (TrainingKernels.Kernel k : new TrainingKernels(ModelConfig.parse("tiny")).all()) {

@@ -27,9 +27,8 @@ class AneChipRulesContractTest {
 
     @BeforeEach
     void setUp() {
-        fake = FakeObjc.get();
-        fake.setTmpdir(tmp);
-        ane = new RefOnFake(fake, tmp);
+        ane = FakeRuntime.withReferenceEvaluate(tmp);
+        fake = ane.fake();
     }
 
     @AfterEach

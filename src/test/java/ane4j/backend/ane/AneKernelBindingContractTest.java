@@ -30,17 +30,14 @@ class AneKernelBindingContractTest {
 
     @BeforeEach
     void setUp() {
-        fake = FakeObjc.get();
-        fake.setTmpdir(tmp);
-        ane = new RefOnFake(fake, tmp);
+        ane = FakeRuntime.withReferenceEvaluate(tmp);
+        fake = ane.fake();
     }
 
     @AfterEach
     void noViolations() {
         ane.close();
-        assertNull(fake.hookFailure(), () -> "evaluate hook failed: " + fake.hookFailure());
-        assertEquals(List.of(), fake.errors(), "contract violations seen by the fake");
-        assertEquals(0, fake.poolDepth(), "every autorelease pool popped");
+        FakeRuntime.assertNoViolationsAndPoolsPopped(fake);
     }
 
     @Test

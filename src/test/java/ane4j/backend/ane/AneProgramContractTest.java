@@ -39,8 +39,7 @@ class AneProgramContractTest {
 
     @BeforeEach
     void setUp() {
-        fake = FakeObjc.get();
-        fake.setTmpdir(tmp);
+        fake = FakeRuntime.compilingInto(tmp);
     }
 
     @AfterEach

@@ -43,8 +43,7 @@ class DoctorOnFakeTest {
     @AfterEach
     void clean() {
         if (ane != null) ane.close();
-        assertNull(fake.hookFailure(), () -> "evaluate hook failed: " + fake.hookFailure());
-        assertEquals(List.of(), fake.errors());
+        FakeRuntime.assertNoViolations(fake);
     }
 
     record Run(int code, String text, Map<String, Object> report) {
@@ -79,8 +78,7 @@ class DoctorOnFakeTest {
 
     @Test
     void theWholeLadderRunsThroughTheAnePathAndMatchesTheReference() throws Exception {
-        fake = FakeObjc.get();
-        fake.setTmpdir(tmp);
+        fake = FakeRuntime.compilingInto(tmp);
         fake.setAneSubType("h15g");
         Tampering hook = new Tampering(fake, tmp);   // tampers with nothing: the reference interpreter, as RefOnFake
         fake.setEvaluateHook(hook::evaluate);
@@ -145,8 +143,7 @@ class DoctorOnFakeTest {
 
     @Test
     void aRungThatGivesZerosIsTheFirstFailureAndTheProbesReadTheirCliffs() throws Exception {
-        fake = FakeObjc.get();
-        fake.setTmpdir(tmp);
+        fake = FakeRuntime.compilingInto(tmp);
         fake.setAneSubType("h13g");
         fake.setRefuseDialect("ios18");   // M1 with the evidence of maderix PR #6: only ios16 compiles (F7)
         // the fake "ANE" silently zeroes two programs (as maderix #47 saw on M1) and clamps the width-offset slice to inf
@@ -187,9 +184,8 @@ class DoctorOnFakeTest {
 
     @Test
     void aCompilerThatGivesOutStopsTheLadderAndTheVerdictSaysWhereAndWhatPassed() throws Exception {
-        fake = FakeObjc.get();
-        fake.setTmpdir(tmp);
-        ane = new RefOnFake(fake, tmp);
+        ane = FakeRuntime.withReferenceEvaluate(tmp);
+        fake = ane.fake();
         fake.setLeakAfter(4);   // the fifth compile fails; with 4 compiles behind it, that is the compiler leak
         Run r = doctor(backend(4));
         assertEquals(1, r.code(), r.text());
@@ -215,8 +211,7 @@ class DoctorOnFakeTest {
 
     @Test
     void aFailingCompileIsAFailedRungNotACrash() throws Exception {
-        fake = FakeObjc.get();
-        fake.setTmpdir(tmp);
+        fake = FakeRuntime.compilingInto(tmp);
         fake.setFailCompile("ANECCompile() FAILED");
         Run r = doctor(backend(100));
         assertEquals(1, r.code());
@@ -230,8 +225,7 @@ class DoctorOnFakeTest {
 
     @Test
     void anObjectiveCExceptionInsideTheFrameworkIsAFailedRungAndTheF9LineSaysSo() throws Exception {
-        fake = FakeObjc.get();
-        fake.setTmpdir(tmp);
+        fake = FakeRuntime.compilingInto(tmp);
         fake.setThrow("loadWithQoS:options:error:", "NSInternalInconsistencyException", "doctor test");
         Run r = doctor(backend(100));
         assertEquals(1, r.code());

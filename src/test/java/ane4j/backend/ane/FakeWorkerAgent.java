@@ -19,10 +19,8 @@ public final class FakeWorkerAgent {
     private FakeWorkerAgent() {}
 
     public static void premain(String args) {
-        FakeObjc fake = FakeObjc.get();
-        Path tmp = Path.of(System.getProperty(TMP_PROPERTY));
-        fake.setTmpdir(tmp);
-        ref = new RefOnFake(fake, tmp);
+        ref = FakeRuntime.withReferenceEvaluate(Path.of(System.getProperty(TMP_PROPERTY)));
+        FakeObjc fake = ref.fake();
         String t = System.getProperty(THROW_PROPERTY);
         if (t != null) {
             String[] f = t.split("\\|", -1);

@@ -38,6 +38,9 @@ final class RefOnFake implements AutoCloseable {
         fake.setEvaluateHook(this::evaluate);
     }
 
+    /** The fake whose evaluate this is. */
+    FakeObjc fake() { return fake; }
+
     /** Hex ids in evaluation order. */
     List<String> evaluated() { return evaluated; }
 

@@ -34,16 +34,14 @@ class TrainingStagingOnFakeTest {
 
     @BeforeEach
     void setUp() {
-        fake = FakeObjc.get();
-        fake.setTmpdir(tmp.resolve("ane"));
-        ane = new RefOnFake(fake, tmp.resolve("ane"));
+        ane = FakeRuntime.withReferenceEvaluate(tmp.resolve("ane"));
+        fake = ane.fake();
     }
 
     @AfterEach
     void noViolations() {
         ane.close();
-        assertNull(fake.hookFailure(), () -> "evaluate hook failed: " + fake.hookFailure());
-        assertEquals(List.of(), fake.errors(), "contract violations seen by the fake");
+        FakeRuntime.assertNoViolations(fake);
     }
 
     /** The weight segments of the weight-bearing kernels' inputs (every other input column is an activation). */
