@@ -15,9 +15,7 @@ import ane4j.mil.Program;
 import ane4j.model.ModelConfig;
 import ane4j.train.TrainingKernels;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -33,17 +31,7 @@ import static org.junit.jupiter.api.Assertions.*;
  * {@link AneBackend} end to end on the fake runtime, whose evaluate runs the reference interpreter on the surfaces
  * ({@link RefOnFake}): a kernel compiled by the ANE path must give exactly what {@link RefBackend} gives directly.
  */
-class AneBackendContractTest {
-    FakeObjc fake;
-    RefOnFake ane;
-    @TempDir Path tmp;
-
-    @BeforeEach
-    void setUp() {
-        ane = FakeRuntime.withReferenceEvaluate(tmp);
-        fake = ane.fake();
-    }
-
+class AneBackendContractTest extends FakeRuntimeFixture {
     @AfterEach
     void noViolations() {
         ane.close();

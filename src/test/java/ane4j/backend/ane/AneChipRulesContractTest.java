@@ -1,7 +1,6 @@
 package ane4j.backend.ane;
 
 import ane4j.backend.BackendException;
-import ane4j.backend.ane.ffm.FakeObjc;
 import ane4j.backend.ref.RefBackend;
 import ane4j.chip.Chip;
 import ane4j.mil.DType;
@@ -10,27 +9,14 @@ import ane4j.mil.Program;
 import ane4j.mil.TensorType;
 import ane4j.mil.Value;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.file.Path;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.*;
 
 /** The ANE backend checks the chip rules of the chip {@code _ANEDeviceInfo} reports before it sends anything to compile. */
-class AneChipRulesContractTest {
-    FakeObjc fake;
-    RefOnFake ane;
-    @TempDir Path tmp;
-
-    @BeforeEach
-    void setUp() {
-        ane = FakeRuntime.withReferenceEvaluate(tmp);
-        fake = ane.fake();
-    }
-
+class AneChipRulesContractTest extends FakeRuntimeFixture {
     @AfterEach
     void restore() {
         fake.setAneSubType("h16g");

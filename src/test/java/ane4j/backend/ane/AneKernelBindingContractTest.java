@@ -7,11 +7,8 @@ import ane4j.backend.ref.RefBackend;
 import ane4j.mil.AcceptancePrograms;
 import ane4j.mil.Program;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 
@@ -23,17 +20,7 @@ import static org.junit.jupiter.api.Assertions.*;
  * bindings, and evaluates with no input copy (maderix {@code training_dynamic/train.m}: {@code pls[L].*_in},
  * {@code plr[L].*}, {@code ane_eval_req}).
  */
-class AneKernelBindingContractTest {
-    FakeObjc fake;
-    RefOnFake ane;
-    @TempDir Path tmp;
-
-    @BeforeEach
-    void setUp() {
-        ane = FakeRuntime.withReferenceEvaluate(tmp);
-        fake = ane.fake();
-    }
-
+class AneKernelBindingContractTest extends FakeRuntimeFixture {
     @AfterEach
     void noViolations() {
         ane.close();

@@ -2,7 +2,6 @@ package ane4j.backend.ane;
 
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
-import ane4j.backend.TensorSpec;
 import ane4j.backend.ane.ffm.FakeObjc;
 import ane4j.backend.ref.RefBackend;
 import ane4j.cli.DoctorCommand;
@@ -24,7 +23,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Predicate;
@@ -271,21 +269,13 @@ class DoctorOnFakeTest {
                 return;
             }
             Kernel k = kernels.computeIfAbsent(hex, h -> ref.compile(p));
-            Map<String, TensorBuffer> outs = bind(k.outputs(), out);
-            k.evaluate(bind(k.inputs(), in), outs);
+            Map<String, TensorBuffer> outs = RefOnFake.bind(k.outputs(), out);
+            k.evaluate(RefOnFake.bind(k.inputs(), in), outs);
             for (TensorBuffer b : outs.values())
                 for (long i = 0; i < b.count(); i++) {
                     if (zero.test(p)) b.set(i, 0f);
                     else if (inf.test(p) && Math.abs(b.get(i)) > limit) b.set(i, Math.copySign(Float.POSITIVE_INFINITY, b.get(i)));
                 }
-        }
-
-        private static Map<String, TensorBuffer> bind(List<TensorSpec> specs, List<MemorySegment> surfaces) {
-            List<TensorSpec> sorted = new ArrayList<>(specs);
-            sorted.sort((a, b) -> a.name().compareTo(b.name()));
-            Map<String, TensorBuffer> m = new LinkedHashMap<>();
-            for (int i = 0; i < sorted.size(); i++) m.put(sorted.get(i).name(), TensorBuffer.wrap(surfaces.get(i), sorted.get(i).type()));
-            return m;
         }
 
         @Override

@@ -60,7 +60,8 @@ final class RefOnFake implements AutoCloseable {
         k.evaluate(bind(k.inputs(), in), bind(k.outputs(), out));
     }
 
-    private static Map<String, TensorBuffer> bind(List<TensorSpec> specs, List<MemorySegment> surfaces) {
+    /** The surfaces as tensors named by the specs in binding order (alphabetical); one surface per spec. */
+    static Map<String, TensorBuffer> bind(List<TensorSpec> specs, List<MemorySegment> surfaces) {
         List<TensorSpec> sorted = new ArrayList<>(specs);
         sorted.sort((a, b) -> a.name().compareTo(b.name()));
         if (sorted.size() != surfaces.size()) throw new IllegalStateException(surfaces.size() + " surfaces for " + sorted);
