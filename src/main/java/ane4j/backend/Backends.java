@@ -20,7 +20,7 @@ public final class Backends {
     public static final String REF_STORAGE_PROPERTY = "ane4j.ref.storage";
 
     /** A replacement for Apple's libraries (the tests' fake runtime); read by {@code backend.ane.ffm.ObjC}. */
-    static final String LIBRARY_OVERRIDE_PROPERTY = "ane4j.ane.libraryOverride";
+    public static final String LIBRARY_OVERRIDE_PROPERTY = "ane4j.ane.libraryOverride";
 
     private static final System.Logger LOG = System.getLogger("ane4j.backend");
 

@@ -55,7 +55,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  */
 public final class ObjC {
     /** One shared library that provides every symbol below (the fake runtime in the tests). */
-    public static final String LIBRARY_OVERRIDE_PROPERTY = "ane4j.ane.libraryOverride";
+    public static final String LIBRARY_OVERRIDE_PROPERTY = ane4j.backend.Backends.LIBRARY_OVERRIDE_PROPERTY;
 
     // macOS library paths (ane-facts.md §2.1; system libraries live in the dyld shared cache, so these are
     // dlopen names rather than files that exist on disk). Unverified on Apple hardware by this project.
