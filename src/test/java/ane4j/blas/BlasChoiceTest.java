@@ -78,7 +78,7 @@ class BlasChoiceTest {
     @Test
     void theChoiceFollowsTheCalibrationResult() {
         Sgemm nat = Blas.openBlas().orElse(Blas.javaScalar()), java = Blas.java();
-        assumeTrue(nat != java);
+        assumeTrue(nat != java, "needs a second GEMM besides the Java one");
         Sgemm routed = Blas.route(nat, java, calibration(1.3, 0.9, 0.5));
         RoutedSgemm r = assertInstanceOf(RoutedSgemm.class, routed);
         assertEquals(Set.of(SMALL_K), r.javaClasses());
@@ -136,7 +136,7 @@ class BlasChoiceTest {
 
     @Test
     void aCachedCalibrationDecidesWithoutMeasuring(@TempDir Path dir) throws Exception {
-        assumeTrue(Blas.openBlas().isPresent() && Blas.javaVector().isPresent());
+        assumeTrue(Blas.openBlas().isPresent() && Blas.javaVector().isPresent(), "needs OpenBLAS (libopenblas0-pthread) and --add-modules jdk.incubator.vector");
         Probe nat = new Probe(Blas.openBlas().get(), "test");
         Path file = dir.resolve("blas.properties");
         BlasCache cache = new BlasCache(file);
@@ -150,7 +150,7 @@ class BlasChoiceTest {
 
     @Test
     void anUnreadableCacheIsMeasuredAgain(@TempDir Path dir) throws Exception {
-        assumeTrue(Blas.openBlas().isPresent() && Blas.javaVector().isPresent());
+        assumeTrue(Blas.openBlas().isPresent() && Blas.javaVector().isPresent(), "needs OpenBLAS (libopenblas0-pthread) and --add-modules jdk.incubator.vector");
         Probe nat = new Probe(Blas.openBlas().get(), "test");
         // a directory where the file should be: cannot be read, cannot be written
         Path file = Files.createDirectory(dir.resolve("blas.properties"));

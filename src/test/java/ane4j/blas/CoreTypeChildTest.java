@@ -28,16 +28,16 @@ class CoreTypeChildTest {
 
     @Test
     void aForcedNameIsTheCoreTheLibraryRuns(@TempDir Path dir) throws Exception {
-        assumeTrue(dynamicOpenBlas());
+        assumeTrue(dynamicOpenBlas(), "needs a DYNAMIC_ARCH OpenBLAS (libopenblas0-pthread) and no OPENBLAS_CORETYPE or -Dane4j.blas.coretype set");
         String out = child(dir.resolve("c.properties"), Map.of(), "-D" + OpenBlas.CORE_PROPERTY + "=Prescott");
         assertTrue(out.contains("core Prescott (set by -Dane4j.blas.coretype=Prescott)"), out);
     }
 
     @Test
     void aFallbackSeenByTheProbeIsCorrectedBeforeLoading(@TempDir Path dir) throws Exception {
-        assumeTrue(dynamicOpenBlas());
+        assumeTrue(dynamicOpenBlas(), "needs a DYNAMIC_ARCH OpenBLAS (libopenblas0-pthread) and no OPENBLAS_CORETYPE or -Dane4j.blas.coretype set");
         CpuFeatures cpu = CpuFeatures.current();
-        assumeTrue(cpu.x86Level() != CpuFeatures.X86Level.SSE);
+        assumeTrue(cpu.x86Level() != CpuFeatures.X86Level.SSE, "needs an x86 CPU with AVX or better");
         // the detection forced: the cache says the library, loaded as it is, picks Prescott on this CPU (as Debian's
         // 0.3.21 does on Xeons newer than it)
         Path file = dir.resolve("c.properties");
@@ -56,7 +56,7 @@ class CoreTypeChildTest {
 
     @Test
     void withoutACacheTheChildProbeLearnsTheLibrarysOwnCore(@TempDir Path dir) throws Exception {
-        assumeTrue(dynamicOpenBlas());
+        assumeTrue(dynamicOpenBlas(), "needs a DYNAMIC_ARCH OpenBLAS (libopenblas0-pthread) and no OPENBLAS_CORETYPE or -Dane4j.blas.coretype set");
         Path file = dir.resolve("c.properties");
         String out = child(file, Map.of());
         String own = Blas.openBlas().orElseThrow().description().replaceAll(".*, core (\\w+) .*", "$1");

@@ -226,7 +226,7 @@ class SgemmTest {
 
     @Test
     void openBlasDescriptionNamesTheLibrary() {
-        Assumptions.assumeTrue(Blas.openBlas().isPresent());
+        Assumptions.assumeTrue(Blas.openBlas().isPresent(), "needs OpenBLAS (libopenblas0-pthread)");
         Sgemm s = Blas.openBlas().get();
         assertEquals("openblas", s.name());
         assertTrue(s.description().contains("libopenblas.so.0") || s.description().contains("libblas.so.3"), s.description());
