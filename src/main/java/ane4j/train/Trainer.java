@@ -69,7 +69,7 @@ public final class Trainer implements AutoCloseable {
     private final LrSchedule schedule;
     private final LossScaler scaler;
     private final Divergence divergence = new Divergence();
-    private boolean lossLost;                          // a micro-step since the last update had a non-finite loss
+    private float lostLoss;                            // the non-finite loss of a micro-step since the last update, else 0
     private final Rng rng;
     private final String runId;
     private final List<StepMetrics> history = new ArrayList<>();
@@ -281,14 +281,14 @@ public final class Trainer implements AutoCloseable {
             System.arraycopy(window, 1, targets, 0, s);
             float loss = step.forwardBackward(params.data(), grads, tokens, targets, scaler.scale());
             divergence.loss(loss);
-            lossLost |= !Float.isFinite(loss);
+            if (!Float.isFinite(loss)) lostLoss = loss;
             boolean update = (nextStep + 1) % o.accum() == 0 || nextStep + 1 == o.steps();
             float lr = schedule.at(nextStep), norm = Float.NaN, usedScale = scaler.scale();
             boolean skipped = false;
-            if (update && lossLost) {
+            if (update && !Float.isFinite(lostLoss)) {
                 // the fp32 loss itself: no loss scale causes or cures this, so the scale stays
                 skipped = true;
-                l.onMessage("[train] step " + nextStep + ": the loss is not finite (" + loss + ", fp32, before loss scaling); update skipped");
+                l.onMessage("[train] step " + nextStep + ": the loss is not finite (" + lostLoss + ", fp32, before loss scaling); update skipped");
                 Arrays.fill(grads, 0f);
             } else if (update) {
                 int micro = (int) (nextStep % o.accum()) + 1;
@@ -308,7 +308,7 @@ public final class Trainer implements AutoCloseable {
                     Arrays.fill(grads, 0f);
                 }
             }
-            if (update) lossLost = false;
+            if (update) lostLoss = 0;
             nextStep++;
             double ms = (System.nanoTime() - t0) / 1e6;
             Map<String, Double> phases = new LinkedHashMap<>();
