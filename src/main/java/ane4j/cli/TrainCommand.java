@@ -61,7 +61,12 @@ final class TrainCommand {
             // a run that never reached step 0 leaves no empty folder behind (runs/latest still names the previous run)
             if (newRunFolder) {
                 try {
-                    Files.deleteIfExists(Path.of(opts.get("runDir")));
+                    Path dir = Path.of(opts.get("runDir"));
+                    try (var files = Files.list(dir)) {   // the worker's run.lock alone is not something the user had
+                        if (files.allMatch(f -> f.getFileName().toString().equals(ane4j.train.RunFolder.LOCK_FILE)))
+                            Files.deleteIfExists(dir.resolve(ane4j.train.RunFolder.LOCK_FILE));
+                    }
+                    Files.deleteIfExists(dir);
                 } catch (IOException notEmpty) {
                     // it holds something: kept
                 }

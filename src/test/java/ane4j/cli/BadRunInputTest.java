@@ -99,6 +99,11 @@ class BadRunInputTest {
             try (var s = Files.list(runs)) {
                 assertEquals(2, s.count(), "only the first run and runs/latest: the failed start left no folder");
             }
+            var failedWorker = RunFolderTest.train("--init", bad.toString(), "--steps", "2", "--backend", "ref");
+            assertEquals(1, failedWorker.code(), failedWorker.all());
+            try (var s = Files.list(runs)) {
+                assertEquals(2, s.count(), "a failed start in a worker JVM leaves no folder holding only run.lock");
+            }
 
             var resumed = RunFolderTest.train("--resume", "--steps", "3", "--backend", "ref", "--in-process");
             assertEquals(0, resumed.code(), resumed.all());
