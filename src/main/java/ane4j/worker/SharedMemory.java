@@ -152,8 +152,8 @@ final class SharedMemory implements AutoCloseable {
         for (Region r : regions()) free(r);
         for (Path d : new Path[] {dir, fallbackDir}) {
             if (!Files.exists(d)) continue;
-            try (Stream<Path> s = Files.walk(d)) {
-                for (Path p : s.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
+            try {
+                deleteTree(d);
             } catch (IOException ignored) {
                 // best effort: leftover files are in a directory named after this process
             }
