@@ -36,7 +36,7 @@ final class GenerateCommand {
         Map<String, String> o = TrainCommand.parse(args);
         for (String k : o.keySet()) if (!KEYS.contains(k)) throw new CliException("unknown option --" + kebab(k) + "; usage: ane4j " + USAGE);
         String prompt = o.get("prompt");
-        if (prompt == null || prompt.equals("true") && !Arrays.asList(args).contains("true"))
+        if (prompt == null)
             throw new CliException("no --prompt TEXT (e.g. --prompt \"Once upon a time\")");
         int tokens = (int) number(o, "tokens", "256", 0, Integer.MAX_VALUE, true);
         float temperature = (float) number(o, "temperature", "1.0", 0, 1e6, false);

@@ -231,7 +231,7 @@ final class TrainCommand {
         return Backends.select();
     }
 
-    /** {@code --steps 5 --resume --loss-scaling dynamic} → {steps=5, resume=true, lossScaling=dynamic}. */
+    /** {@code --steps 5 --resume --loss-scaling dynamic} → {steps=5, resume=true, lossScaling=dynamic}; a valued option without its value is refused. */
     static Map<String, String> parse(String[] args) {
         Map<String, String> m = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
@@ -241,10 +241,14 @@ final class TrainCommand {
             int eq = key.indexOf('=');
             if (eq > 0) m.put(key.substring(0, eq), a.substring(a.indexOf('=') + 1));
             else if (i + 1 < args.length && !args[i + 1].startsWith("--")) m.put(key, args[++i]);
-            else m.put(key, "true");
+            else if (SWITCHES.contains(key)) m.put(key, "true");
+            else throw new CliException(a + " has no value; give " + a + " VALUE (or --" + GenerateCommand.kebab(key) + "=VALUE)");
         }
         return m;
     }
+
+    /** The options that stand alone; every other option takes a value. */
+    private static final java.util.Set<String> SWITCHES = java.util.Set.of("resume", "restartFromScratch", "override", "inProcess");
 
     private static String camel(String s) {
         StringBuilder sb = new StringBuilder();
