@@ -67,6 +67,13 @@
  *    NSInvalidArgumentException (NSObject doesNotRecognizeSelector:); through a plain objc_msgSend from FFM it aborts the
  *    JVM (anchors.md §4.4 item 7; ane-audit F9). The fake reports it through ane4j_guarded_send, the entry point of
  *    ane4j's @try/@catch trampoline, and flags it as a contract error when it reaches an unguarded objc_msgSend.
+ * Knob S1: fake_set_min_surface_bytes(n) (default off) fails evaluate with 0x1d for a surface below n bytes: Orion
+ *    docs/ane_constraints.md #4 saw 0x1d below ~48 KB on M4 Max, ironmill docs/design/ane-constraints.md says 16 KB;
+ *    the test picks n, so either answer can be exercised.
+ * Knob A4: _ANEDeviceInfo aneSubType answers "h16g" by default, as maderix's README names M4 "(M4, H16G)"; maderix
+ *    PR #50 reports "h17" on M5 Max (ane-facts.md, "Other selectors seen"); fake_set_ane_subtype picks another.
+ * Pure test knobs (no Apple behaviour behind them): fake_set_fail_compile, fake_set_identifier, fake_set_throw and
+ *    fake_set_throw_times (how many sends raise X1), fake_set_tmpdir, fake_set_evaluate_hook.
  *
  * Checks of what hardware-proven callers do (a deviation is reported through fake_error_*, not a model of Apple):
  * MIL as NSData and optionsPlist nil (maderix io.h, Orion ane_runtime.m), entries {offset: NSNumber, data: NSData}
@@ -112,8 +119,8 @@ typedef struct fobj {
 static fobj **g_objs; static int g_nobjs, g_capobjs;
 static char **g_log; static int g_nlog, g_caplog;
 static char **g_err; static int g_nerr, g_caperr;
-static char *g_failCompile;       /* fake_set_fail_compile */
-static char *g_identifierOverride; /* fake_set_identifier: what hexStringIdentifier returns instead of rule D3's value */
+static char *g_failCompile;       /* fake_set_fail_compile (a test knob) */
+static char *g_identifierOverride; /* fake_set_identifier (a test knob): what hexStringIdentifier returns instead of rule D3's value */
 static int g_leakAfter = -1;      /* fake_set_leak_after: compiles that succeed before the emulated leak */
 static int g_compiles;            /* successful compiles since reset */
 static int g_realCompiles;        /* compiles since reset */
@@ -121,8 +128,8 @@ static int g_daemonLoads;         /* loads of a program aned had, without a comp
 static char g_refuseDialect[32];  /* fake_set_refuse_dialect */
 static char g_daemonDir[4096];    /* aned's cache of compiled programs: one empty directory per identifier */
 static const char *g_evaluatingHex; /* the model whose evaluate is running the hook */
-static long long g_minSurface;    /* fake_set_min_surface_bytes */
-static char g_subType[64] = "h16g";
+static long long g_minSurface;    /* fake_set_min_surface_bytes (knob S1: Orion #4 ~48 KB vs ironmill 16 KB) */
+static char g_subType[64] = "h16g"; /* knob A4: maderix README "(M4, H16G)"; PR #50 "h17" */
 static char g_tmpdir[4096];
 static void (*g_hook)(int, void **, long long *, int, void **, long long *);
 
@@ -934,7 +941,7 @@ void fake_set_throw(const char *selector, const char *name, const char *reason) 
     g_throwLeft = -1;
 }
 /* only the next n sends of fake_set_throw's selector raise, later ones run normally (a fault that passes, e.g. the
-   compiler service restarting); call after fake_set_throw */
+   compiler service restarting); a test knob, not an observed rule; call after fake_set_throw */
 void fake_set_throw_times(int n) { g_throwLeft = n; }
 void fake_set_identifier(const char *id) { free(g_identifierOverride); g_identifierOverride = id ? strdup(id) : NULL; }
 void fake_set_leak_after(int compiles) { g_leakAfter = compiles; }
