@@ -99,10 +99,13 @@ class ChipRulesTest {
     }
 
     @Test
-    void convKernelWidthIs13BeforeTheA16TierAnd15On() {
+    void convKernelWidthIs13BeforeTheA16TierAnd15OnAnErrorOnlyWhereMeasured() {
         Program p = program(f -> f.output(f.named("y", f.conv(f.input("x", fp16(1, 8, 1, 64)), f.weight("w", fp16(8, 8, 1, 14), new float[8 * 8 * 14])))));
-        for (Chip c : Chip.values())
-            assertEquals(c.isA16Tier() ? List.of() : List.of("conv-kernel-width"), ids(ChipRules.check(p, c), Severity.ERROR), c.toString());
+        for (Chip c : Chip.values()) {
+            // 14 was rejected on a live M1; M2/M3 inherit 13 unmeasured and ironmill says 16: a warning there
+            assertEquals(c == Chip.M1 ? List.of("conv-kernel-width") : List.of(), ids(ChipRules.check(p, c), Severity.ERROR), c.toString());
+            assertEquals(c == Chip.M2 || c == Chip.M3, ids(ChipRules.check(p, c), Severity.WARNING).contains("conv-kernel-width"), c.toString());
+        }
     }
 
     @Test
