@@ -3,6 +3,7 @@ package ane4j.model;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -60,6 +61,14 @@ class Llama2BinTest {
         double angle = pos / Math.pow(10000, 2.0 * i / c.headDim());
         assertEquals(Math.cos(angle), b.getFloat((int) freqStart + 4 * (pos * half + i)), 1e-6);
         assertEquals(Math.sin(angle), b.getFloat((int) freqStart + 4 * (c.seqLen() * half + pos * half + i)), 1e-6);
+    }
+
+    @Test
+    void aFolderWhereTheFileShouldBeIsNamedAsSuch() throws IOException {
+        Path dir = Files.createDirectory(tmp.resolve("stories15M"));
+        var e = assertThrows(ModelFormatException.class, () -> Llama2Bin.read(dir));
+        assertTrue(e.getMessage().contains("is a folder, not a file"), e.getMessage());
+        assertFalse(e.getMessage().contains("\n"), e.getMessage());
     }
 
     @Test
