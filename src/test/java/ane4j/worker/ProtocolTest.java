@@ -45,7 +45,8 @@ class ProtocolTest {
     void trainOptionsAndStepMetricsRoundTrip() {
         TrainOptions o = TrainOptions.of(Map.ofEntries(Map.entry("model", "stories15m"), Map.entry("steps", "123"), Map.entry("lr", "0.00031"),
                 Map.entry("clip", "0.7"), Map.entry("seed", "-5"), Map.entry("weights", "static"), Map.entry("attention", "threestage"), Map.entry("storage", "fp32"), Map.entry("backend", "ref"),
-                Map.entry("runDir", "/tmp/x y"), Map.entry("data", "/d/t.bin"), Map.entry("resume", "true")));
+                Map.entry("runDir", "/tmp/x y"), Map.entry("data", "/d/t.bin"), Map.entry("tokenizer", "/t/tokenizer.json"), Map.entry("resume", "true")));
+        assertEquals(java.nio.file.Path.of("/t/tokenizer.json"), o.tokenizer());
         assertEquals(o, TrainOptions.of(Protocol.toMap(o)));
         assertEquals(TrainOptions.of(Map.of()), TrainOptions.of(Protocol.toMap(TrainOptions.of(Map.of()))));
         var m = new Trainer.StepMetrics(41, 60, 3.1415927f, 1e-3f, 512f, Float.NaN, true, false, 12.5, 1280.25, Map.of("forward", 1.5));
