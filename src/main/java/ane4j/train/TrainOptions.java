@@ -30,6 +30,10 @@ public record TrainOptions(
         Path runDir,           // checkpoints, metrics.jsonl, loss.png, run.txt
         int checkpointEvery,   // micro-steps between checkpoints (0: only at the end)
         int keep,              // checkpoints kept
+        int evalEvery,         // micro-steps between validation losses on held-out data, and at the end (0: off)
+        int evalTokens,        // held-out tokens per validation (whole windows of seqLen, at least one)
+        Path valData,          // held-out token file, or null: the embedded corpus's validation split, else the data file's tail
+        float valFraction,     // share of a data file held out at its end when no valData is given (0: none, no validation)
         boolean resume,        // continue from the newest readable checkpoint in runDir
         boolean restartFromScratch,  // set the run folder's checkpoints and metrics aside and start at step 0
         boolean override) {    // resume although optimiser/data settings differ from the run record (the change is recorded)
@@ -58,6 +62,10 @@ public record TrainOptions(
         m.put("runDir", "runs/latest");
         m.put("checkpointEvery", "100");
         m.put("keep", "3");
+        m.put("evalEvery", "100");
+        m.put("evalTokens", "4096");
+        m.put("valData", "");
+        m.put("valFraction", "0.1");
         m.put("resume", "false");
         m.put("restartFromScratch", "false");
         m.put("override", "false");
@@ -76,8 +84,10 @@ public record TrainOptions(
                 number(m, "lr"), integer(m, "warmup", 0), integer(m, "accum", 1), number(m, "clip"), number(m, "weightDecay"),
                 seed(m), m.get("backend").isEmpty() ? null : oneOf(m, "backend", "ane", "ref"),
                 oneOf(m, "lossScaling", "static", "dynamic", "none"), number(m, "lossScale"), oneOf(m, "storage", "fp16", "fp32"),
-                oneOf(m, "weights", "dynamic", "static"), oneOf(m, "attention", "fused", "threestage"), Path.of(m.get("runDir")), integer(m, "checkpointEvery", 0), integer(m, "keep", 1), bool(m, "resume"),
+                oneOf(m, "weights", "dynamic", "static"), oneOf(m, "attention", "fused", "threestage"), Path.of(m.get("runDir")), integer(m, "checkpointEvery", 0), integer(m, "keep", 1),
+                integer(m, "evalEvery", 0), integer(m, "evalTokens", 1), path(m.get("valData")), number(m, "valFraction"), bool(m, "resume"),
                 bool(m, "restartFromScratch"), bool(m, "override"));
+        if (o.valFraction >= 1) throw new IllegalArgumentException("[train] valFraction must be below 1 (the share of the data file held out for validation), got " + o.valFraction);
         if (o.lr <= 0) throw new IllegalArgumentException("[train] lr must be positive, got " + o.lr);
         return o;
     }
@@ -102,7 +112,8 @@ public record TrainOptions(
                 "tokenizer = " + (tokenizer == null ? "" : tokenizer),
                 "steps = " + steps, "lr = " + lr, "warmup = " + warmup, "accum = " + accum, "clip = " + clip, "weightDecay = " + weightDecay,
                 "seed = " + seed, "backend = " + (backend == null ? "auto" : backend), "lossScaling = " + lossScaling, "lossScale = " + lossScale,
-                "storage = " + storage, "weights = " + weights, "attention = " + attention, "runDir = " + runDir, "checkpointEvery = " + checkpointEvery, "keep = " + keep, "resume = " + resume,
+                "storage = " + storage, "weights = " + weights, "attention = " + attention, "runDir = " + runDir, "checkpointEvery = " + checkpointEvery, "keep = " + keep,
+                "evalEvery = " + evalEvery, "evalTokens = " + evalTokens, "valData = " + (valData == null ? "" : valData), "valFraction = " + valFraction, "resume = " + resume,
                 "restartFromScratch = " + restartFromScratch, "override = " + override);
     }
 

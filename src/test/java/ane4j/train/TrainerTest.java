@@ -153,4 +153,23 @@ class TrainerTest {
         assertEquals("static", TrainOptions.of(Map.of("weights", "static")).weights());
         assertEquals(0.5f, TrainOptions.of(Map.of("weight-decay", "0.5")).weightDecay());
     }
+
+    /** Validation keys: on by default, every 100 micro-steps over 4096 held-out tokens; a data file's tail of 10% held out. */
+    @Test
+    void validationKeys() {
+        TrainOptions d = TrainOptions.of(Map.of());
+        assertEquals(100, d.evalEvery());
+        assertEquals(4096, d.evalTokens());
+        assertEquals(null, d.valData());
+        assertEquals(0.1f, d.valFraction());
+        TrainOptions o = TrainOptions.of(Map.of("eval-every", "0", "eval_tokens", "64", "val-data", "val.bin", "valFraction", "0"));
+        assertEquals(0, o.evalEvery());
+        assertEquals(64, o.evalTokens());
+        assertEquals(Path.of("val.bin"), o.valData());
+        assertEquals(0f, o.valFraction());
+        var e = assertThrows(IllegalArgumentException.class, () -> TrainOptions.of(Map.of("valFraction", "1")));
+        assertTrue(e.getMessage().startsWith("[train] valFraction must be below 1"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> TrainOptions.of(Map.of("evalTokens", "0")));
+        assertTrue(e.getMessage().startsWith("[train] evalTokens must be at least 1"), e.getMessage());
+    }
 }
