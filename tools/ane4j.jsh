@@ -9,5 +9,5 @@ import ane4j.mil.*;
 import ane4j.backend.*;
 import ane4j.train.*;
 import ane4j.notebook.Ane;
-import ane4j.notebook.NotebookKernel;
+import ane4j.notebook.CompiledProgram;
 import ane4j.notebook.TrainingRun;

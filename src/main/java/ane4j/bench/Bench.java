@@ -198,9 +198,10 @@ public final class Bench {
         describe(r, b);
         r.meta("model", cfg.name());
         double total = 0;
-        for (String name : List.of("sdpaFwd", "woFwd", "ffnFused", "ffnBwdW2t", "ffnBwdW13t", "wotBwd", "sdpaBwd1", "sdpaBwd2", "qBwd", "kvBwd")) {
+        for (TrainingKernels.Name kernel : TrainingKernels.Name.ten()) {
+            String name = kernel.id();
             long t0 = System.nanoTime();
-            TrainingKernels.Kernel spec = new TrainingKernels(cfg).byName(name);
+            TrainingKernels.Spec spec = new TrainingKernels(cfg).build(kernel);
             long t1 = System.nanoTime();
             int milBytes = MilWriter.write(spec.program(), Dialect.IOS18).length();
             long t2 = System.nanoTime();

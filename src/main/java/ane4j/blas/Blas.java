@@ -158,12 +158,12 @@ public final class Blas {
         return sgemm;
     }
 
-    /** The Java implementations; the vector kernel class is only touched when its module is present. */
+    /** The Java implementations; the vector tile multiplier class is only touched when its module is present. */
     static final class JavaProbe {
         private JavaProbe() {}
 
         static final String VECTOR_MODULE = "jdk.incubator.vector";
-        static final Sgemm SCALAR = new JavaSgemm(new JavaSgemm.ScalarKernel());
+        static final Sgemm SCALAR = new JavaSgemm(new JavaSgemm.ScalarTileMultiplier());
         static final Probe VECTOR = loadVector();
 
         private static Probe loadVector() {
@@ -172,11 +172,11 @@ public final class Blas {
                         + " not in the boot layer (run java with --add-modules " + VECTOR_MODULE + ")");
             }
             try {
-                Class<?> k = Class.forName("ane4j.blas.VectorKernel");
-                JavaSgemm.Kernel kernel = (JavaSgemm.Kernel) k.getDeclaredConstructor().newInstance();
-                return new Probe(new JavaSgemm(kernel), "vector");
+                Class<?> k = Class.forName("ane4j.blas.VectorTileMultiplier");
+                JavaSgemm.TileMultiplier tiles = (JavaSgemm.TileMultiplier) k.getDeclaredConstructor().newInstance();
+                return new Probe(new JavaSgemm(tiles), "vector");
             } catch (ReflectiveOperationException | LinkageError | RuntimeException e) {
-                return Probe.missing("scalar loop: the vector kernel did not load (" + e + ")");
+                return Probe.missing("scalar loop: the vector tile multiplier did not load (" + e + ")");
             }
         }
     }

@@ -6,7 +6,7 @@ import java.util.stream.IntStream;
 
 /**
  * Pure-Java sgemm, blocked like GotoBLAS: B is packed in KC×NC panels of NR-wide strips, A (scaled by alpha) in
- * MC×KC blocks of MR-tall strips, and a {@link Kernel} computes one MR×NR tile of C from a strip of each. Blocks of
+ * MC×KC blocks of MR-tall strips, and a {@link TileMultiplier} computes one MR×NR tile of C from a strip of each. Blocks of
  * MC rows run in parallel on the common pool. Column-major calls are turned into row-major ones by computing
  * Cᵀ = op(B)ᵀ·op(A)ᵀ.
  */
@@ -14,7 +14,7 @@ import java.util.stream.IntStream;
 final class JavaSgemm extends Sgemm {
 
     /** Computes one MR×NR tile: {@code C[rows×cols] += Σ_p ap[p*MR + i] * bp[p*NR + j]}. */
-    interface Kernel {
+    interface TileMultiplier {
         int mr();
 
         int nr();
@@ -29,22 +29,22 @@ final class JavaSgemm extends Sgemm {
     /** Below this many multiply-adds a product runs on the calling thread only. */
     static final long PARALLEL_MIN_MACS = 1L << 20;
 
-    private final Kernel kernel;
+    private final TileMultiplier tiles;
     private final int mc, nc;
 
-    JavaSgemm(Kernel kernel) {
-        this.kernel = kernel;
-        this.mc = kernel.mr() * Math.max(1, 128 / kernel.mr());
-        this.nc = kernel.nr() * Math.max(1, 2048 / kernel.nr());
+    JavaSgemm(TileMultiplier tiles) {
+        this.tiles = tiles;
+        this.mc = tiles.mr() * Math.max(1, 128 / tiles.mr());
+        this.nc = tiles.nr() * Math.max(1, 2048 / tiles.nr());
     }
 
-    @Override public String name() { return kernel.name(); }
+    @Override public String name() { return tiles.name(); }
 
     @Override public int threads() { return ForkJoinPool.getCommonPoolParallelism() + 1; }
 
     @Override
     public String description() {
-        return "pure Java (" + kernel.name() + ", " + kernel.mr() + "×" + kernel.nr() + " tiles, " + threads() + " threads)";
+        return "pure Java (" + tiles.name() + ", " + tiles.mr() + "×" + tiles.nr() + " tiles, " + threads() + " threads)";
     }
 
     @Override
@@ -67,7 +67,7 @@ final class JavaSgemm extends Sgemm {
                           float beta, MemorySegment c, long cOff, int ldc) {
         scale(beta, m, n, c, cOff, ldc);
         if (k == 0 || alpha == 0f) return;
-        int mr = kernel.mr(), nr = kernel.nr();
+        int mr = tiles.mr(), nr = tiles.nr();
         int threads = threads();
         boolean parallel = (long) m * n * k >= PARALLEL_MIN_MACS && m > mr && threads > 1;
         if (parallel) {
@@ -105,7 +105,7 @@ final class JavaSgemm extends Sgemm {
                         for (int ir = 0; ir < mcb; ir += mr) {
                             int rows = Math.min(mr, mcb - ir);
                             long cIdx = cOff + (long) (ic + ir) * ldc + jcf + jr;
-                            kernel.tile(kcb, ap, ir * kcb, bp, jr * kcb, cf, cIdx, ldc, rows, cols);
+                            tiles.tile(kcb, ap, ir * kcb, bp, jr * kcb, cf, cIdx, ldc, rows, cols);
                         }
                     }
                 });
@@ -196,8 +196,8 @@ final class JavaSgemm extends Sgemm {
 
     // ---------------------------------------------------------------------------------------------------------------
 
-    /** The blocked scalar kernel (4×16 tiles); C2 may vectorise its inner loop on its own. */
-    static final class ScalarKernel implements Kernel {
+    /** The blocked scalar tile multiplier (4×16 tiles); C2 may vectorise its inner loop on its own. */
+    static final class ScalarTileMultiplier implements TileMultiplier {
         static final int MR = 4, NR = 16;
 
         @Override public int mr() { return MR; }

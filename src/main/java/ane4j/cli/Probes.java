@@ -68,7 +68,7 @@ public final class Probes {
         l.add(Probe.rung("attention-mask", attention(C, HEADS, S), 1f));
         l.add(Probe.rung("a2-conv-chain", BenchPrograms.a2PeakConvChain(C, S, 4), 1f));
         l.addAll(assumptionProbes());
-        for (TrainingKernels.Kernel k : new TrainingKernels(model).all()) l.add(Probe.rung("train/" + k.name(), k.program(), TRAIN_SCALE));
+        for (TrainingKernels.Spec k : new TrainingKernels(model).all()) l.add(Probe.rung("train/" + k.name(), k.program(), TRAIN_SCALE));
         return l;
     }
 

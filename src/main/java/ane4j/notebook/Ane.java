@@ -13,7 +13,7 @@ import java.util.WeakHashMap;
  * The ane4j notebook API for plain Java cells and jshell scripts:
  * <pre>
  * var g = Mil.program().function("main", f -&gt; f.output(f.relu(f.input("x", Mil.fp16(1, 4, 1, 4))))).build();
- * var k = Ane.compile(g);                 // a NotebookKernel
+ * var k = Ane.compile(g);                 // a CompiledProgram
  * k.run(Map.of("x", new float[16]));      // outputs by name
  * var run = Ane.train("steps = 20; seed = 1");
  * Ane.generate("Once upon a time");
@@ -27,7 +27,7 @@ public final class Ane {
     public static final String SESSION_PROPERTY = "ane4j.session";
 
     private static Session session;
-    private static final Set<NotebookKernel> LIVE = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
+    private static final Set<CompiledProgram> LIVE = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
     private Ane() {}
 
@@ -70,23 +70,23 @@ public final class Ane {
     }
 
     /** Compiles the program's main function in the current session. */
-    public static NotebookKernel compile(Program program) {
+    public static CompiledProgram compile(Program program) {
         return compile("kernel", program);
     }
 
     /** Parses MIL text (errors carry line:column) and compiles it. */
-    public static NotebookKernel compile(String milText) {
+    public static CompiledProgram compile(String milText) {
         return compile("kernel", MilParser.parse(milText));
     }
 
-    public static NotebookKernel compile(String name, Program program) {
+    public static CompiledProgram compile(String name, Program program) {
         Session s = session();
-        NotebookKernel k = new NotebookKernel(name, program, s.compile(program), s.backendName());
+        CompiledProgram k = new CompiledProgram(name, program, s.compile(program), s.backendName());
         LIVE.add(k);
         return k;
     }
 
-    static void released(NotebookKernel k) {
+    static void released(CompiledProgram k) {
         LIVE.remove(k);
     }
 
@@ -131,6 +131,6 @@ public final class Ane {
 
     /** The ane4j packages and classes a script imports (what the notebook kernel imports at start). */
     public static List<String> imports() {
-        return List.of("ane4j.mil.*", "ane4j.backend.*", "ane4j.train.*", "ane4j.notebook.Ane", "ane4j.notebook.NotebookKernel", "ane4j.notebook.TrainingRun");
+        return List.of("ane4j.mil.*", "ane4j.backend.*", "ane4j.train.*", "ane4j.notebook.Ane", "ane4j.notebook.CompiledProgram", "ane4j.notebook.TrainingRun");
     }
 }

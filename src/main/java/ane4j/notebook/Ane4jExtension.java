@@ -31,11 +31,11 @@ public final class Ane4jExtension implements Extension {
     public void install(BaseKernel kernel) {
         Renderers.install(kernel.getRenderer());
         MagicRegistry magics = magics();
-        boolean ours = kernel instanceof Ane4jKernel;
+        boolean ours = kernel instanceof JupyterKernel;
         magics.installInto(kernel, !ours);
         if (ours) {
-            ((Ane4jKernel) kernel).addStartup(importSnippet(true));
-            ((Ane4jKernel) kernel).describe(magics);
+            ((JupyterKernel) kernel).addStartup(importSnippet(true));
+            ((JupyterKernel) kernel).describe(magics);
         } else {
             kernel.evalRaw(importSnippet(false));
         }
@@ -58,7 +58,7 @@ public final class Ane4jExtension implements Extension {
                 ? "import java.util.*;\nimport java.util.stream.*;\nimport java.nio.file.*;\nimport static ane4j.notebook.Notebook.*;"
                 : "import ane4j.notebook.Notebook;";
         return (pkgs.isEmpty() ? "" : pkgs + "\n") + statics + "\nimport ane4j.notebook.DisplayHandle;"
-                + "\nimport ane4j.notebook.Ane;\nimport ane4j.notebook.NotebookKernel;\nimport ane4j.notebook.TrainingRun;";
+                + "\nimport ane4j.notebook.Ane;\nimport ane4j.notebook.CompiledProgram;\nimport ane4j.notebook.TrainingRun;";
     }
 
     /** True when the package has at least one class on the class path (importing an empty package fails to compile). */

@@ -15,10 +15,10 @@ import java.util.stream.Stream;
 
 /** IJava's usual magics for the ane4j kernel: class path, jars, Maven, loading scripts and notebooks, listing magics. */
 final class CoreMagics {
-    private final Ane4jKernel kernel;
+    private final JupyterKernel kernel;
     private final MavenResolver maven;
 
-    CoreMagics(Ane4jKernel kernel, MavenResolver maven) {
+    CoreMagics(JupyterKernel kernel, MavenResolver maven) {
         this.kernel = kernel;
         this.maven = maven;
     }

@@ -38,7 +38,7 @@ public final class MagicCall {
 
     /** Evaluates Java code in the notebook (after the current magic when running in the ane4j kernel). */
     public Object eval(String code) {
-        if (kernel instanceof Ane4jKernel k) return k.evalAfterMagic(code);
+        if (kernel instanceof JupyterKernel k) return k.evalAfterMagic(code);
         return kernel.evalRaw(code);
     }
 

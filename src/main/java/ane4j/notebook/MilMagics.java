@@ -11,10 +11,10 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /** {@code %%mil NAME}: a cell of MIL text, parsed, compiled in the current session and bound to a notebook variable. */
 final class MilMagics {
-    private final Map<String, NotebookKernel> bound = new ConcurrentHashMap<>();
+    private final Map<String, CompiledProgram> bound = new ConcurrentHashMap<>();
 
     @Magic(value = "mil", cell = true, help = "%%mil [NAME] — the cell is MIL text: parsed (errors point into the cell), compiled, "
-            + "and bound to NAME (a NotebookKernel: NAME.run(Map.of(\"x\", values))); without NAME it is checked and shown")
+            + "and bound to NAME (a CompiledProgram: NAME.run(Map.of(\"x\", values))); without NAME it is checked and shown")
     Object mil(MagicCall call) {
         String name = call.args().isEmpty() ? null : call.args().getFirst();
         if (name != null && !name.matches("[A-Za-z_$][A-Za-z0-9_$]*"))
@@ -26,10 +26,10 @@ final class MilMagics {
             throw parseError(call.body(), e);
         }
         if (name == null) return p;
-        NotebookKernel k = Ane.compile(name, p);
-        NotebookKernel old = bound.put(name, k);
+        CompiledProgram k = Ane.compile(name, p);
+        CompiledProgram old = bound.put(name, k);
         if (old != null) old.close();
-        call.bind(name, NotebookKernel.class, k);
+        call.bind(name, CompiledProgram.class, k);
         return k;
     }
 

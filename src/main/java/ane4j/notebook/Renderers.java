@@ -42,7 +42,7 @@ public final class Renderers {
                     ctx.renderIfRequested(MIMEType.TEXT_HTML, () -> MilHighlighter.html(p));
                     ctx.renderIfRequested(MIMEType.TEXT_PLAIN, () -> MilWriter.write(p, Dialect.fromProperty(Dialect.IOS18)));
                 });
-        renderer.createRegistration(NotebookKernel.class)
+        renderer.createRegistration(CompiledProgram.class)
                 .preferring(MIMEType.TEXT_HTML)
                 .supporting(MIMEType.TEXT_PLAIN)
                 .register((k, ctx) -> {

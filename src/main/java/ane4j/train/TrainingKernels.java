@@ -24,8 +24,42 @@ import java.util.List;
  * scaled_dot_product_attention (ane-facts.md §5.5).
  */
 public final class TrainingKernels {
-    /** A kernel: its program and where inputs and outputs sit in its packed tensors. */
-    public record Kernel(String name, Program program, PackedLayout input, PackedLayout output) {}
+    /** A training kernel built for one config: its program and where inputs and outputs sit in its packed tensors. */
+    public record Spec(String name, Program program, PackedLayout input, PackedLayout output) {}
+
+    /**
+     * The training kernels by name: the ten of every step, and {@link #ATTN_VALUES} of three-stage attention only.
+     * {@link #id()} is the name metrics, doctor probes ({@code train/<id>}) and benchmarks print.
+     */
+    public enum Name {
+        SDPA_FWD("sdpaFwd", true), WO_FWD("woFwd", true), FFN_FUSED("ffnFused", true),
+        FFN_BWD_W2T("ffnBwdW2t", true), FFN_BWD_W13T("ffnBwdW13t", true), WOT_BWD("wotBwd", true),
+        SDPA_BWD1("sdpaBwd1", false), SDPA_BWD2("sdpaBwd2", false), Q_BWD("qBwd", true), KV_BWD("kvBwd", true),
+        ATTN_VALUES("attnValues", false);
+
+        private final String id;
+        private final boolean weighted;
+
+        Name(String id, boolean weighted) {
+            this.id = id;
+            this.weighted = weighted;
+        }
+
+        /** The kernel's name in metrics, probes and reports ({@code sdpaFwd}, {@code woFwd}, …). */
+        public String id() { return id; }
+
+        /** Whether its input carries weight rows (staged per layer after each update). */
+        public boolean weighted() { return weighted; }
+
+        /** The ten kernels of every training step (not {@link #ATTN_VALUES}). */
+        public static List<Name> ten() { return List.of(values()).subList(0, 10); }
+
+        public static Name of(String id) {
+            for (Name n : values()) if (n.id.equals(id)) return n;
+            throw new IllegalArgumentException("[kernels] no training kernel '" + id + "'; known: "
+                    + java.util.Arrays.stream(values()).map(Name::id).toList());
+        }
+    }
 
     public static final float MASK_VALUE = -65504f;
     public static final String INPUT = "x";
@@ -78,26 +112,28 @@ public final class TrainingKernels {
     }
 
     /** One kernel by name ({@code sdpaFwd}, {@code woFwd}, …). */
-    public Kernel byName(String name) {
-        return switch (name) {
-            case "sdpaFwd" -> sdpaFwd();
-            case "woFwd" -> woFwd();
-            case "ffnFused" -> ffnFused();
-            case "ffnBwdW2t" -> ffnBwdW2t();
-            case "ffnBwdW13t" -> ffnBwdW13t();
-            case "wotBwd" -> wotBwd();
-            case "attnValues" -> attnValues();
-            case "sdpaBwd1" -> sdpaBwd1();
-            case "sdpaBwd2" -> sdpaBwd2();
-            case "qBwd" -> qBwd();
-            case "kvBwd" -> kvBwd();
-            default -> throw new IllegalArgumentException("[kernels] no training kernel '" + name + "'");
+    public Spec byName(String name) { return build(Name.of(name)); }
+
+    public Spec build(Name kernel) {
+        return switch (kernel) {
+            case SDPA_FWD -> sdpaFwd();
+            case WO_FWD -> woFwd();
+            case FFN_FUSED -> ffnFused();
+            case FFN_BWD_W2T -> ffnBwdW2t();
+            case FFN_BWD_W13T -> ffnBwdW13t();
+            case WOT_BWD -> wotBwd();
+            case SDPA_BWD1 -> sdpaBwd1();
+            case SDPA_BWD2 -> sdpaBwd2();
+            case Q_BWD -> qBwd();
+            case KV_BWD -> kvBwd();
+            case ATTN_VALUES -> attnValues();
         };
     }
 
     /** The ten kernels (eleven with three-stage attention). */
-    public List<Kernel> all() {
-        List<Kernel> k = new java.util.ArrayList<>(List.of(sdpaFwd(), woFwd(), ffnFused(), ffnBwdW2t(), ffnBwdW13t(), wotBwd(), sdpaBwd1(), sdpaBwd2(), qBwd(), kvBwd()));
+    public List<Spec> all() {
+        List<Spec> k = new java.util.ArrayList<>();
+        for (Name n : Name.ten()) k.add(build(n));
         if (threeStage) k.add(attnValues());
         return k;
     }
@@ -109,7 +145,7 @@ public final class TrainingKernels {
      * xnorm (D,S) with Wqᵀ, Wkᵀ, Wvᵀ → concat(attnOut Q, qRope Q, kRope KV, v KV [, qRaw Q, kRaw KV]); with three-stage
      * attention the first block is the scaled scores (NH·S, S) instead of attnOut.
      */
-    public Kernel sdpaFwd() {
+    public Spec sdpaFwd() {
         var in = new PackedLayout.Builder().add("xnorm", s).add("wqT", q).add("wkT", kv).add("wvT", kv);
         if (c.qkNorm()) in.add("qkNorm", 2 * hd);
         var out = new PackedLayout.Builder().add(threeStage ? "scores" : "attn", threeStage ? nh * s : q).add("qRope", q).add("kRope", kv).add("v", kv);
@@ -146,11 +182,11 @@ public final class TrainingKernels {
                     : new Value[] {first, fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv)});
             f.output(f.named(OUTPUT, y));
         }).build();
-        return new Kernel("sdpaFwd", p, input, output);
+        return new Spec("sdpaFwd", p, input, output);
     }
 
     /** Three-stage attention, last stage: probs (NH·S, S) and vTiled (Q, S) → attnOut (Q, S) = P·V per head. */
-    public Kernel attnValues() {
+    public Spec attnValues() {
         PackedLayout input = new PackedLayout.Builder().add("probs", nh * s).add("v", q).channels(s);
         PackedLayout output = new PackedLayout.Builder().add("attn", q).channels(s);
         Program p = Mil.program().function("main", f -> {
@@ -159,14 +195,14 @@ public final class TrainingKernels {
             Value vh = channelHeads(f, x, input.start("v"));                           // (1,NH,S,HD)
             f.output(f.named(OUTPUT, fromHeads(f, f.matmul(probs, vh), q)));
         }).build();
-        return new Kernel("attnValues", p, input, output);
+        return new Spec("attnValues", p, input, output);
     }
 
     /** attnOut (Q,S) with Woᵀ → o (D,S). */
-    public Kernel woFwd() { return dynamicMatmul("woFwd", q, "attn", "woT", d, "o"); }
+    public Spec woFwd() { return dynamicMatmul("woFwd", q, "attn", "woT", d, "o"); }
 
     /** x2norm, x2 (D,S) with W1ᵀ, W3ᵀ, W2 → concat(xNext D, h1 H, h3 H, gate H); xNext = x2 + α·W2(silu(W1 x2n) ⊙ W3 x2n). */
-    public Kernel ffnFused() {
+    public Spec ffnFused() {
         PackedLayout input = new PackedLayout.Builder().add("x2norm", s).add("x2", s).add("w1T", h).add("w3T", h).add("w2", h).columns(d);
         PackedLayout output = new PackedLayout.Builder().add("xNext", d).add("h1", h).add("h3", h).add("gate", h).channels(s);
         Program p = Mil.program().function("main", f -> {
@@ -182,29 +218,29 @@ public final class TrainingKernels {
             Value y = f.concat(1, xNext, fromRows(f, h1, h), fromRows(f, h3, h), fromRows(f, gate, h));
             f.output(f.named(OUTPUT, y));
         }).build();
-        return new Kernel("ffnFused", p, input, output);
+        return new Spec("ffnFused", p, input, output);
     }
 
     // -----------------------------------------------------------------------------------------------------------------
     // backward
 
     /** dffn (D,S) with W2 → dsilu (H,S) = W2ᵀ·dffn. */
-    public Kernel ffnBwdW2t() { return dynamicMatmul("ffnBwdW2t", d, "dffn", "w2", h, "dsilu"); }
+    public Spec ffnBwdW2t() { return dynamicMatmul("ffnBwdW2t", d, "dffn", "w2", h, "dsilu"); }
 
     /** dh1, dh3 (H,S) with W1, W3 → dx (D,S) = W1ᵀ·dh1 + W3ᵀ·dh3. */
-    public Kernel ffnBwdW13t() { return twoTermMatmul("ffnBwdW13t", h, "dh1", "dh3", "w1", "w3", d); }
+    public Spec ffnBwdW13t() { return twoTermMatmul("ffnBwdW13t", h, "dh1", "dh3", "w1", "w3", d); }
 
     /** α·dx2 (D,S) with Wo → da (Q,S) = Woᵀ·(α·dx2). */
-    public Kernel wotBwd() { return dynamicMatmul("wotBwd", d, "dx2", "wo", q, "da"); }
+    public Spec wotBwd() { return dynamicMatmul("wotBwd", d, "dx2", "wo", q, "da"); }
 
     /** dq (Q,S) with Wq → dx (D,S) = Wqᵀ·dq. */
-    public Kernel qBwd() { return dynamicMatmul("qBwd", q, "dq", "wq", d, "dx"); }
+    public Spec qBwd() { return dynamicMatmul("qBwd", q, "dq", "wq", d, "dx"); }
 
     /** dk, dv (KV,S) with Wk, Wv → dx (D,S) = Wkᵀ·dk + Wvᵀ·dv. */
-    public Kernel kvBwd() { return twoTermMatmul("kvBwd", kv, "dk", "dv", "wk", "wv", d); }
+    public Spec kvBwd() { return twoTermMatmul("kvBwd", kv, "dk", "dv", "wk", "wv", d); }
 
     /** (qRope, kTiled, vTiled, da) each (Q,S) → concat(dv Q, probs NH·S, dp NH·S): probs recomputed, dV = Pᵀ·dA, dP = dA·Vᵀ. */
-    public Kernel sdpaBwd1() {
+    public Spec sdpaBwd1() {
         PackedLayout input = new PackedLayout.Builder().add("q", q).add("k", q).add("v", q).add("da", q).channels(s);
         PackedLayout output = new PackedLayout.Builder().add("dv", q).add("probs", nh * s).add("dp", nh * s).channels(s);
         Program p = Mil.program().function("main", f -> {
@@ -219,11 +255,11 @@ public final class TrainingKernels {
             Value y = f.concat(1, fromHeads(f, dv, q), f.reshape(probs, 1, nh * s, 1, s), f.reshape(dp, 1, nh * s, 1, s));
             f.output(f.named(OUTPUT, y));
         }).build();
-        return new Kernel("sdpaBwd1", p, input, output);
+        return new Spec("sdpaBwd1", p, input, output);
     }
 
     /** (probs, dp) (NH·S,S), (qRope, kTiled) (Q,S) → concat(dq Q, dk Q): dS = P ⊙ (dP − rowsum(P ⊙ dP))·scale, dQ = dS·K, dK = dSᵀ·Q. */
-    public Kernel sdpaBwd2() {
+    public Spec sdpaBwd2() {
         PackedLayout input = new PackedLayout.Builder().add("probs", nh * s).add("dp", nh * s).add("q", q).add("k", q).channels(s);
         PackedLayout output = new PackedLayout.Builder().add("dq", q).add("dk", q).channels(s);
         Program p = Mil.program().function("main", f -> {
@@ -237,14 +273,14 @@ public final class TrainingKernels {
             Value dk = f.matmul(ds, qh, true, false);
             f.output(f.named(OUTPUT, f.concat(1, fromHeads(f, dq, q), fromHeads(f, dk, q))));
         }).build();
-        return new Kernel("sdpaBwd2", p, input, output);
+        return new Spec("sdpaBwd2", p, input, output);
     }
 
     // -----------------------------------------------------------------------------------------------------------------
     // building blocks
 
     /** A4: act (IC,S) with an [IC, OC] weight block → (OC,S) = Wᵀ·act. */
-    private Kernel dynamicMatmul(String name, int ic, String act, String weight, int oc, String result) {
+    private Spec dynamicMatmul(String name, int ic, String act, String weight, int oc, String result) {
         PackedLayout input = new PackedLayout.Builder().add(act, s).add(weight, oc).columns(ic);
         PackedLayout output = new PackedLayout.Builder().add(result, oc).channels(s);
         Program p = Mil.program().function("main", f -> {
@@ -252,11 +288,11 @@ public final class TrainingKernels {
             Value y = project(f, activationT(f, x, ic, 0), x, input, weight, ic, oc);  // (1,1,S,OC)
             f.output(f.named(OUTPUT, fromRows(f, y, oc)));
         }).build();
-        return new Kernel(name, p, input, output);
+        return new Spec(name, p, input, output);
     }
 
     /** A5: act1, act2 (IC,S) with two [IC, OC] blocks → (OC,S) = W1ᵀ·act1 + W2ᵀ·act2. */
-    private Kernel twoTermMatmul(String name, int ic, String act1, String act2, String w1, String w2, int oc) {
+    private Spec twoTermMatmul(String name, int ic, String act1, String act2, String w1, String w2, int oc) {
         PackedLayout input = new PackedLayout.Builder().add(act1, s).add(act2, s).add(w1, oc).add(w2, oc).columns(ic);
         PackedLayout output = new PackedLayout.Builder().add("dx", oc).channels(s);
         Program p = Mil.program().function("main", f -> {
@@ -265,7 +301,7 @@ public final class TrainingKernels {
             Value y2 = project(f, activationT(f, x, ic, s), x, input, w2, ic, oc);
             f.output(f.named(OUTPUT, fromRows(f, f.add(y1, y2), oc)));
         }).build();
-        return new Kernel(name, p, input, output);
+        return new Spec(name, p, input, output);
     }
 
     /** Columns [col, col+S) of x (1,C,1,W) as (1,1,S,C). */

@@ -42,7 +42,7 @@ public final class TrainingStep implements AutoCloseable {
     private final ParameterLayout layout;
     private final int s, d, h, q, kv, v, nl;
     private final Map<String, Kernel> kernels = new java.util.HashMap<>();
-    private final Map<String, TrainingKernels.Kernel> specs = new java.util.HashMap<>();
+    private final Map<String, TrainingKernels.Spec> specs = new java.util.HashMap<>();
     private final Map<String, TensorBuffer> outputs = new java.util.HashMap<>();
     // on demand: one input per weight-bearing kernel, holding the weights of the layer about to run (one layer's fp16
     // copy of the weights at a time, not all L: for stories110m that is 28 MB instead of 340 MB)
@@ -80,7 +80,8 @@ public final class TrainingStep implements AutoCloseable {
     private static final int CLS_BLOCK = 4096;
 
     /** The weight-bearing kernels, staged per layer. */
-    private static final String[] WEIGHTED = {"sdpaFwd", "woFwd", "ffnFused", "ffnBwdW2t", "ffnBwdW13t", "wotBwd", "qBwd", "kvBwd"};
+    private static final String[] WEIGHTED = TrainingKernels.Name.ten().stream()
+            .filter(TrainingKernels.Name::weighted).map(TrainingKernels.Name::id).toArray(String[]::new);
 
     /** Saved forward activations of one layer. */
     private static final class Activations {
@@ -128,7 +129,7 @@ public final class TrainingStep implements AutoCloseable {
         this.kv = config.kvDim();
         this.v = config.vocabSize();
         this.nl = config.nLayers();
-        for (TrainingKernels.Kernel k : new TrainingKernels(config, io, null, threeStage).all()) {
+        for (TrainingKernels.Spec k : new TrainingKernels(config, io, null, threeStage).all()) {
             specs.put(k.name(), k);
             // static mode compiles its own weight-bearing kernels at every stageWeights
             if (!staticWeights || java.util.Arrays.asList(WEIGHTED).indexOf(k.name()) < 0) {

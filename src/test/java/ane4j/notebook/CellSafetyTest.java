@@ -15,12 +15,12 @@ import org.junit.jupiter.api.TestInstance;
 /** Issue 18 rows 6-7 in-process: an interrupted busy cell really stops; System.exit and Runtime.halt are refused. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CellSafetyTest {
-    Ane4jKernel kernel;
+    JupyterKernel kernel;
 
     @BeforeAll
     void start() {
         System.setProperty("ane4j.notebook.interruptGraceMillis", "1000");
-        kernel = Ane4jKernel.create(false);
+        kernel = JupyterKernel.create(false);
         kernel.onStartup();
     }
 
@@ -131,7 +131,7 @@ class CellSafetyTest {
             assertTrue(e.evalue().contains("(3) was refused") && e.evalue().contains("Kernel > Restart"), e.evalue());
         }
         CellError e = assertThrows(CellError.class, () -> kernel.run("int before = 1;\nSystem.exit(3);"));
-        assertTrue(Ane4jKernelTest.text(e).contains("line 2"), "names the line: " + Ane4jKernelTest.text(e));
+        assertTrue(JupyterKernelTest.text(e).contains("line 2"), "names the line: " + JupyterKernelTest.text(e));
         assertEquals(1, kernel.run("before"), "the kernel and its variables survive");
     }
 }

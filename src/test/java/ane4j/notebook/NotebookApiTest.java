@@ -28,7 +28,7 @@ class NotebookApiTest {
     void kernelRunsOnArraysNumbersAndBuffers() {
         Ane.use(new LocalSession(new RefBackend()));
         int before = Ane.liveKernels();
-        NotebookKernel k = Ane.compile(TWICE);
+        CompiledProgram k = Ane.compile(TWICE);
         assertEquals(before + 1, Ane.liveKernels());
         Map<String, TensorBuffer> out = k.run(Map.of("x", new float[] {1, 2.5f, -3, 1e-4f}, "b", 7));
         assertEquals(List.of("y", "b"), List.copyOf(out.keySet()));
@@ -54,7 +54,7 @@ class NotebookApiTest {
     void fluentGraphsCompileAndRun() {
         Ane.use(new LocalSession(new RefBackend()));
         Program g = Mil.program().function("main", f -> f.output(f.relu(f.input("x", Mil.fp16(1, 4, 1, 1))))).build();
-        try (NotebookKernel k = Ane.compile(g)) {
+        try (CompiledProgram k = Ane.compile(g)) {
             assertArrayEquals(new float[] {0, 0, 0.5f, 3}, k.run(-1, -0.5f, 0.5f, 3), 0f);
         }
         assertEquals(g, MilParser.parse(g.toString()), "the shown MIL text parses back to the same graph");

@@ -50,7 +50,7 @@ class WorkerSessionTest {
 
     @Test
     void kernelsRunInTheWorkerAndSurviveAKilledWorker() throws Exception {
-        NotebookKernel k = new NotebookKernel("twice", twice(), session.compile(twice()), "ref");
+        CompiledProgram k = new CompiledProgram("twice", twice(), session.compile(twice()), "ref");
         assertArrayEquals(new float[] {2f, -5f, 6f, 0.5f}, k.run(1f, -2.5f, 3f, 0.25f));
         Session.Status s = session.status();
         long pid = pid(s);
@@ -73,8 +73,8 @@ class WorkerSessionTest {
 
     @Test
     void aDroppedKernelIsReleasedInTheWorker() throws Exception {
-        NotebookKernel kept = new NotebookKernel("kept", twice(), session.compile(twice()), "ref");
-        assertArrayEquals(new float[] {2f, 2f, 2f, 2f}, new NotebookKernel("dropped", twice(), session.compile(twice()), "ref").run(1f, 1f, 1f, 1f));
+        CompiledProgram kept = new CompiledProgram("kept", twice(), session.compile(twice()), "ref");
+        assertArrayEquals(new float[] {2f, 2f, 2f, 2f}, new CompiledProgram("dropped", twice(), session.compile(twice()), "ref").run(1f, 1f, 1f, 1f));
         assertEquals(2, session.supervisor().status().liveKernels());
         for (int i = 0; i < 100 && session.supervisor().status().liveKernels() > 1; i++) {
             System.gc();
@@ -157,7 +157,7 @@ class WorkerSessionTest {
         assertEquals("[train] compileBudget 2 is too small for the static-weights kernels of one step: the worker gave up after 3 restarts "
                 + "without progress at step 0; raise compileBudget", e.getMessage());
         assertEquals(TrainingRun.State.FAILED, r.state());
-        assertArrayEquals(new float[] {2f, 2f, 2f, 2f}, new NotebookKernel("twice", twice(), session.compile(twice()), "ref").run(1f, 1f, 1f, 1f),
+        assertArrayEquals(new float[] {2f, 2f, 2f, 2f}, new CompiledProgram("twice", twice(), session.compile(twice()), "ref").run(1f, 1f, 1f, 1f),
                 "the session stays usable");
     }
 

@@ -33,7 +33,7 @@ class TrainingKernelsChipRulesTest {
             for (boolean threeStage : new boolean[] {false, true})
                 for (boolean stat : new boolean[] {false, true}) {
                     Function<String, float[]> w = stat ? seg -> new float[size(c, seg)] : null;
-                    for (TrainingKernels.Kernel k : new TrainingKernels(c, DType.FP16, w, threeStage).all())
+                    for (TrainingKernels.Spec k : new TrainingKernels(c, DType.FP16, w, threeStage).all())
                         for (Chip chip : Chip.values())
                             for (Violation v : ChipRules.check(k.program(), chip)) {
                                 String mode = (threeStage ? "threestage " : "") + (stat ? "static " : "");

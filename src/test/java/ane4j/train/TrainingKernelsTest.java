@@ -10,18 +10,34 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 class TrainingKernelsTest {
-    private static Map<String, TrainingKernels.Kernel> kernels(String preset) {
+    private static Map<String, TrainingKernels.Spec> kernels(String preset) {
         return new TrainingKernels(ModelConfig.parse(preset)).all().stream()
-                .collect(Collectors.toMap(TrainingKernels.Kernel::name, k -> k));
+                .collect(Collectors.toMap(TrainingKernels.Spec::name, k -> k));
     }
 
-    private static void assertIo(TrainingKernels.Kernel k, int[] in, int[] out) {
+    private static void assertIo(TrainingKernels.Spec k, int[] in, int[] out) {
         Function f = k.program().main();
         assertArrayEquals(in, f.inputs().get(0).shape(), k.name() + " input");
         assertArrayEquals(out, f.outputs().get(0).shape(), k.name() + " output");
         assertEquals(in[1], k.input().channels(), k.name() + " input layout channels");
         assertEquals(in[3], k.input().width(), k.name() + " input layout width");
         assertEquals(out[1], k.output().channels(), k.name() + " output layout channels");
+    }
+
+    /** Every name builds the kernel of that name: the ids metrics, doctor probes and `bench compile` print are the enum's. */
+    @Test
+    void everyNameBuildsTheKernelItNames() {
+        TrainingKernels kernels = new TrainingKernels(ModelConfig.parse("tiny"), ane4j.mil.DType.FP16, null, true);
+        for (TrainingKernels.Name n : TrainingKernels.Name.values()) {
+            assertEquals(n.id(), kernels.build(n).name());
+            assertEquals(n, TrainingKernels.Name.of(n.id()));
+        }
+        assertEquals(java.util.List.of("sdpaFwd", "woFwd", "ffnFused", "ffnBwdW2t", "ffnBwdW13t", "wotBwd", "sdpaBwd1", "sdpaBwd2", "qBwd", "kvBwd"),
+                TrainingKernels.Name.ten().stream().map(TrainingKernels.Name::id).toList());
+        assertEquals(java.util.List.of("sdpaFwd", "woFwd", "ffnFused", "ffnBwdW2t", "ffnBwdW13t", "wotBwd", "qBwd", "kvBwd"),
+                TrainingKernels.Name.ten().stream().filter(TrainingKernels.Name::weighted).map(TrainingKernels.Name::id).toList());
+        var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> kernels.byName("sdpa"));
+        assertEquals("[kernels] no training kernel 'sdpa'; known: [sdpaFwd, woFwd, ffnFused, ffnBwdW2t, ffnBwdW13t, wotBwd, sdpaBwd1, sdpaBwd2, qBwd, kvBwd, attnValues]", e.getMessage());
     }
 
     /** The surface sizes of ane-facts.md §3 (Stories110M; our sdpaFwd drops the xnorm pass-through the CPU already has). */

@@ -96,7 +96,7 @@ class AneBackendAneTest {
     static Stream<Arguments> trainingKernels() {
         List<Arguments> l = new ArrayList<>();
         for (String model : List.of("tiny", "stories110m"))
-            for (TrainingKernels.Kernel k : new TrainingKernels(ModelConfig.parse(model)).all())
+            for (TrainingKernels.Spec k : new TrainingKernels(ModelConfig.parse(model)).all())
                 l.add(Arguments.of(model + "/" + k.name(), k.program()));
         return l.stream();
     }

@@ -87,7 +87,7 @@ class AneBackendContractTest extends FakeRuntimeFixture {
     @Test
     void everyTinyTrainingKernelRoundTripsThroughTheAnePath() {
         List<String> names = new ArrayList<>();
-        for (TrainingKernels.Kernel k : new TrainingKernels(ModelConfig.parse("tiny")).all()) {
+        for (TrainingKernels.Spec k : new TrainingKernels(ModelConfig.parse("tiny")).all()) {
             assertSameAsRef(k.name(), k.program());
             names.add(k.name());
         }
@@ -300,12 +300,12 @@ class AneBackendContractTest extends FakeRuntimeFixture {
 
     @Test
     void aRestartAfterTheBudgetRanOutReloadsAllTenTrainingKernelsWithZeroCompiles() {
-        List<TrainingKernels.Kernel> kernels = new TrainingKernels(ModelConfig.parse("tiny")).all();
+        List<TrainingKernels.Spec> kernels = new TrainingKernels(ModelConfig.parse("tiny")).all();
         assertEquals(10, kernels.size());
         // first worker: budget 8; tiny is MHA with dim == heads·headDim, so woFwd, wotBwd and qBwd are one program
         AneBackend first = new AneBackend(new AneBackend.Options(8L, null, null, 100));
         List<Kernel> live = new ArrayList<>();
-        for (TrainingKernels.Kernel k : kernels) live.add(first.compile(k.program()));
+        for (TrainingKernels.Spec k : kernels) live.add(first.compile(k.program()));
         long distinct = live.stream().map(k -> ((AneKernel) k).program().identifier()).distinct().count();
         assertEquals(first.compileCount(), distinct, "identical programs compiled once");
         assertEquals(10 - distinct, first.sharedLoads());
@@ -317,7 +317,7 @@ class AneBackendContractTest extends FakeRuntimeFixture {
         fake.newProcess();
         int compilesBefore = fake.realCompiles();
         AneBackend restarted = new AneBackend(new AneBackend.Options(8L, null, null, 100));
-        for (TrainingKernels.Kernel k : kernels) {
+        for (TrainingKernels.Spec k : kernels) {
             try (AneKernel a = (AneKernel) restarted.compile(k.program())) {
                 assertNotEquals(AneProgram.Origin.COMPILED, a.origin(), k.name());
                 assertSameOutputsAsRef(k.name(), k.program(), a);
@@ -330,9 +330,9 @@ class AneBackendContractTest extends FakeRuntimeFixture {
 
     @Test
     void aSecondProcessLoadsTheTenTrainingKernelsFromTheSharedDaemonWithoutCompiling() throws Exception {
-        List<TrainingKernels.Kernel> kernels = new TrainingKernels(ModelConfig.parse("tiny")).all();
+        List<TrainingKernels.Spec> kernels = new TrainingKernels(ModelConfig.parse("tiny")).all();
         AneBackend first = backend();
-        for (TrainingKernels.Kernel k : kernels) first.compile(k.program()).close();
+        for (TrainingKernels.Spec k : kernels) first.compile(k.program()).close();
         assertEquals(10, first.compileCount() + first.daemonCacheLoads(), "each closed before the next: none shared");
 
         Path childTmp = Files.createDirectories(tmp.resolve("child-tmp"));
@@ -353,7 +353,7 @@ class AneBackendContractTest extends FakeRuntimeFixture {
             FakeObjc fake = FakeRuntime.compilingInto(Path.of(args[0]));
             AneBackend b = backend();
             int n = 0;
-            for (TrainingKernels.Kernel k : new TrainingKernels(ModelConfig.parse("tiny")).all()) {
+            for (TrainingKernels.Spec k : new TrainingKernels(ModelConfig.parse("tiny")).all()) {
                 b.compile(k.program()).close();
                 n++;
             }

@@ -50,7 +50,7 @@ class TrainingStagingOnFakeTest {
     /** Bytes per step and layer from the kernels' input layouts: {activation columns and weight-free inputs, weights}. */
     static long[] expectedPerLayer(ModelConfig c) {
         long act = 0, w = 0;
-        for (TrainingKernels.Kernel k : new TrainingKernels(c).all()) {
+        for (TrainingKernels.Spec k : new TrainingKernels(c).all()) {
             PackedLayout in = k.input();
             boolean packedColumns = in.width() > c.seqLen();
             for (var seg : in.segments().entrySet()) {

@@ -15,7 +15,7 @@ import java.util.Map;
  * ({@code k.run(Map.of("x", new float[]{…}))}), remembers its program, and shows itself as a table of its inputs and
  * outputs with the MIL below.
  */
-public final class NotebookKernel implements Kernel {
+public final class CompiledProgram implements Kernel {
     private final String name;
     private final Program program;
     private final Kernel kernel;
@@ -27,7 +27,7 @@ public final class NotebookKernel implements Kernel {
     // so a worker does not keep and recompile it
     private static final Cleaner CLEANER = Cleaner.create(Thread.ofPlatform().daemon().name("ane4j-kernel-cleaner").factory());
 
-    NotebookKernel(String name, Program program, Kernel kernel, String backend) {
+    CompiledProgram(String name, Program program, Kernel kernel, String backend) {
         this.name = name;
         this.program = program;
         this.kernel = kernel;

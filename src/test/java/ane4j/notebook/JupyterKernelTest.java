@@ -14,8 +14,8 @@ import tech.tablesaw.api.Table;
 
 /** The kernel in-process, without a Jupyter connection: cells, magics, errors, completion, extension lifecycle. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class Ane4jKernelTest {
-    Ane4jKernel kernel;
+class JupyterKernelTest {
+    JupyterKernel kernel;
 
     /** A cell magic for the test: binds the body (a string) to the variable named by the first argument. */
     static final class EchoMagics {
@@ -33,7 +33,7 @@ class Ane4jKernelTest {
 
     @BeforeAll
     void start() {
-        kernel = Ane4jKernel.create(true);
+        kernel = JupyterKernel.create(true);
         kernel.onStartup();
         new MagicRegistry().add(new EchoMagics()).installInto(kernel, false);
     }
@@ -130,7 +130,7 @@ class Ane4jKernelTest {
     void unknownMagicIsOneLine() {
         MagicException e = assertThrows(MagicException.class, () -> kernel.run("%nosuch 1"));
         assertTrue(e.getMessage().contains("%nosuch") && e.getMessage().contains("%lsmagic"), e.getMessage());
-        CellError c = Ane4jKernel.toCellError(e);
+        CellError c = JupyterKernel.toCellError(e);
         assertEquals(1, c.traceback().size());
     }
 

@@ -7,12 +7,12 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * The Vector API kernel: a 6×(2·L) tile held in 12 vector accumulators (L = lanes of the preferred species, 8 on
+ * The Vector API tile multiplier: a 6×(2·L) tile held in 12 vector accumulators (L = lanes of the preferred species, 8 on
  * AVX2, 16 on AVX-512), one broadcast of A and two loads of B per row and step. 12 + 2 + 1 registers fit AVX2's 16.
  *
  * <p>Only loaded (reflectively, by {@link Blas}) when {@code jdk.incubator.vector} is in the boot layer.
  */
-final class VectorKernel implements JavaSgemm.Kernel {
+final class VectorTileMultiplier implements JavaSgemm.TileMultiplier {
     private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
     private static final int L = S.length();
     static final int MR = 6, NR = 2 * L;

@@ -47,9 +47,9 @@ import org.dflib.jjava.jupyter.messages.request.KernelInfoRequest;
 /**
  * The ane4j Jupyter kernel: JShell cells on jjava-jupyter's protocol layer. This class is the only adapter to the
  * jjava base classes (together with {@link KernelIO}); everything ane4j-specific comes in through {@link Ane4jExtension}.
- * Started by Jupyter with the connection file: {@code java -cp ane4j.jar:lib/* ane4j.notebook.Ane4jKernel FILE}.
+ * Started by Jupyter with the connection file: {@code java -cp ane4j.jar:lib/* ane4j.notebook.JupyterKernel FILE}.
  */
-public final class Ane4jKernel extends BaseKernel {
+public final class JupyterKernel extends BaseKernel {
     /** Magic syntax as in IJava: a line magic at the start of a line or after '=', a cell magic on the first line. */
     static final String LINE_MAGIC_START = "(?<=(?:^|=))\\s*%", CELL_MAGIC_START = "%%";
     private static final Pattern LINE_MAGIC = Pattern.compile("^\\s*%(?!%)(\\w\\S*)(.*)$");
@@ -63,7 +63,7 @@ public final class Ane4jKernel extends BaseKernel {
     private volatile ShellReplyEnvironment runningCell;
     private volatile boolean closing;
 
-    private Ane4jKernel(JShellEvaluator evaluator, KernelIO io, boolean extensions) {
+    private JupyterKernel(JShellEvaluator evaluator, KernelIO io, boolean extensions) {
         super("ane4j", AneMagics.version(), languageInfo(), List.of(new HelpLink("ane4j", "https://github.com/ane4j/ane4j")),
                 null, io, new CommManager(), new Renderer(),
                 new MagicParser(LINE_MAGIC_START, CELL_MAGIC_START, new Transpiler()), new MagicsRegistry(),
@@ -74,11 +74,11 @@ public final class Ane4jKernel extends BaseKernel {
     }
 
     /** A kernel with the core magics; {@link #onStartup()} then installs extensions (ane4j's among them). */
-    public static Ane4jKernel create(boolean extensions) {
+    public static JupyterKernel create(boolean extensions) {
         List<String> opts = new ArrayList<>();
         String extra = System.getenv("ANE4J_COMPILER_OPTS");
         if (extra != null && !extra.isBlank()) opts.addAll(MagicRegistry.splitArgs(extra));
-        Ane4jKernel k = new Ane4jKernel(new JShellEvaluator(opts), new KernelIO(), extensions);
+        JupyterKernel k = new JupyterKernel(new JShellEvaluator(opts), new KernelIO(), extensions);
         Path mavenDir = Path.of(System.getProperty("java.io.tmpdir"), "ane4j-maven-" + ProcessHandle.current().pid());
         MagicRegistry core = new MagicRegistry().add(new CoreMagics(k, new MavenResolver(mavenDir)));
         core.installInto(k, false);
@@ -93,7 +93,7 @@ public final class Ane4jKernel extends BaseKernel {
 
     public static void main(String[] args) throws Exception {
         if (args.length != 1) {
-            System.err.println("usage: java -cp 'ane4j.jar:lib/*' ane4j.notebook.Ane4jKernel CONNECTION_FILE  (Jupyter runs this from kernel.json)");
+            System.err.println("usage: java -cp 'ane4j.jar:lib/*' ane4j.notebook.JupyterKernel CONNECTION_FILE  (Jupyter runs this from kernel.json)");
             System.exit(2);
         }
         if (System.getProperty("java.awt.headless") == null) System.setProperty("java.awt.headless", "true");
@@ -102,7 +102,7 @@ public final class Ane4jKernel extends BaseKernel {
             System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
         KernelConnectionProperties props = KernelConnectionProperties.parse(Files.readString(Path.of(args[0])));
         JupyterConnection connection = new JupyterConnection(props);
-        Ane4jKernel kernel = create(!"0".equals(System.getenv("ANE4J_LOAD_EXTENSIONS")));
+        JupyterKernel kernel = create(!"0".equals(System.getenv("ANE4J_LOAD_EXTENSIONS")));
         kernel.onStartup();
         String cp = System.getenv("ANE4J_CLASSPATH");
         if (cp != null && !cp.isBlank()) {
