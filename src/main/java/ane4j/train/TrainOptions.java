@@ -12,8 +12,9 @@ import java.util.Map;
 public record TrainOptions(
         String model,          // preset name or a config file (ignored when init is given)
         Path init,             // llama2.c .bin or safetensors checkpoint to start from, or null
-        Path data,             // uint16 token shard, or null for the embedded corpus
+        Path data,             // token file (see dataDtype), or null for the embedded corpus
         Path tokenizer,        // tokenizer.bin or tokenizer.json wherever it is, or null (next to data or init, else the embedded one)
+        String dataDtype,      // uint16 (llama2.c/llm.c shards, vocab ≤ 65536) | uint32 (larger vocabularies, e.g. qwen3's 151936)
         int steps,             // micro-steps (one sequence each)
         float lr,              // peak learning rate
         int warmup,            // warm-up micro-steps
@@ -46,6 +47,7 @@ public record TrainOptions(
         m.put("init", "");
         m.put("data", "");
         m.put("tokenizer", "");
+        m.put("dataDtype", "uint16");
         m.put("steps", "2000");
         m.put("lr", "3e-3");
         m.put("warmup", "50");
@@ -80,7 +82,7 @@ public record TrainOptions(
             if (!m.containsKey(key)) throw new IllegalArgumentException("[train] unknown option '" + e.getKey() + "' (options: " + String.join(", ", DEFAULTS.keySet()) + ")");
             m.put(key, e.getValue().trim());
         }
-        TrainOptions o = new TrainOptions(m.get("model"), path(m.get("init")), path(m.get("data")), path(m.get("tokenizer")), integer(m, "steps", 1),
+        TrainOptions o = new TrainOptions(m.get("model"), path(m.get("init")), path(m.get("data")), path(m.get("tokenizer")), oneOf(m, "dataDtype", "uint16", "uint32"), integer(m, "steps", 1),
                 number(m, "lr"), integer(m, "warmup", 0), integer(m, "accum", 1), number(m, "clip"), number(m, "weightDecay"),
                 seed(m), m.get("backend").isEmpty() ? null : oneOf(m, "backend", "ane", "ref"),
                 oneOf(m, "lossScaling", "static", "dynamic", "none"), number(m, "lossScale"), oneOf(m, "storage", "fp16", "fp32"),
@@ -110,6 +112,7 @@ public record TrainOptions(
     public String describe() {
         return String.join("\n", "model = " + model, "init = " + (init == null ? "" : init), "data = " + (data == null ? "embedded corpus" : data),
                 "tokenizer = " + (tokenizer == null ? "" : tokenizer),
+                "dataDtype = " + dataDtype,
                 "steps = " + steps, "lr = " + lr, "warmup = " + warmup, "accum = " + accum, "clip = " + clip, "weightDecay = " + weightDecay,
                 "seed = " + seed, "backend = " + (backend == null ? "auto" : backend), "lossScaling = " + lossScaling, "lossScale = " + lossScale,
                 "storage = " + storage, "weights = " + weights, "attention = " + attention, "runDir = " + runDir, "checkpointEvery = " + checkpointEvery, "keep = " + keep,
