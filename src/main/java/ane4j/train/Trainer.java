@@ -111,7 +111,7 @@ public final class Trainer implements AutoCloseable {
         this.v = new float[layout.size()];
         // data: a token shard, or the embedded corpus with its fitted tokenizer
         if (o.data() != null) {
-            this.data = TokenShard.open(o.data(), config.vocabSize(), config.seqLen());
+            this.data = TokenShard.open(o.data(), config.vocabSize(), config.seqLen(), TokenShard.Dtype.of(o.dataDtype()));
             Path tok = o.data().resolveSibling("tokenizer.bin");
             this.tokenizer = Files.exists(tok) ? Tokenizer.read(tok) : null;
             if (tokenizer != null && tokenizer.vocabSize() < config.vocabSize()) {

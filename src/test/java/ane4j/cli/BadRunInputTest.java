@@ -177,6 +177,6 @@ class BadRunInputTest {
         var llama3 = RunFolderTest.train("--init", miniBin().toString(), "--data", shard.toString(), "--steps", "2",
                 "--run-dir", tmp.resolve("run3").toString(), "--backend", "ref", "--in-process");
         assertEquals(1, llama3.code(), llama3.all());
-        assertTrue(llama3.err().contains("an llm.c Llama 3 shard (magic 20240801") && oneLine(llama3.err()), llama3.err());
+        assertTrue(llama3.err().contains("an llm.c shard of uint32 tokens (magic 20240801, version 7), read as uint16; pass --data-dtype uint32") && oneLine(llama3.err()), llama3.err());
     }
 }
