@@ -37,7 +37,14 @@ public record TrainOptions(
         float valFraction,     // share of a data file held out at its end when no valData is given (0: none, no validation)
         boolean resume,        // continue from the newest readable checkpoint in runDir
         boolean restartFromScratch,  // set the run folder's checkpoints and metrics aside and start at step 0
-        boolean override) {    // resume although optimiser/data settings differ from the run record (the change is recorded)
+        boolean override,      // resume although optimiser/data settings differ from the run record (the change is recorded)
+        int lora,              // LoRA rank: 0 trains every weight; r > 0 freezes the base and trains rank-r adapters
+        float loraAlpha,       // adapter scale α/r (PEFT's lora_alpha)
+        String loraTargets,    // comma list of the adapted matrices, of q,k,v,o,w1,w2,w3 (PEFT's Llama default: q,v)
+        float loraDropout) {   // dropout on the adapters' input (PEFT's lora_dropout), in [0, 1)
+
+    /** The matrices LoRA may adapt, in the order adapters are laid out. */
+    public static final java.util.List<String> LORA_TARGETS = java.util.List.of("q", "k", "v", "o", "w1", "w2", "w3");
 
     public static final Map<String, String> DEFAULTS = defaults();
 
@@ -71,6 +78,10 @@ public record TrainOptions(
         m.put("resume", "false");
         m.put("restartFromScratch", "false");
         m.put("override", "false");
+        m.put("lora", "0");
+        m.put("loraAlpha", "16");
+        m.put("loraTargets", "q,v");
+        m.put("loraDropout", "0");
         return m;
     }
 
@@ -88,9 +99,11 @@ public record TrainOptions(
                 oneOf(m, "lossScaling", "static", "dynamic", "none"), number(m, "lossScale"), oneOf(m, "storage", "fp16", "fp32"),
                 oneOf(m, "weights", "dynamic", "static"), oneOf(m, "attention", "fused", "threestage"), Path.of(m.get("runDir")), integer(m, "checkpointEvery", 0), integer(m, "keep", 1),
                 integer(m, "evalEvery", 0), integer(m, "evalTokens", 1), path(m.get("valData")), number(m, "valFraction"), bool(m, "resume"),
-                bool(m, "restartFromScratch"), bool(m, "override"));
+                bool(m, "restartFromScratch"), bool(m, "override"), integer(m, "lora", 0), number(m, "loraAlpha"), loraTargets(m),
+                number(m, "loraDropout"));
         if (o.valFraction >= 1) throw new IllegalArgumentException("[train] valFraction must be below 1 (the share of the data file held out for validation), got " + o.valFraction);
         if (o.lr <= 0) throw new IllegalArgumentException("[train] lr must be positive, got " + o.lr);
+        if (o.loraDropout >= 1) throw new IllegalArgumentException("[train] loraDropout must be below 1, got " + o.loraDropout);
         return o;
     }
 
@@ -117,7 +130,20 @@ public record TrainOptions(
                 "seed = " + seed, "backend = " + (backend == null ? "auto" : backend), "lossScaling = " + lossScaling, "lossScale = " + lossScale,
                 "storage = " + storage, "weights = " + weights, "attention = " + attention, "runDir = " + runDir, "checkpointEvery = " + checkpointEvery, "keep = " + keep,
                 "evalEvery = " + evalEvery, "evalTokens = " + evalTokens, "valData = " + (valData == null ? "" : valData), "valFraction = " + valFraction, "resume = " + resume,
-                "restartFromScratch = " + restartFromScratch, "override = " + override);
+                "restartFromScratch = " + restartFromScratch, "override = " + override, "lora = " + lora, "loraAlpha = " + loraAlpha,
+                "loraTargets = " + loraTargets, "loraDropout = " + loraDropout);
+    }
+
+    /** The targets as given, without spaces, each one of {@link #LORA_TARGETS} and none twice. */
+    private static String loraTargets(Map<String, String> m) {
+        java.util.List<String> given = new java.util.ArrayList<>();
+        for (String t : m.get("loraTargets").split(",")) {
+            String name = t.trim().toLowerCase(Locale.ROOT);
+            if (!LORA_TARGETS.contains(name) || given.contains(name))
+                throw new IllegalArgumentException("[train] loraTargets = '" + m.get("loraTargets") + "': '" + t.trim() + "' is " + (given.contains(name) ? "given twice" : "not one of " + String.join(",", LORA_TARGETS)));
+            given.add(name);
+        }
+        return String.join(",", given);
     }
 
     private static Path path(String s) { return s.isEmpty() ? null : Path.of(s); }

@@ -88,6 +88,7 @@ public final class Trainer implements AutoCloseable {
     /** @param lockRunDir false in the worker JVM, whose supervisor (in the user's JVM) holds the run folder's lock */
     public Trainer(TrainOptions options, Backend backend, Listener listener, boolean lockRunDir) {
         this.o = options;
+        if (o.lora() > 0) throw new IllegalArgumentException("[train] lora = " + o.lora() + ": LoRA training is not in this build yet; train without lora");
         Listener log = listener != null ? listener : m -> {};
         // model: from a checkpoint file (its config comes with it) or a preset/config file, initialised from the seed
         if (o.init() != null) {
