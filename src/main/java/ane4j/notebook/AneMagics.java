@@ -32,8 +32,5 @@ final class AneMagics {
         value.append(v);
     }
 
-    static String version() {
-        String v = AneMagics.class.getPackage().getImplementationVersion();
-        return v == null ? "dev" : v;
-    }
+    static String version() { return ane4j.train.Version.ane4j(); }
 }

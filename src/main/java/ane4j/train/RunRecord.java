@@ -90,7 +90,7 @@ final class RunRecord {
         String text = "# ane4j training run " + runId + "\n" + o.describe() + "\n[model]\n" + config.toFileText()
                 + "\n[environment]\nbackend = " + backend + "\njava = " + System.getProperty("java.version")
                 + "\nos = " + System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch")
-                + "\nane4j = " + Trainer.version() + "\n\n[history]\n" + String.join("\n", h) + "\n";
+                + "\nane4j = " + Version.ane4j() + "\n\n[history]\n" + String.join("\n", h) + "\n";
         try {
             Files.createDirectories(file.getParent());
             RunFolder.writeAtomically(file, text);

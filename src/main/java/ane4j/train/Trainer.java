@@ -367,11 +367,6 @@ public final class Trainer implements AutoCloseable {
 
     public float[] secondMoments() { return v; }
 
-    static String version() {
-        String v = Trainer.class.getPackage().getImplementationVersion();
-        return v != null ? v : "0.1.0-SNAPSHOT";
-    }
-
     /** Closes the kernels and releases the run folder. */
     @Override public void close() {
         try {
