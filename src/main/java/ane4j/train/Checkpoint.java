@@ -26,6 +26,7 @@ import java.util.zip.CRC32;
  *     1 STATE  : UTF-8 "key=value" lines (model config, step, AdamW step, RNG state, data position, loss-scale state…)
  *     2 PARAMS : f32 weights in the flat parameter layout
  *     3 ADAM_M : f32 first moments      4 ADAM_V : f32 second moments
+ *     5 LORA   : f32 adapters (LoRA runs only; the moments are then the adapters', PARAMS the frozen base)
  * </pre>
  * Written to a temporary file, fsynced, then renamed into place, so a crash never leaves a half-written checkpoint
  * under a checkpoint name; {@link #loadNewest} skips corrupt or truncated files with a warning.
@@ -33,11 +34,13 @@ import java.util.zip.CRC32;
 public final class Checkpoint {
     public static final int VERSION = 1;
     private static final byte[] MAGIC = "ANE4JCKP".getBytes(StandardCharsets.US_ASCII);
-    private static final int TAG_STATE = 1, TAG_PARAMS = 2, TAG_M = 3, TAG_V = 4;
+    private static final int TAG_STATE = 1, TAG_PARAMS = 2, TAG_M = 3, TAG_V = 4, TAG_LORA = 5;
     private static final String PREFIX = "ckpt-", SUFFIX = ".ane4j";
 
     /** What a checkpoint holds: the run state as ordered key/value pairs and the three parameter-sized arrays. */
-    public record Contents(TrainState state, float[] params, float[] m, float[] v) {}
+    public record Contents(TrainState state, float[] params, float[] m, float[] v, float[] lora) {
+        public Contents(TrainState state, float[] params, float[] m, float[] v) { this(state, params, m, v, null); }
+    }
 
     private Checkpoint() {}
 
@@ -51,12 +54,13 @@ public final class Checkpoint {
         try {
             Files.createDirectories(dir);
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
-                ByteBuffer head = le(16).put(MAGIC).putInt(VERSION).putInt(4).flip();
+                ByteBuffer head = le(16).put(MAGIC).putInt(VERSION).putInt(c.lora() == null ? 4 : 5).flip();
                 writeFully(ch, head);
                 writeSection(ch, TAG_STATE, c.state().encode().getBytes(StandardCharsets.UTF_8));
                 writeFloats(ch, TAG_PARAMS, c.params());
                 writeFloats(ch, TAG_M, c.m());
                 writeFloats(ch, TAG_V, c.v());
+                if (c.lora() != null) writeFloats(ch, TAG_LORA, c.lora());
                 ch.force(true);
             }
             try {
@@ -90,9 +94,9 @@ public final class Checkpoint {
             int version = head.getInt(), sections = head.getInt();
             if (version != VERSION)
                 throw new CheckpointFormatException(file + ": checkpoint format version " + version + ", this ane4j reads version " + VERSION + "; retrain or convert it with the ane4j that wrote it");
-            if (sections != 4) throw new CheckpointFormatException(file + ": " + sections + " sections, expected 4");
+            if (sections != 4 && sections != 5) throw new CheckpointFormatException(file + ": " + sections + " sections, expected 4 (5 with LoRA adapters)");
             TrainState state = null;
-            float[] params = null, m = null, v = null;
+            float[] params = null, m = null, v = null, lora = null;
             for (int i = 0; i < sections; i++) {
                 ByteBuffer sh = readFully(ch, 16, file, "section header");
                 int tag = sh.getInt();
@@ -109,14 +113,16 @@ public final class Checkpoint {
                     case TAG_PARAMS -> params = floats(payload, file);
                     case TAG_M -> m = floats(payload, file);
                     case TAG_V -> v = floats(payload, file);
+                    case TAG_LORA -> lora = floats(payload, file);
                     default -> throw new CheckpointFormatException(file + ": unknown section tag " + tag);
                 }
             }
             if (state == null || params == null || m == null || v == null) throw new CheckpointFormatException(file + ": a section is missing");
-            if (m.length != params.length || v.length != params.length) throw new CheckpointFormatException(file + ": moment sizes differ from the parameters");
+            int trained = lora != null ? lora.length : params.length;
+            if (m.length != trained || v.length != trained) throw new CheckpointFormatException(file + ": moment sizes differ from the " + (lora != null ? "adapters" : "parameters"));
             if (state.config().parameterCount() != params.length)
                 throw new CheckpointFormatException(file + ": " + params.length + " parameters, but its model config has " + state.config().parameterCount());
-            return new Contents(state, params, m, v);
+            return new Contents(state, params, m, v, lora);
         } catch (NoSuchFileException e) {
             throw new CheckpointFormatException(file + ": no such file");
         } catch (IOException e) {

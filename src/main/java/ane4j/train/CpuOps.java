@@ -206,26 +206,31 @@ public final class CpuOps {
         });
         double[] sum = new double[seq];
         for (double[] part : sums) for (int j = 0; j < seq; j++) sum[j] += part[j];
+        // the mean over the positions that count, as torch's cross_entropy(ignore_index=-1): a −1 target (a prompt
+        // token under a completion mask) adds nothing to the loss and gets no gradient
+        int counted = 0;
+        for (int j = 0; j < seq; j++) if (targets[j] >= 0) counted++;
+        int n = Math.max(counted, 1);
         double loss = 0;
         for (int j = 0; j < seq; j++) {
             int t = targets[j];
             if (t >= 0) loss -= target[j] - max[j] - Math.log(sum[j]);
         }
         if (dlogits != null) {
-            // dlogits = (softmax − onehot)/S · gradScale
+            // dlogits = (softmax − onehot)/n · gradScale at counted positions, 0 at ignored ones
             float[] mul = new float[seq];
-            for (int j = 0; j < seq; j++) mul[j] = (float) (gradScale / (sum[j] * seq));
+            for (int j = 0; j < seq; j++) mul[j] = targets[j] >= 0 ? (float) (gradScale / (sum[j] * n)) : 0f;
             Parallel.forEach(blocks, b -> {
                 for (int v = vocab * b / blocks, ve = vocab * (b + 1) / blocks; v < ve; v++)
                     for (int j = 0, i = v * seq; j < seq; j++, i++) dlogits[i] *= mul[j];
             });
-            float sub = gradScale / seq;
+            float sub = gradScale / n;
             for (int j = 0; j < seq; j++) {
                 int t = targets[j];
                 if (t >= 0) dlogits[t * seq + j] -= sub;
             }
         }
-        return (float) (loss / seq);
+        return (float) (loss / n);
     }
 
     /** Vocabulary row ranges of {@link #crossEntropy}. */

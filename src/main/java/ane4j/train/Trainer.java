@@ -61,7 +61,8 @@ public final class Trainer implements AutoCloseable {
     private final TrainOptions o;
     private final ModelConfig config;
     private final Parameters params;
-    private final float[] grads, m, v;
+    private final float[] grads, m, v;               // of the trained parameters: the model's, or with LoRA the adapters'
+    private final LoraAdapters lora;                 // null: every weight trains
     private final TokenShard data;
     private final Tokenizer tokenizer;
     private final TrainingStep step;
@@ -88,7 +89,9 @@ public final class Trainer implements AutoCloseable {
     /** @param lockRunDir false in the worker JVM, whose supervisor (in the user's JVM) holds the run folder's lock */
     public Trainer(TrainOptions options, Backend backend, Listener listener, boolean lockRunDir) {
         this.o = options;
-        if (o.lora() > 0) throw new IllegalArgumentException("[train] lora = " + o.lora() + ": LoRA training is not in this build yet; train without lora");
+        if (o.lora() > 0 && o.loraDropout() > 0)
+            throw new IllegalArgumentException("[train] loraDropout = " + o.loraDropout() + ": LoRA dropout is not supported (the adapters are merged into the staged weights, "
+                    + "so the kernels see W + s·B·A, never a dropped-out adapter input); train with loraDropout = 0");
         Listener log = listener != null ? listener : m -> {};
         // model: from a checkpoint file (its config comes with it) or a preset/config file, initialised from the seed
         if (o.init() != null) {
@@ -107,9 +110,12 @@ public final class Trainer implements AutoCloseable {
             this.params = Parameters.init(config, o.seed());
         }
         ParameterLayout layout = params.layout();
-        this.grads = new float[layout.size()];
-        this.m = new float[layout.size()];
-        this.v = new float[layout.size()];
+        // LoRA: the base is frozen, so gradients and AdamW moments exist for the adapters only
+        this.lora = o.lora() > 0 ? LoraAdapters.init(config, o.lora(), o.loraAlpha(), List.of(o.loraTargets().split(",")), o.seed()) : null;
+        int trained = lora != null ? lora.size() : layout.size();
+        this.grads = new float[trained];
+        this.m = new float[trained];
+        this.v = new float[trained];
         // data: a token shard, or the embedded corpus with its fitted tokenizer
         if (o.data() != null) {
             this.data = TokenShard.open(o.data(), config.vocabSize(), config.seqLen(), TokenShard.Dtype.of(o.dataDtype()));
@@ -139,7 +145,7 @@ public final class Trainer implements AutoCloseable {
         try {
             RunRecord record = RunRecord.read(o.runDir());
             String started = startOrResume(log, record);
-            this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"));
+            this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
             step.stageWeights(params.data());
             record.write(o, config, runId, backend.name(), started);
         } catch (RuntimeException | Error e) {
@@ -208,10 +214,15 @@ public final class Trainer implements AutoCloseable {
             throw new CheckpointFormatException(found.file() + " is for model " + describe(c.state().config()) + ", this run's model is " + describe(config)
                     + " (they differ in " + String.join(", ", differences(c.state().config(), config)) + "); resume with the checkpoint's model, or use another --run-dir");
         if (c.params().length != params.data().length) throw new CheckpointFormatException(found.file() + " has " + c.params().length + " parameters, the model " + params.data().length);
+        int have = c.lora() == null ? 0 : c.lora().length, want = lora == null ? 0 : lora.size();
+        if (have != want)
+            throw new CheckpointFormatException(found.file() + (have == 0 ? " is of a full fine-tuning run, this run trains LoRA adapters (" + want + " floats)"
+                    : " holds LoRA adapters of " + have + " floats, this run " + (want == 0 ? "has none" : "needs " + want)) + "; resume with the run's lora, loraTargets settings, or use another --run-dir");
         record.checkSettings(o, log);
         System.arraycopy(c.params(), 0, params.data(), 0, c.params().length);
         System.arraycopy(c.m(), 0, m, 0, m.length);
         System.arraycopy(c.v(), 0, v, 0, v.length);
+        if (lora != null) System.arraycopy(c.lora(), 0, lora.data(), 0, lora.size());
         nextStep = c.state().step();
         adamStep = c.state().adamStep();
         rng.restore(c.state().rngState());
@@ -236,6 +247,9 @@ public final class Trainer implements AutoCloseable {
     public ModelConfig config() { return config; }
 
     public Parameters parameters() { return params; }
+
+    /** The adapters of a LoRA run (trained in place), or null. */
+    public LoraAdapters adapters() { return lora; }
 
     public Tokenizer tokenizer() { return tokenizer; }
 
@@ -298,7 +312,8 @@ public final class Trainer implements AutoCloseable {
                 double ss = AdamW.sumOfSquares(grads, k);
                 if (scaler.afterBackward(Double.isFinite(ss))) {
                     norm = (float) Math.sqrt(ss);
-                    adamw.step(params.layout().views(), params.data(), grads, m, v, ++adamStep, lr, k * AdamW.clipFactor(norm, o.clip()), true);
+                    if (lora != null) adamw.step(lora.views(), lora.data(), grads, m, v, ++adamStep, lr, k * AdamW.clipFactor(norm, o.clip()), true);
+                    else adamw.step(params.layout().views(), params.data(), grads, m, v, ++adamStep, lr, k * AdamW.clipFactor(norm, o.clip()), true);
                     staleWeights = true;
                     divergence.applied();
                 } else {
@@ -339,12 +354,12 @@ public final class Trainer implements AutoCloseable {
      * diagnosis instead and the older checkpoints stay as they are.
      */
     public Path saveCheckpoint(float lastLoss) {
-        float maxAbs = Divergence.maxAbs(params.data());
+        float maxAbs = Divergence.maxAbs(lora != null ? lora.data() : params.data());
         if (Divergence.weightsBad(maxAbs))
             throw diverged("weights beyond the fp16 range (" + (Float.isFinite(maxAbs) ? "|w| = " + Divergence.magnitude(maxAbs) : maxAbs) + ") at the checkpoint");
         if (divergence.lossStreak()) throw diverged("the loss (fp32) was not finite at the last step");
         TrainState st = new TrainState(config, runId, nextStep, adamStep, rng.state(), scaler.scale(), scaler.cleanSteps(), lastLoss);
-        lastCheckpoint = Checkpoint.save(checkpointDir(), new Checkpoint.Contents(st, params.data(), m, v), o.keep());
+        lastCheckpoint = Checkpoint.save(checkpointDir(), new Checkpoint.Contents(st, params.data(), m, v, lora == null ? null : lora.data()), o.keep());
         lastCheckpointStep = nextStep;
         return lastCheckpoint;
     }
@@ -359,7 +374,7 @@ public final class Trainer implements AutoCloseable {
     private TrainingDivergedException diverged(String symptom) {
         String kept = lastCheckpoint != null ? "the last good checkpoint " + lastCheckpoint + " is kept (nothing written after it)"
                 : "no checkpoint was written (none was good)";
-        return new TrainingDivergedException(Divergence.diagnosis(nextStep - 1, symptom, Divergence.maxAbs(params.data()), o, scaler.mode(), scaler.scale(), kept));
+        return new TrainingDivergedException(Divergence.diagnosis(nextStep - 1, symptom, Divergence.maxAbs(lora != null ? lora.data() : params.data()), o, scaler.mode(), scaler.scale(), kept));
     }
 
     /** The AdamW moments (for tests and checkpoints). */

@@ -104,6 +104,11 @@ public final class TrainingStep implements AutoCloseable {
 
     private final Gradients[] gradSets;
 
+    // LoRA (null: every weight trains): the base is frozen, W + s·B·A is staged where W was, adapter gradients replace dW
+    private final LoraAdapters lora;
+    private final float[] frozenNormGrads;             // LoRA: the norm-weight gradients RMSNorm backward computes, unused
+    private final Map<String, float[]> merged = new java.util.concurrent.ConcurrentHashMap<>();   // per target: W_eff (out, in)
+
     public TrainingStep(ModelConfig config, Backend backend, DType io) { this(config, backend, io, false); }
 
     /**
@@ -116,6 +121,17 @@ public final class TrainingStep implements AutoCloseable {
 
     /** @param threeStage scores on the backend, causal mask and softmax on the CPU, P·V on the backend (ane-facts.md §5.5) */
     public TrainingStep(ModelConfig config, Backend backend, DType io, boolean staticWeights, boolean threeStage) {
+        this(config, backend, io, staticWeights, threeStage, null);
+    }
+
+    /**
+     * @param lora adapters to train instead of the model's weights, or null. With adapters {@code grads} of
+     *             {@link #forwardBackward} is laid out as {@link LoraAdapters#data()}: no gradient of a frozen weight is formed
+     */
+    public TrainingStep(ModelConfig config, Backend backend, DType io, boolean staticWeights, boolean threeStage, LoraAdapters lora) {
+        if (lora != null && !lora.config().equals(config)) throw new IllegalArgumentException("[lora] the adapters are for model " + lora.config().name() + ", not " + config.name());
+        this.lora = lora;
+        this.frozenNormGrads = lora != null ? new float[Math.max(config.dim(), config.headDim())] : null;
         this.threeStage = threeStage;
         this.c = config;
         this.backend = backend;
@@ -237,9 +253,9 @@ public final class TrainingStep implements AutoCloseable {
     private void stageLayer(TensorBuffer in, String kernel, ParameterLayout.Layer w, float[] params) {
         switch (kernel) {
             case "sdpaFwd" -> {
-                parallel(() -> stageTransposed(in, col(kernel, "wqT"), params, w.wq()),                // channel d, column o ← wq[o, d]
-                        () -> stageTransposed(in, col(kernel, "wkT"), params, w.wk()),
-                        () -> stageTransposed(in, col(kernel, "wvT"), params, w.wv()));
+                parallel(() -> stageTransposed(in, col(kernel, "wqT"), weight(params, w, "q")),                // channel d, column o ← wq[o, d]
+                        () -> stageTransposed(in, col(kernel, "wkT"), weight(params, w, "k")),
+                        () -> stageTransposed(in, col(kernel, "wvT"), weight(params, w, "v")));
                 if (c.qkNorm()) {
                     int hd = c.headDim(), at = col(kernel, "qkNorm");
                     in.writeColumns(0, 1, at, hd, params, w.qNorm().offset(), hd);
@@ -247,17 +263,29 @@ public final class TrainingStep implements AutoCloseable {
                     weightBytes.add(2L * hd * in.dtype().byteSize());
                 }
             }
-            case "woFwd" -> stageTransposed(in, col(kernel, "woT"), params, w.wo());
-            case "ffnFused" -> parallel(() -> stageTransposed(in, col(kernel, "w1T"), params, w.w1()),
-                    () -> stageTransposed(in, col(kernel, "w3T"), params, w.w3()),
-                    () -> stage(in, col(kernel, "w2"), params, w.w2()));
-            case "ffnBwdW2t" -> stage(in, col(kernel, "w2"), params, w.w2());
-            case "ffnBwdW13t" -> parallel(() -> stage(in, col(kernel, "w1"), params, w.w1()), () -> stage(in, col(kernel, "w3"), params, w.w3()));
-            case "wotBwd" -> stage(in, col(kernel, "wo"), params, w.wo());
-            case "qBwd" -> stage(in, col(kernel, "wq"), params, w.wq());
-            case "kvBwd" -> parallel(() -> stage(in, col(kernel, "wk"), params, w.wk()), () -> stage(in, col(kernel, "wv"), params, w.wv()));
+            case "woFwd" -> stageTransposed(in, col(kernel, "woT"), weight(params, w, "o"));
+            case "ffnFused" -> parallel(() -> stageTransposed(in, col(kernel, "w1T"), weight(params, w, "w1")),
+                    () -> stageTransposed(in, col(kernel, "w3T"), weight(params, w, "w3")),
+                    () -> stage(in, col(kernel, "w2"), weight(params, w, "w2")));
+            case "ffnBwdW2t" -> stage(in, col(kernel, "w2"), weight(params, w, "w2"));
+            case "ffnBwdW13t" -> parallel(() -> stage(in, col(kernel, "w1"), weight(params, w, "w1")), () -> stage(in, col(kernel, "w3"), weight(params, w, "w3")));
+            case "wotBwd" -> stage(in, col(kernel, "wo"), weight(params, w, "o"));
+            case "qBwd" -> stage(in, col(kernel, "wq"), weight(params, w, "q"));
+            case "kvBwd" -> parallel(() -> stage(in, col(kernel, "wk"), weight(params, w, "k")), () -> stage(in, col(kernel, "wv"), weight(params, w, "v")));
             default -> throw new IllegalArgumentException(kernel);
         }
+    }
+
+    /** A matrix to stage: where it lives and its view there. */
+    private record Weight(float[] array, ParameterView view) {}
+
+    /** Layer w's matrix of a LoRA target (q … w3): W from params, or W + s·B·A merged into a scratch when adapted. */
+    private Weight weight(float[] params, ParameterLayout.Layer w, String target) {
+        ParameterView m = LoraAdapters.baseMatrix(w, target);
+        if (lora == null || !lora.adapts(target)) return new Weight(params, m);
+        float[] dst = merged.computeIfAbsent(target, t -> new float[m.size()]);
+        lora.merge(dst, params, w.index(), target);
+        return new Weight(dst, new ParameterView(m.name(), 0, m.shape(), m.decay()));
     }
 
     private static void parallel(Runnable... jobs) { Parallel.forEach(jobs.length, i -> jobs[i].run()); }
@@ -282,20 +310,23 @@ public final class TrainingStep implements AutoCloseable {
     /** The block a weight segment holds, as it would be staged: "wqT" = wqᵀ (D, Q); "w2" = w2 as stored; "qNorm" = qNorm. */
     private float[] staticBlock(ParameterLayout.Layer w, String seg, float[] params) {
         boolean transposed = seg.endsWith("T");
-        ParameterView m = switch (transposed ? seg.substring(0, seg.length() - 1) : seg) {
-            case "wq" -> w.wq(); case "wk" -> w.wk(); case "wv" -> w.wv(); case "wo" -> w.wo();
-            case "w1" -> w.w1(); case "w2" -> w.w2(); case "w3" -> w.w3();
-            case "qNorm" -> w.qNorm(); case "kNorm" -> w.kNorm();
+        Weight wt = switch (transposed ? seg.substring(0, seg.length() - 1) : seg) {
+            case "wq" -> weight(params, w, "q"); case "wk" -> weight(params, w, "k"); case "wv" -> weight(params, w, "v"); case "wo" -> weight(params, w, "o");
+            case "w1" -> weight(params, w, "w1"); case "w2" -> weight(params, w, "w2"); case "w3" -> weight(params, w, "w3");
+            case "qNorm" -> new Weight(params, w.qNorm()); case "kNorm" -> new Weight(params, w.kNorm());
             default -> throw new IllegalArgumentException("[train] no weight for segment " + seg);
         };
-        float[] out = new float[m.size()];
-        if (!transposed) System.arraycopy(params, m.offset(), out, 0, m.size());
-        else for (int i = 0; i < m.rows(); i++) for (int j = 0; j < m.cols(); j++) out[j * m.rows() + i] = params[m.offset() + i * m.cols() + j];
+        ParameterView m = wt.view();
+        float[] src = wt.array(), out = new float[m.size()];
+        if (!transposed) System.arraycopy(src, m.offset(), out, 0, m.size());
+        else for (int i = 0; i < m.rows(); i++) for (int j = 0; j < m.cols(); j++) out[j * m.rows() + i] = src[m.offset() + i * m.cols() + j];
         return out;
     }
 
     /** Matrix (rows, cols) as stored: channel r, columns [at, at+cols); blocks of rows in parallel. */
-    private void stage(TensorBuffer dst, int at, float[] params, ParameterView m) {
+    private void stage(TensorBuffer dst, int at, Weight wt) {
+        float[] params = wt.array();
+        ParameterView m = wt.view();
         int rows = m.rows(), cols = m.cols(), blocks = (rows + STAGE_ROWS - 1) / STAGE_ROWS;
         weightBytes.add((long) rows * cols * dst.dtype().byteSize());
         Parallel.forEach(blocks, b -> {
@@ -308,7 +339,9 @@ public final class TrainingStep implements AutoCloseable {
     private static final int STAGE_ROWS = 64;
 
     /** Matrix (rows, cols) transposed: channel j, column at+i ← m[i, j]; strips of STAGE_ROWS channels in parallel. */
-    private void stageTransposed(TensorBuffer dst, int at, float[] params, ParameterView m) {
+    private void stageTransposed(TensorBuffer dst, int at, Weight wt) {
+        float[] params = wt.array();
+        ParameterView m = wt.view();
         int rows = m.rows(), cols = m.cols(), off = m.offset(), strips = (cols + STAGE_ROWS - 1) / STAGE_ROWS;
         weightBytes.add((long) rows * cols * dst.dtype().byteSize());
         Parallel.forEach(strips, b -> {
@@ -326,8 +359,14 @@ public final class TrainingStep implements AutoCloseable {
     // -----------------------------------------------------------------------------------------------------------------
     // one sequence: forward, loss, backward; gradients (times lossScale) are ACCUMULATED into grads
 
+    /**
+     * @param targets the next token at each position, or −1 where the loss does not count (a prompt token under a
+     *                completion mask): the loss is the mean over the counted positions, as torch's ignore_index
+     */
     public float forwardBackward(float[] params, float[] grads, int[] tokens, int[] targets, float lossScale) {
         if (tokens.length != s || targets.length != s) throw new IllegalArgumentException("[train] expected " + s + " tokens and targets, got " + tokens.length + " and " + targets.length);
+        int gradCount = lora == null ? layout.size() : lora.size();
+        if (grads.length != gradCount) throw new IllegalArgumentException("[train] grads has " + grads.length + " floats, " + (lora == null ? "the model " : "the adapters ") + gradCount);
         for (int t = 0; t < s; t++)
             if (targets[t] < -1 || targets[t] >= v)
                 throw new IllegalArgumentException("[train] target " + targets[t] + " at position " + t + " is outside the vocabulary of " + v + " (−1 means ignore); check the data's tokenizer against the model's vocabSize");
@@ -405,13 +444,13 @@ public final class TrainingStep implements AutoCloseable {
             int vb = Math.min(CLS_BLOCK, v - v0);
             Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, vb, 1f, params, cls.offset() + v0 * d, d, dlogits, v0 * s, s, v0 == 0 ? 0f : 1f, dxf, 0, s);
         }
-        dw(() -> {
+        if (lora == null) dw(() -> {
             for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
                 int vb = Math.min(CLS_BLOCK, v - v0);
                 Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, vb, d, s, 1f, dlogits, v0 * s, s, last.xnorm, 0, s, 1f, grads, cls.offset() + v0 * d, d);
             }
         });
-        CpuOps.rmsnormBackward(dy, grads, layout.rmsFinal().offset(), dxf, last.x, params, layout.rmsFinal().offset(), last.rrmsAtt, d, s);
+        CpuOps.rmsnormBackward(dy, normGrads(grads), normOffset(layout.rmsFinal()), dxf, last.x, params, layout.rmsFinal().offset(), last.rrmsAtt, d, s);
         add(Phase.CLASSIFIER, tc);
 
         // transformer blocks in reverse
@@ -423,22 +462,22 @@ public final class TrainingStep implements AutoCloseable {
             // FFN: dffn = α·dy → dgate = W2ᵀ·dffn
             for (int i = 0; i < d * s; i++) g.dffn[i] = alpha * dy[i];
             read(run("ffnBwdW2t", l, input(l, "ffnBwdW2t"), 0, g.dffn, Phase.BACKWARD_BACKEND), 0, g.dgate);
-            dw(() -> dW(grads, w.w2(), g.dffn, a.gate));                                   // dW2 (D,H) += dffn·gateᵀ
+            dw(() -> weightGrad(grads, w, "w2", g.dffn, a.gate));                          // dW2 (D,H) += dffn·gateᵀ
             long t0 = System.nanoTime();
             CpuOps.swigluBackward(g.dh1, g.dh3, g.dgate, a.h1, a.h3, h * s);
             add(Phase.CPU, t0);
             TensorBuffer w13 = input(l, "ffnBwdW13t");
             writeActivation(w13, h, col("ffnBwdW13t", "dh3"), g.dh3);
             read(run("ffnBwdW13t", l, w13, 0, g.dh1, Phase.BACKWARD_BACKEND), 0, dtmp);
-            dw(() -> { dW(grads, w.w1(), g.dh1, a.x2norm); dW(grads, w.w3(), g.dh3, a.x2norm); });
+            dw(() -> { weightGrad(grads, w, "w1", g.dh1, a.x2norm); weightGrad(grads, w, "w3", g.dh3, a.x2norm); });
             // dx2 = rmsnorm_bwd(dffn path) + dy (residual)
             long t1 = System.nanoTime();
-            CpuOps.rmsnormBackward(g.dx2, grads, w.rmsFfn().offset(), dtmp, a.x2, params, w.rmsFfn().offset(), a.rrmsFfn, d, s);
+            CpuOps.rmsnormBackward(g.dx2, normGrads(grads), normOffset(w.rmsFfn()), dtmp, a.x2, params, w.rmsFfn().offset(), a.rrmsFfn, d, s);
             for (int i = 0; i < d * s; i++) { g.dx2[i] += dy[i]; g.dO[i] = alpha * g.dx2[i]; }
             add(Phase.CPU, t1);
             // attention output projection: da = Woᵀ·(α·dx2)
             read(run("wotBwd", l, input(l, "wotBwd"), 0, g.dO, Phase.BACKWARD_BACKEND), 0, da);
-            dw(() -> dW(grads, w.wo(), g.dO, a.attn));                                      // dWo (D,Q) += α·dx2·attnᵀ
+            dw(() -> weightGrad(grads, w, "o", g.dO, a.attn));                             // dWo (D,Q) += α·dx2·attnᵀ
             // attention core: recompute probs, dV, dP (sdpaBwd1), then dQ, dK (sdpaBwd2), on heads tiled to NH
             long t2 = System.nanoTime();
             CpuOps.tileKv(kTiled, a.kRope, c.nHeads(), c.nKvHeads(), c.headDim(), s);
@@ -470,13 +509,13 @@ public final class TrainingStep implements AutoCloseable {
             CpuOps.ropeBackward(g.dq, c, c.nHeads(), cos, sin);
             CpuOps.ropeBackward(g.dk, c, c.nKvHeads(), cos, sin);
             if (c.qkNorm()) {
-                CpuOps.headNormBackward(dqRaw, grads, w.qNorm().offset(), g.dq, a.qRaw, params, w.qNorm().offset(), c.nHeads(), c.headDim(), s, c.normEps());
-                CpuOps.headNormBackward(dkRaw, grads, w.kNorm().offset(), g.dk, a.kRaw, params, w.kNorm().offset(), c.nKvHeads(), c.headDim(), s, c.normEps());
+                CpuOps.headNormBackward(dqRaw, normGrads(grads), normOffset(w.qNorm()), g.dq, a.qRaw, params, w.qNorm().offset(), c.nHeads(), c.headDim(), s, c.normEps());
+                CpuOps.headNormBackward(dkRaw, normGrads(grads), normOffset(w.kNorm()), g.dk, a.kRaw, params, w.kNorm().offset(), c.nKvHeads(), c.headDim(), s, c.normEps());
                 System.arraycopy(dqRaw, 0, g.dq, 0, q * s);
                 System.arraycopy(dkRaw, 0, g.dk, 0, kv * s);
             }
             add(Phase.CPU, t4);
-            g.lastReader = dw(() -> { dW(grads, w.wq(), g.dq, a.xnorm); dW(grads, w.wk(), g.dk, a.xnorm); dW(grads, w.wv(), g.dv, a.xnorm); });
+            g.lastReader = dw(() -> { weightGrad(grads, w, "q", g.dq, a.xnorm); weightGrad(grads, w, "k", g.dk, a.xnorm); weightGrad(grads, w, "v", g.dv, a.xnorm); });
             // dx through the projections: Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv
             read(run("qBwd", l, input(l, "qBwd"), 0, g.dq, Phase.BACKWARD_BACKEND), 0, dxq);
             TensorBuffer kvIn = input(l, "kvBwd");
@@ -485,14 +524,14 @@ public final class TrainingStep implements AutoCloseable {
             long t5 = System.nanoTime();
             for (int i = 0; i < d * s; i++) dtmp[i] += dxq[i];
             // dy_prev = rmsnorm_bwd(dx_attn) + dx2 (residual); dy is not read after this point of the layer, so it is reused
-            CpuOps.rmsnormBackward(dy, grads, w.rmsAtt().offset(), dtmp, a.x, params, w.rmsAtt().offset(), a.rrmsAtt, d, s);
+            CpuOps.rmsnormBackward(dy, normGrads(grads), normOffset(w.rmsAtt()), dtmp, a.x, params, w.rmsAtt().offset(), a.rrmsAtt, d, s);
             for (int i = 0; i < d * s; i++) dy[i] += g.dx2[i];
             add(Phase.CPU, t5);
         }
 
         // every dW must land before the embedding scatter touches the (possibly tied) embedding gradient
         waitForDw();
-        for (int t = 0; t < s; t++) {
+        if (lora == null) for (int t = 0; t < s; t++) {
             int off = emb.offset() + tokens[t] * d;
             for (int ch = 0; ch < d; ch++) grads[off + ch] += dy[ch * s + t];
         }
@@ -523,6 +562,17 @@ public final class TrainingStep implements AutoCloseable {
         add(Phase.CPU, t0);
         read(eval("attnValues", -1, valuesIn, Phase.FORWARD_BACKEND), 0, a.attn);
     }
+
+    /** The gradient of one projection: dW in full training; with LoRA the adapters' (if it is adapted), never the frozen dW. */
+    private void weightGrad(float[] grads, ParameterLayout.Layer w, String target, float[] dY, float[] x) {
+        if (lora == null) dW(grads, LoraAdapters.baseMatrix(w, target), dY, x);
+        else if (lora.adapts(target)) lora.accumulateGradients(grads, w.index(), target, dY, x);
+    }
+
+    /** Where RMSNorm/QK-norm backward accumulate the norm weight's gradient: grads, or with LoRA (frozen norms) a scratch. */
+    private float[] normGrads(float[] grads) { return lora == null ? grads : frozenNormGrads; }
+
+    private int normOffset(ParameterView norm) { return lora == null ? norm.offset() : 0; }
 
     /** dW (out,in) += dY (out,S) · Xᵀ (S,in). */
     private void dW(float[] grads, ParameterView w, float[] dY, float[] x) {

@@ -1,0 +1,116 @@
+package ane4j.train;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ane4j.backend.ref.RefBackend;
+import ane4j.golden.GoldenSafetensors;
+import ane4j.golden.TensorCheck;
+import ane4j.mil.DType;
+import ane4j.model.ModelConfig;
+import ane4j.model.ParameterLayout;
+import ane4j.model.ParameterView;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The LoRA step (adapters merged into the staged weights, adapter gradients from the step's dY and x, frozen base)
+ * against a PyTorch LoRA (tools/gen_lora_golden.py): loss, every adapter gradient, 10 AdamW steps; llama_qvo1 adapts
+ * q,v,o,w1 with the loss on every position, qwen3_all adapts all seven projections with the loss only on the completion.
+ */
+class LoraGoldenTest {
+    // fp32 storage: only summation order (and W + s·B·A merged before the product) differs from PyTorch
+    static final float LOSS_TOL_FP32 = 1e-5f, GRAD_TOL_FP32 = 2e-5f, STEP_LOSS_TOL_FP32 = 1e-4f, FINAL_TOL_FP32 = 5e-5f;
+    // fp16 storage (as the ANE): every kernel tensor, the merged weights among them, rounded to fp16
+    static final float LOSS_TOL_FP16 = 5e-3f, GRAD_REL_TOL_FP16 = 0.03f, STEP_LOSS_TOL_FP16 = 1e-2f;
+
+    record Case(GoldenSafetensors g, ModelConfig config, ParameterLayout layout, float[] base, LoraAdapters adapters) {
+        float meta(String k) { return Float.parseFloat(g.metadata().get(k)); }
+    }
+
+    static Case load(String name) {
+        GoldenSafetensors g = GoldenSafetensors.load("golden/lora/" + name + ".safetensors");
+        ModelConfig c = TrainingGoldenTest.config(g);
+        ParameterLayout layout = new ParameterLayout(c);
+        LoraAdapters ad = new LoraAdapters(c, Integer.parseInt(g.metadata().get("rank")), Float.parseFloat(g.metadata().get("alpha")),
+                List.of(g.metadata().get("targets").split(",")));
+        for (ParameterView v : ad.views()) System.arraycopy(g.f32(v.name()), 0, ad.data(), v.offset(), v.size());
+        assertEquals(List.of(g.metadata().get("adapters").split(",")), ad.views().stream().map(ParameterView::name).toList(), "adapter layout");
+        return new Case(g, c, layout, TrainingGoldenTest.params(g, layout), ad);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"llama_qvo1", "qwen3_all"})
+    void lossAndAdapterGradientsMatchPyTorchInFp32(String name) {
+        Case k = load(name);
+        float[] base = k.base().clone(), grads = new float[k.adapters().size()];
+        try (TrainingStep step = new TrainingStep(k.config(), new RefBackend(RefBackend.Options.FP32_STORAGE), DType.FP32, false, false, k.adapters())) {
+            step.stageWeights(base);
+            float loss = step.forwardBackward(base, grads, k.g().i32("tokens"), k.g().i32("targets"), 1f);
+            assertEquals(k.g().f32("loss")[0], loss, LOSS_TOL_FP32, "loss");
+            for (ParameterView v : k.adapters().views())
+                TensorCheck.checkTensor(name + " grad." + v.name(), k.g().f32("grad." + v.name()), Arrays.copyOfRange(grads, v.offset(), v.end()), GRAD_TOL_FP32, 0);
+        }
+        assertArrayEquals(k.base(), base, "the base weights are frozen");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"llama_qvo1", "qwen3_all"})
+    void tenAdamWStepsFollowPyTorchInFp32(String name) {
+        Case k = load(name);
+        float[] losses = tenSteps(k, new RefBackend(RefBackend.Options.FP32_STORAGE), DType.FP32, 1f);
+        float[] expected = k.g().f32("losses");
+        for (int t = 0; t < expected.length; t++) assertEquals(expected[t], losses[t], STEP_LOSS_TOL_FP32, "loss before AdamW step " + t);
+        for (ParameterView v : k.adapters().views())
+            TensorCheck.checkTensor(name + " final." + v.name(), k.g().f32("final." + v.name()), Arrays.copyOfRange(k.adapters().data(), v.offset(), v.end()), FINAL_TOL_FP32, 0);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"llama_qvo1", "qwen3_all"})
+    void fp16StorageStaysWithinItsBounds(String name) {
+        Case k = load(name);
+        float scale = 256f * k.config().nLayers();
+        float[] grads = new float[k.adapters().size()];
+        try (TrainingStep step = new TrainingStep(k.config(), new RefBackend(RefBackend.Options.ANE_LIKE), DType.FP16, false, false, k.adapters())) {
+            step.stageWeights(k.base());
+            float loss = step.forwardBackward(k.base(), grads, k.g().i32("tokens"), k.g().i32("targets"), scale);
+            assertEquals(k.g().f32("loss")[0], loss, LOSS_TOL_FP16, "loss");
+            for (ParameterView v : k.adapters().views()) {
+                double rel = relativeL2(k.g().f32("grad." + v.name()), grads, v.offset(), 1 / scale);
+                assertTrue(rel < GRAD_REL_TOL_FP16, name + " grad." + v.name() + ": relative L2 error " + rel);
+            }
+        }
+        float[] losses = tenSteps(load(name), new RefBackend(RefBackend.Options.ANE_LIKE), DType.FP16, scale);
+        float[] expected = k.g().f32("losses");
+        for (int t = 0; t < expected.length; t++) assertEquals(expected[t], losses[t], STEP_LOSS_TOL_FP16, "fp16 loss before AdamW step " + t);
+    }
+
+    /** As the Trainer updates: unscale, norm, clip + AdamW over the adapters only, zero the gradients. */
+    static float[] tenSteps(Case k, RefBackend backend, DType io, float lossScale) {
+        float[] base = k.base(), ad = k.adapters().data();
+        float[] grads = new float[ad.length], m = new float[ad.length], v = new float[ad.length], losses = new float[10];
+        AdamW adamw = new AdamW(k.meta("beta1"), k.meta("beta2"), k.meta("eps"), k.meta("weightDecay"));
+        try (TrainingStep step = new TrainingStep(k.config(), backend, io, false, false, k.adapters())) {
+            for (int t = 0; t < losses.length; t++) {
+                step.stageWeights(base);
+                losses[t] = step.forwardBackward(base, grads, k.g().i32("tokens"), k.g().i32("targets"), lossScale);
+                float norm = (float) Math.sqrt(AdamW.sumOfSquares(grads, 1 / lossScale));
+                adamw.step(k.adapters().views(), ad, grads, m, v, t + 1, k.meta("lr"), AdamW.clipFactor(norm, k.meta("clip")) / lossScale, true);
+            }
+        }
+        return losses;
+    }
+
+    static double relativeL2(float[] expected, float[] got, int offset, float mul) {
+        double num = 0, den = 0;
+        for (int i = 0; i < expected.length; i++) {
+            double d = expected[i] - got[offset + i] * mul;
+            num += d * d;
+            den += (double) expected[i] * expected[i];
+        }
+        return Math.sqrt(num / Math.max(den, 1e-30));
+    }
+}

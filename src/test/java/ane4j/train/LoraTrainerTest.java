@@ -1,0 +1,85 @@
+package ane4j.train;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ane4j.backend.ref.RefBackend;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A LoRA run through the Trainer: frozen base, adapter-sized state, the loss falls, resume is bit-identical. */
+class LoraTrainerTest {
+    @TempDir Path dir;
+
+    private TrainOptions options(Path runDir, int steps, String... kv) {
+        var m = new java.util.LinkedHashMap<String, String>(Map.of("steps", Integer.toString(steps), "runDir", runDir.toString(),
+                "checkpointEvery", "10", "warmup", "5", "lora", "4", "loraTargets", "q,k,v,o,w1,w2,w3", "lr", "1e-2"));
+        for (int i = 0; i < kv.length; i += 2) m.put(kv[i], kv[i + 1]);
+        return TrainOptions.of(m);
+    }
+
+    private static RefBackend ref() { return new RefBackend(RefBackend.Options.ANE_LIKE); }
+
+    @Test
+    void baseStaysFrozenAndOnlyAdaptersHaveState() {
+        float[] base;
+        try (Trainer full = new Trainer(TrainOptions.of(Map.of("steps", "1", "runDir", dir.resolve("base").toString())), ref(), null)) {
+            base = full.parameters().data().clone();           // the same seed initialises the same model
+        }
+        try (Trainer t = new Trainer(options(dir.resolve("run"), 60), ref(), null)) {
+            LoraAdapters ad = t.adapters();
+            assertEquals(ad.size(), t.firstMoments().length, "AdamW moments for the adapters only");
+            assertTrue(ad.size() < base.length / 5, ad.size() + " adapter floats vs " + base.length);
+            List<Trainer.StepMetrics> h = t.run(null, 0);
+            assertArrayEquals(base, t.parameters().data(), "the base weights are frozen");
+            double first = 0, last = 0;
+            for (int i = 0; i < 10; i++) { first += h.get(i).loss(); last += h.get(h.size() - 1 - i).loss(); }
+            // a random base with a frozen classifier learns slowly: measured 6.198 → 6.116 (deterministic, seeded)
+            assertTrue(last < 0.99 * first, "adapters alone lower the loss: " + first / 10 + " → " + last / 10);
+            boolean bMoved = false;
+            for (var v : ad.views()) if (v.name().endsWith("loraB")) for (int i = v.offset(); i < v.end(); i++) bMoved |= ad.data()[i] != 0;
+            assertTrue(bMoved, "B starts at zero (PEFT) and trains");
+        }
+    }
+
+    @Test
+    void resumedLoraRunIsBitIdentical() {
+        float[] adapters, m;
+        List<Float> losses = new ArrayList<>();
+        try (Trainer t = new Trainer(options(dir.resolve("a"), 30, "accum", "2"), ref(), null)) {
+            for (var s : t.run(null, 0)) losses.add(s.loss());
+            adapters = t.adapters().data().clone();
+            m = t.firstMoments().clone();
+        }
+        try (Trainer t = new Trainer(options(dir.resolve("b"), 30, "accum", "2"), ref(), null)) {
+            t.run(null, 15);           // a checkpoint at 10; steps 10..14 are lost with the "crash"
+        }
+        List<Float> resumed = new ArrayList<>();
+        try (Trainer t = new Trainer(options(dir.resolve("b"), 30, "accum", "2", "resume", "true"), ref(), null)) {
+            assertEquals(10, t.nextStep());
+            for (var s : t.run(null, 0)) resumed.add(s.loss());
+            assertArrayEquals(adapters, t.adapters().data());
+            assertArrayEquals(m, t.firstMoments());
+        }
+        assertEquals(losses, resumed);
+    }
+
+    @Test
+    void aFullCheckpointIsNotResumedAsLoraAndDropoutIsRefused() {
+        try (Trainer t = new Trainer(TrainOptions.of(Map.of("steps", "2", "runDir", dir.resolve("full").toString())), ref(), null)) {
+            t.run(null, 0);
+        }
+        var e = assertThrows(CheckpointFormatException.class, () -> new Trainer(options(dir.resolve("full"), 4, "resume", "true", "override", "true"), ref(), null));
+        assertTrue(e.getMessage().contains("is of a full fine-tuning run, this run trains LoRA adapters"), e.getMessage());
+        assertFalse(e.getMessage().contains("\n"));
+        var d = assertThrows(IllegalArgumentException.class, () -> new Trainer(options(dir.resolve("drop"), 4, "loraDropout", "0.1"), ref(), null));
+        assertTrue(d.getMessage().startsWith("[train] loraDropout = 0.1: LoRA dropout is not supported"), d.getMessage());
+    }
+}

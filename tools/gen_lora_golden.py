@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""LoRA training golden files for ane4j (LoraGoldenTest), on the models of tools/gen_golden.py.
+
+The same base weights and tokens as gen_golden.py; low-rank adapters A (r, in), B (out, r) on the targeted projections,
+computed as Hugging Face PEFT's LoraLayer computes them (no peft needed):
+
+    y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ,   s = alpha / r            (lora_dropout 0)
+
+only the adapters are parameters (the base is frozen: no gradient, no AdamW moments), AdamW as torch.optim.AdamW with
+weight decay on every adapter tensor, global-norm clipping over the adapters. Writes
+src/test/resources/golden/lora/<case>.safetensors (layout in tools/TRAINING-GOLDEN.md, "LoRA goldens").
+
+  llama_qvo1   llama config, targets q,v,o,w1, loss on every position
+  qwen3_all    qwen3 config (GQA, QK-norm), targets q,k,v,o,w1,w2,w3, loss only on the completion (targets of the
+               first PROMPT positions are -1: torch's ignore_index, the mean over the counted positions)
+
+Self-checks before writing: the LoRA forward equals gen_golden.forward on the merged weights W + s·B·A (float64), and
+the adapter gradients match a central difference of that merged-weights loss along random directions (float64).
+
+Run:   /usr/bin/python3 tools/gen_lora_golden.py          (from the repository root)
+Check: /usr/bin/python3 tools/gen_lora_golden.py --check  (regenerate in memory, compare with the committed files)
+"""
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_golden as G  # noqa: E402  the base model, its init and the safetensors writer
+
+SCRIPT = "tools/gen_lora_golden.py"
+OUT_DIR = os.path.join("src", "test", "resources", "golden", "lora")
+FORMAT = "ane4j-lora-golden"
+VERSION = "1"
+TARGETS = ["q", "k", "v", "o", "w1", "w2", "w3"]
+BASE_NAME = {"q": "wq", "k": "wk", "v": "wv", "o": "wo", "w1": "w1", "w2": "w2", "w3": "w3"}
+CASES = {
+    "llama_qvo1": dict(config="llama", rank=4, alpha=8.0, targets=["q", "v", "o", "w1"], prompt=0, seed=11),
+    "qwen3_all": dict(config="qwen3", rank=4, alpha=8.0, targets=TARGETS, prompt=6, seed=12),
+}
+OPT = dict(lr=1e-2, beta1=0.9, beta2=0.95, eps=1e-8, weightDecay=0.1, clip=0.5, adamSteps=10)
+
+
+def adapter_names(c, targets):
+    out = []
+    for l in range(c["nLayers"]):
+        for t in TARGETS:
+            if t in targets:
+                out += [f"layers.{l}.{t}.loraA", f"layers.{l}.{t}.loraB"]
+    return out
+
+
+def init_adapters(c, base, case):
+    """A ~ U(-1/sqrt(in), 1/sqrt(in)) (PEFT's kaiming_uniform_(a=sqrt(5))); B ~ 0.05·N(0,1), not PEFT's zeros, so that
+    dA is not zero and every gradient is tested."""
+    g = torch.Generator().manual_seed(case["seed"])
+    ad = {}
+    for name in adapter_names(c, case["targets"]):
+        l, t = int(name.split(".")[1]), name.split(".")[2]
+        out_f, in_f = base[f"layers.{l}.{BASE_NAME[t]}"].shape
+        r = case["rank"]
+        if name.endswith("loraA"):
+            ad[name] = (torch.rand((r, in_f), generator=g, dtype=torch.float32) * 2 - 1) / math.sqrt(in_f)
+        else:
+            ad[name] = 0.05 * torch.randn((out_f, r), generator=g, dtype=torch.float32)
+    return ad
+
+
+def lora_forward(c, base, ad, case, x, y):
+    """gen_golden.forward with every targeted projection as x·Wᵀ + s·(x·Aᵀ)·Bᵀ; returns (logits (S, V), loss)."""
+    S, H, KV, hd, eps = c["seqLen"], c["nHeads"], c["nKvHeads"], c["headDim"], c["normEps"]
+    s = case["alpha"] / case["rank"]
+    cos, sin = G.rope_tables(c)
+    mask = torch.triu(torch.ones(S, S, dtype=torch.bool), diagonal=1)
+    h = base["tokenEmbedding"][x]
+    for l in range(c["nLayers"]):
+        L = lambda n: base[f"layers.{l}.{n}"]
+
+        def proj(inp, t):
+            out = inp @ L(BASE_NAME[t]).t()
+            if t in case["targets"]:
+                out = out + s * ((inp @ ad[f"layers.{l}.{t}.loraA"].t()) @ ad[f"layers.{l}.{t}.loraB"].t())
+            return out
+
+        xn = G.rmsnorm(h, L("rmsAtt"), eps)
+        q = proj(xn, "q").view(S, H, hd).transpose(0, 1)
+        k = proj(xn, "k").view(S, KV, hd).transpose(0, 1)
+        v = proj(xn, "v").view(S, KV, hd).transpose(0, 1)
+        if c["qkNorm"]:
+            q = G.rmsnorm(q, L("qNorm"), eps)
+            k = G.rmsnorm(k, L("kNorm"), eps)
+        q = G.rope(q, cos, sin, c["ropeStyle"])
+        k = G.rope(k, cos, sin, c["ropeStyle"])
+        k = k.repeat_interleave(H // KV, dim=0)
+        v = v.repeat_interleave(H // KV, dim=0)
+        att = (q @ k.transpose(1, 2)) / math.sqrt(hd)
+        att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
+        o = (att @ v).transpose(0, 1).reshape(S, H * hd)
+        h = h + proj(o, "o")
+        xn2 = G.rmsnorm(h, L("rmsFfn"), eps)
+        h = h + proj(F.silu(proj(xn2, "w1")) * proj(xn2, "w3"), "w2")
+    xf = G.rmsnorm(h, base["rmsFinal"], eps)
+    logits = xf @ base["tokenEmbedding"].t()
+    return logits, F.cross_entropy(logits, y, ignore_index=-1)
+
+
+def merged(c, base, ad, case):
+    s = case["alpha"] / case["rank"]
+    p = dict(base)
+    for l in range(c["nLayers"]):
+        for t in case["targets"]:
+            k = f"layers.{l}.{BASE_NAME[t]}"
+            p[k] = base[k] + s * ad[f"layers.{l}.{t}.loraB"] @ ad[f"layers.{l}.{t}.loraA"]
+    return p
+
+
+def masked_forward(c, p, x, y):
+    """gen_golden.forward's model with the ignore_index loss (the merged-weights reference of the self-check)."""
+    logits, _ = G.forward(c, p, x, y.clamp(min=0))
+    return logits, F.cross_entropy(logits, y, ignore_index=-1)
+
+
+def self_check(c, base, ad0, case, x, y, logits0, grads0):
+    b64 = {k: v.double() for k, v in base.items()}
+    a64 = {k: v.double() for k, v in ad0.items()}
+    torch.set_default_dtype(torch.float64)
+    try:
+        lg, _ = masked_forward(c, merged(c, b64, a64, case), x, y)
+        assert (lg - logits0.double()).abs().max() < 1e-5, (lg - logits0.double()).abs().max()
+        rng = np.random.default_rng(5)
+        h = 1e-6
+        for k in ad0:
+            d = torch.tensor(rng.standard_normal(tuple(ad0[k].shape)))
+            lp = masked_forward(c, merged(c, b64, {**a64, k: a64[k] + h * d}, case), x, y)[1].item()
+            lm = masked_forward(c, merged(c, b64, {**a64, k: a64[k] - h * d}, case), x, y)[1].item()
+            fd = (lp - lm) / (2 * h)
+            an = float((grads0[k].double() * d).sum())
+            assert abs(fd - an) < 1e-5 * max(0.1, abs(fd)), (k, fd, an)
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def generate(name):
+    case = CASES[name]
+    c = G.CONFIGS[case["config"]]
+    base, x, y = G.init_params(c)
+    if case["prompt"]:
+        y = y.clone()
+        y[:case["prompt"]] = -1                       # the prompt: no loss, as mlx_lm.lora's mask and torch's ignore_index
+    ad0 = init_adapters(c, base, case)
+    ad = {k: torch.nn.Parameter(v.clone()) for k, v in ad0.items()}
+    opt = torch.optim.AdamW(list(ad.values()), lr=OPT["lr"], betas=(OPT["beta1"], OPT["beta2"]), eps=OPT["eps"],
+                            weight_decay=OPT["weightDecay"], foreach=False)
+    losses, norms = [], []
+    logits0 = loss0 = grads0 = None
+    for step in range(OPT["adamSteps"]):
+        opt.zero_grad(set_to_none=True)
+        logits, loss = lora_forward(c, base, ad, case, x, y)
+        loss.backward()
+        if step == 0:
+            logits0, loss0 = logits.detach().clone(), loss.detach().clone()
+            grads0 = {k: v.grad.detach().clone() for k, v in ad.items()}
+        losses.append(loss.item())
+        norms.append(torch.nn.utils.clip_grad_norm_(list(ad.values()), OPT["clip"]).item())
+        opt.step()
+    self_check(c, base, ad0, case, x, y, logits0, grads0)
+
+    tensors = {k: v.numpy() for k, v in base.items()}
+    for k, v in ad0.items():
+        tensors[k] = v.numpy()
+    tensors["tokens"] = x.numpy().astype(np.int32)
+    tensors["targets"] = y.numpy().astype(np.int32)
+    tensors["logits"] = logits0.numpy()
+    tensors["loss"] = loss0.reshape(1).numpy()
+    for k, g in grads0.items():
+        tensors["grad." + k] = g.numpy()
+    tensors["losses"] = np.array(losses, dtype=np.float32)
+    tensors["gradNorms"] = np.array(norms, dtype=np.float32)
+    for k, v in ad.items():
+        tensors["final." + k] = v.detach().numpy()
+
+    meta = {"format": FORMAT, "version": VERSION, "case": name, "config": case["config"], "generator": SCRIPT,
+            "torchVersion": torch.__version__}
+    for k in ("dim", "hiddenDim", "nLayers", "nHeads", "nKvHeads", "headDim", "vocabSize", "seqLen", "seed"):
+        meta[k] = str(c[k])
+    meta["ropeTheta"] = repr(float(c["ropeTheta"]))
+    meta["ropeStyle"] = c["ropeStyle"]
+    meta["qkNorm"] = "true" if c["qkNorm"] else "false"
+    meta["normEps"] = repr(c["normEps"])
+    meta["rank"] = str(case["rank"])
+    meta["alpha"] = repr(case["alpha"])
+    meta["targets"] = ",".join(case["targets"])
+    meta["prompt"] = str(case["prompt"])
+    for k in ("lr", "beta1", "beta2", "eps", "weightDecay", "clip"):
+        meta[k] = repr(float(OPT[k]))
+    meta["adamSteps"] = str(OPT["adamSteps"])
+    meta["adapters"] = ",".join(ad0.keys())
+    return G.safetensors_bytes(meta, tensors), losses, norms
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
+    ap.add_argument("--out", default=OUT_DIR)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    bad = 0
+    for name in CASES:
+        data, losses, norms = generate(name)
+        path = os.path.join(args.out, name + ".safetensors")
+        print(f"{name}: {len(data)} bytes, loss {losses[0]:.6f} -> {losses[-1]:.6f}, grad norms {norms[0]:.4f} .. {norms[-1]:.4f}")
+        if args.check:
+            same = os.path.exists(path) and open(path, "rb").read() == data
+            print(f"  {path}: {'identical' if same else 'DIFFERENT'}")
+            bad += not same
+        else:
+            os.makedirs(args.out, exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+            print(f"  wrote {path}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
