@@ -150,6 +150,8 @@ final class TrainCommand {
         int window = Math.max(1, Math.min(10, h.size() / 2));
         float first = mean(h, 0, window), last = mean(h, h.size() - window, h.size());
         out.printf(Locale.ROOT, "loss %.3f → %.3f (mean of first/last %d steps) in %.1f s; metrics: %s%n", first, last, window, secs, o.runDir().resolve("metrics.jsonl"));
+        String validation = validationSummary(h);
+        if (validation != null) out.println(validation);
         Path png = o.runDir().resolve("loss.png");
         plot(h, png);
         out.println("loss plot: " + png);
@@ -267,12 +269,31 @@ final class TrainCommand {
         return (float) (sum / Math.max(1, to - from));
     }
 
+    /** "validation loss 2.314 (perplexity 10.1) after step 200; best 2.301 after step 150", or null without validation. */
+    static String validationSummary(List<Trainer.StepMetrics> h) {
+        Trainer.StepMetrics lastVal = null, best = null;
+        for (Trainer.StepMetrics m : h) {
+            if (!m.validated()) continue;
+            lastVal = m;
+            if (best == null || m.valLoss() < best.valLoss()) best = m;
+        }
+        if (lastVal == null) return null;
+        return String.format(Locale.ROOT, "validation loss %.3f (perplexity %.2f) after step %d; best %.3f after step %d",
+                lastVal.valLoss(), Math.exp(lastVal.valLoss()), lastVal.step() + 1, best.valLoss(), best.step() + 1);
+    }
+
     static void plot(List<Trainer.StepMetrics> h, Path png) {
         double[] x = new double[h.size()], y = new double[h.size()];
         for (int i = 0; i < h.size(); i++) { x[i] = h.get(i).step(); y[i] = h.get(i).loss(); }
+        List<Trainer.StepMetrics> validated = h.stream().filter(Trainer.StepMetrics::validated).toList();
         XYChart chart = new XYChartBuilder().width(720).height(360).title("training loss").xAxisTitle("step").yAxisTitle("loss").build();
-        chart.getStyler().setLegendVisible(false).setMarkerSize(0);
-        chart.addSeries("loss", x, y);
+        chart.getStyler().setLegendVisible(!validated.isEmpty()).setMarkerSize(validated.isEmpty() ? 0 : 6);
+        chart.addSeries("train", x, y).setMarker(org.knowm.xchart.style.markers.SeriesMarkers.NONE);
+        // the validation loss (metrics.jsonl valLoss) after the steps where it ran: a second curve with markers
+        if (!validated.isEmpty()) {
+            double[] vx = validated.stream().mapToDouble(Trainer.StepMetrics::step).toArray(), vy = validated.stream().mapToDouble(Trainer.StepMetrics::valLoss).toArray();
+            chart.addSeries("validation", vx, vy).setMarker(org.knowm.xchart.style.markers.SeriesMarkers.CIRCLE);
+        }
         try {
             javax.imageio.ImageIO.setUseCache(false);   // its cache is a temp file: a full /tmp must not cost the plot
             BitmapEncoder.saveBitmap(chart, png.toString(), BitmapEncoder.BitmapFormat.PNG);
@@ -305,8 +326,10 @@ final class TrainCommand {
             long done = m.step() + 1, left = m.steps() - done;
             long eta = lastPrinted < 0 ? 0 : Math.round(elapsed / Math.max(1, done - firstStep) * left);
             if (lastPrinted < 0) firstStep = m.step();
-            String line = String.format(Locale.ROOT, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  %.1f ms/step  ETA %d:%02d%s",
-                    done, m.steps(), m.loss(), m.lr(), m.tokensPerSecond(), m.msPerStep(), eta / 60, eta % 60, m.skipped() ? "  (update skipped)" : "");
+            if (m.validated()) valLoss = m.valLoss();
+            String line = String.format(Locale.ROOT, "step %d/%d  loss %.4f%s  lr %.2e  %.0f tok/s  %.1f ms/step  ETA %d:%02d%s",
+                    done, m.steps(), m.loss(), Float.isNaN(valLoss) ? "" : String.format(Locale.ROOT, "  val %.4f", valLoss), m.lr(), m.tokensPerSecond(),
+                    m.msPerStep(), eta / 60, eta % 60, m.skipped() ? "  (update skipped)" : "");
             boolean every = done % Math.max(1, m.steps() / 10) == 0 || done == m.steps() || lastPrinted < 0;
             if (tty) {
                 out.print("\r" + line + "   ");
@@ -316,6 +339,7 @@ final class TrainCommand {
         }
 
         private long firstStep;
+        private float valLoss = Float.NaN;   // the latest validation loss, shown until the next one
 
         @Override public void onMessage(String line) {
             if (dirty) { out.println(); dirty = false; }

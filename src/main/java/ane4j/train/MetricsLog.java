@@ -19,7 +19,8 @@ import java.util.TreeMap;
 import java.util.function.Consumer;
 
 /**
- * A run's {@code metrics.jsonl}: one JSON object per line, appended after every step. The reader is tolerant: a line
+ * A run's {@code metrics.jsonl}: one JSON object per line, appended after every step; the steps after which validation
+ * ran also carry {@code valLoss} and {@code valMs} (lines without them, or with null, read as not validated). The reader is tolerant: a line
  * that is not a step record (a torn last line after a crash, an edited value) is skipped with a one-line warning naming
  * the line. A resume {@link #truncate}s the file to the checkpoint's step, so the steps it runs again appear once.
  */
@@ -119,7 +120,7 @@ public final class MetricsLog {
             if (e.getKey() instanceof String k && k.startsWith("t_") && e.getValue() instanceof Number n) phases.put(k.substring(2), n.doubleValue());
         return new Line(s, text, new Trainer.StepMetrics(s, steps, number(m, "loss"), number(m, "lr"), number(m, "lossScale"), number(m, "gradNorm"),
                 Boolean.TRUE.equals(m.get("updated")), Boolean.TRUE.equals(m.get("skipped")), number(m, "ms"), number(m, "tokensPerSecond"), phases,
-                count(m, "stagedActivationBytes"), count(m, "stagedWeightBytes")));
+                count(m, "stagedActivationBytes"), count(m, "stagedWeightBytes"), number(m, "valLoss"), m.get("valMs") instanceof Number n ? n.doubleValue() : 0));
     }
 
     /** A byte count; missing (lines written before it existed) reads as 0. */

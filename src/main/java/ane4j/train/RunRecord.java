@@ -22,7 +22,7 @@ import java.util.Map;
  */
 final class RunRecord {
     /** The settings a resume must keep (they change the numbers); steps, backend, checkpointing and paths may change. */
-    static final List<String> SETTINGS = List.of("data", "dataDtype", "lr", "warmup", "accum", "clip", "weightDecay", "seed", "lossScaling",
+    static final List<String> SETTINGS = List.of("data", "dataDtype", "valData", "valFraction", "lr", "warmup", "accum", "clip", "weightDecay", "seed", "lossScaling",
             "lossScale", "storage", "weights", "attention");
 
     private final Path file;

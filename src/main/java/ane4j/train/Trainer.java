@@ -28,13 +28,31 @@ public final class Trainer implements AutoCloseable {
     /**
      * One micro-step's figures (JSON line in metrics.jsonl). {@code stagedActivationBytes}/{@code stagedWeightBytes}: what
      * the step wrote into kernel inputs ({@link TrainingStep#stagedActivationBytes()}, {@link TrainingStep#stagedWeightBytes()}).
+     * {@code valLoss}: the mean loss on the held-out windows of the weights after this step, on the steps where validation
+     * ran (every {@code evalEvery} and the last), else NaN (absent from the JSON line); {@code valMs}: what it took.
      */
     public record StepMetrics(long step, long steps, float loss, float lr, float lossScale, float gradNorm, boolean updated,
                               boolean skipped, double msPerStep, double tokensPerSecond, Map<String, Double> phaseMs,
-                              long stagedActivationBytes, long stagedWeightBytes) {
+                              long stagedActivationBytes, long stagedWeightBytes, float valLoss, double valMs) {
         public StepMetrics(long step, long steps, float loss, float lr, float lossScale, float gradNorm, boolean updated,
                            boolean skipped, double msPerStep, double tokensPerSecond, Map<String, Double> phaseMs) {
             this(step, steps, loss, lr, lossScale, gradNorm, updated, skipped, msPerStep, tokensPerSecond, phaseMs, 0, 0);
+        }
+
+        public StepMetrics(long step, long steps, float loss, float lr, float lossScale, float gradNorm, boolean updated,
+                           boolean skipped, double msPerStep, double tokensPerSecond, Map<String, Double> phaseMs,
+                           long stagedActivationBytes, long stagedWeightBytes) {
+            this(step, steps, loss, lr, lossScale, gradNorm, updated, skipped, msPerStep, tokensPerSecond, phaseMs, stagedActivationBytes,
+                    stagedWeightBytes, Float.NaN, 0);
+        }
+
+        /** Whether validation ran after this step. */
+        public boolean validated() { return !Float.isNaN(valLoss); }
+
+        /** The same figures with a validation loss. */
+        StepMetrics withValidation(float loss, double ms) {
+            return new StepMetrics(step, steps, this.loss, lr, lossScale, gradNorm, updated, skipped, msPerStep, tokensPerSecond, phaseMs,
+                    stagedActivationBytes, stagedWeightBytes, loss, ms);
         }
 
         public String json() {
@@ -45,6 +63,8 @@ public final class Trainer implements AutoCloseable {
                     .append(",\"tokensPerSecond\":").append(String.format(java.util.Locale.ROOT, "%.1f", tokensPerSecond));
             phaseMs.forEach((k, v) -> sb.append(",\"t_").append(k).append("\":").append(String.format(java.util.Locale.ROOT, "%.3f", v)));
             sb.append(",\"stagedActivationBytes\":").append(stagedActivationBytes).append(",\"stagedWeightBytes\":").append(stagedWeightBytes);
+            if (validated())
+                sb.append(",\"valLoss\":").append(num(valLoss)).append(",\"valMs\":").append(String.format(java.util.Locale.ROOT, "%.2f", valMs));
             return sb.append('}').toString();
         }
 
@@ -64,6 +84,10 @@ public final class Trainer implements AutoCloseable {
     private final float[] grads, m, v;               // of the trained parameters: the model's, or with LoRA the adapters'
     private final LoraAdapters lora;                 // null: every weight trains
     private final TokenShard data;
+    private final long trainTokens;                    // the sampler draws from data's tokens [0, trainTokens)
+    private final Validation.HeldOut heldOut;          // null: no validation
+    private final TokenShard valShard;                 // the held-out shard when it is not data (closed with the trainer)
+    private final int valWindows;
     private final Tokenizer tokenizer;
     private final TrainingStep step;
     private final AdamW adamw;
@@ -133,6 +157,43 @@ public final class Trainer implements AutoCloseable {
                 throw new IllegalArgumentException("[train] the embedded corpus needs a vocabulary of " + tokenizer.vocabSize() + " but model " + config.name() + " has " + config.vocabSize());
             this.data = TokenShard.of(EmbeddedCorpus.train(o.seed(), 400_000), config.vocabSize(), config.seqLen());
         }
+        // held-out data: --val-data, else the embedded corpus's validation split, else the data file's tail (valFraction);
+        // which tokens train depends on valData and valFraction only, never on evalEvery, so validation on or off
+        // trains the same numbers
+        int seq = config.seqLen();
+        long tail = o.data() == null || o.valData() != null ? 0 : (long) Math.floor(data.size() * (double) o.valFraction());
+        if (tail > 0 && (tail < seq + 1 || data.size() - tail < seq + 1)) {
+            log.onMessage("[eval] " + o.data().getFileName() + ": " + data.size() + " tokens are too few to hold out " + o.valFraction() + " of them (" + tail
+                    + ") and keep one window of " + (seq + 1) + " for each side; training on all of them, no validation (give --val-data FILE)");
+            tail = 0;
+        }
+        this.trainTokens = data.size() - tail;
+        TokenShard valShard = null;
+        Validation.HeldOut held = null;
+        try {
+            if (o.valData() != null) {
+                valShard = TokenShard.open(o.valData(), config.vocabSize(), seq, TokenShard.Dtype.of(o.dataDtype()));
+                held = new Validation.HeldOut(valShard, 0, valShard.size(), o.valData().getFileName().toString());
+            } else if (o.data() == null) {
+                int windows = Math.max(1, o.evalTokens() / seq);
+                valShard = TokenShard.of(EmbeddedCorpus.validation(o.seed(), windows * seq + 1), config.vocabSize(), seq);
+                held = new Validation.HeldOut(valShard, 0, valShard.size(), "the embedded corpus's validation stories");
+            } else if (tail > 0) {
+                held = new Validation.HeldOut(data, trainTokens, data.size(), "the last " + tail + " tokens of " + o.data().getFileName());
+            }
+        } catch (RuntimeException e) {
+            data.close();
+            throw e;
+        }
+        this.valShard = valShard;
+        boolean validate = held != null && o.evalEvery() > 0 && !o.weights().equals("static");
+        if (held != null && o.evalEvery() > 0 && !validate)
+            log.onMessage("[eval] weights = static: no validation during training (each would recompile every weight-bearing kernel); "
+                    + "evaluate the run afterwards with ane4j eval --run " + o.runDir());
+        this.heldOut = validate ? held : null;
+        this.valWindows = validate ? Validation.windows(held, seq, o.evalTokens()) : 0;
+        if (validate)
+            log.onMessage("[eval] validation loss every " + o.evalEvery() + " steps and at the end: " + valWindows + " windows of " + seq + " tokens of " + held.description());
         this.rng = new Rng(o.seed() ^ 0x9E3779B97F4A7C15L);
         this.adamw = new AdamW(0.9f, 0.95f, 1e-8f, o.weightDecay());
         this.schedule = new LrSchedule(o.lr(), 0.1f * o.lr(), o.warmup(), o.steps());
@@ -289,7 +350,7 @@ public final class Trainer implements AutoCloseable {
             // sample a window: inputs = tokens[pos..pos+S), targets shifted by one
             // windows start at 0 … size-s-1; the bound size-s-1 never draws the last one, but resumes and goldens
             // depend on the draws it makes, so it stays, and a file of exactly one window takes position 0
-            long windows = data.size() - s;
+            long windows = trainTokens - s;
             long pos = windows == 1 ? 0 : rng.nextInt((int) Math.min(Integer.MAX_VALUE, windows - 1));
             data.read(pos, window, 0, s + 1);
             System.arraycopy(window, 0, tokens, 0, s);
@@ -331,10 +392,11 @@ public final class Trainer implements AutoCloseable {
             step.phaseNanos().forEach((p, ns) -> phases.put(p.name().toLowerCase(java.util.Locale.ROOT), ns / 1e6));
             StepMetrics sm = new StepMetrics(nextStep - 1, o.steps(), loss, lr, usedScale, norm, update, skipped, ms, s / (ms / 1000), phases,
                     step.stagedActivationBytes(), step.stagedWeightBytes());
+            String symptom = divergence.symptom(scaler.mode());
+            if (symptom == null && heldOut != null && (nextStep % o.evalEvery() == 0 || nextStep == o.steps())) sm = validate(sm);
             history.add(sm);
             metrics.append(sm);
             l.onStep(sm);
-            String symptom = divergence.symptom(scaler.mode());
             if (symptom != null) throw diverged(symptom);
             boolean atCheckpoint = update && o.checkpointEvery() > 0 && nextStep % o.checkpointEvery() == 0;
             if (atCheckpoint || (nextStep == o.steps())) saveCheckpoint(loss);
@@ -346,6 +408,20 @@ public final class Trainer implements AutoCloseable {
             }
         }
         return history;
+    }
+
+    /**
+     * The validation loss of the weights after this step, on the forward kernels (dynamic weights: staging the new weights
+     * now instead of before the next step is a copy, not a compile). Reads no random number and writes no gradient.
+     */
+    private StepMetrics validate(StepMetrics sm) {
+        long t0 = System.nanoTime();
+        if (staleWeights) {
+            step.stageWeights(params.data());
+            staleWeights = false;
+        }
+        float loss = Validation.loss(step, params.data(), heldOut, config.seqLen(), valWindows);
+        return sm.withValidation(loss, (System.nanoTime() - t0) / 1e6);
     }
 
     /**
@@ -387,6 +463,8 @@ public final class Trainer implements AutoCloseable {
         try {
             step.close();
         } finally {
+            data.close();
+            if (valShard != null) valShard.close();
             if (folder != null) folder.close();
         }
     }

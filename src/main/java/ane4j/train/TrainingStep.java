@@ -357,16 +357,34 @@ public final class TrainingStep implements AutoCloseable {
     }
 
     // -----------------------------------------------------------------------------------------------------------------
-    // one sequence: forward, loss, backward; gradients (times lossScale) are ACCUMULATED into grads
+    // one sequence: forward (shared by validation and training), loss, backward; gradients (times lossScale) are
+    // ACCUMULATED into grads
 
     /**
-     * @param targets the next token at each position, or −1 where the loss does not count (a prompt token under a
-     *                completion mask): the loss is the mean over the counted positions, as torch's ignore_index
+     * The validation loss of one sequence: the forward kernels training compiled (no compile, no weight gradient),
+     * the classifier and the mean cross-entropy over the counted targets; the gradient buffers and the weights staged
+     * in the kernels are untouched.
      */
-    public float forwardBackward(float[] params, float[] grads, int[] tokens, int[] targets, float lossScale) {
+    public float forwardLoss(float[] params, int[] tokens, int[] targets) {
+        forward(params, tokens, targets);
+        ParameterView cls = layout.classifier();
+        Activations last = acts[nl];
+        long tc = System.nanoTime();
+        CpuOps.rmsnormForward(last.xnorm, last.rrmsAtt, last.x, params, layout.rmsFinal().offset(), d, s, c.normEps());
+        if (logits == null) logits = dlogits = new float[v * s];
+        // logits (V,S) = wcls (V,D) · xf (D,S), in the training step's blocks; the loss without its gradient
+        for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+            int vb = Math.min(CLS_BLOCK, v - v0);
+            Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, vb, s, d, 1f, params, cls.offset() + v0 * d, d, last.xnorm, 0, s, 0f, logits, v0 * s, s);
+        }
+        float loss = CpuOps.crossEntropy(null, logits, targets, v, s, 1f);
+        add(Phase.CLASSIFIER, tc);
+        return loss;
+    }
+
+    /** Embedding and the transformer blocks on the backend: acts[0..nl] hold the activations backward reads. */
+    private void forward(float[] params, int[] tokens, int[] targets) {
         if (tokens.length != s || targets.length != s) throw new IllegalArgumentException("[train] expected " + s + " tokens and targets, got " + tokens.length + " and " + targets.length);
-        int gradCount = lora == null ? layout.size() : lora.size();
-        if (grads.length != gradCount) throw new IllegalArgumentException("[train] grads has " + grads.length + " floats, " + (lora == null ? "the model " : "the adapters ") + gradCount);
         for (int t = 0; t < s; t++)
             if (targets[t] < -1 || targets[t] >= v)
                 throw new IllegalArgumentException("[train] target " + targets[t] + " at position " + t + " is outside the vocabulary of " + v + " (−1 means ignore); check the data's tokenizer against the model's vocabSize");
@@ -374,7 +392,7 @@ public final class TrainingStep implements AutoCloseable {
         activationBytes = 0;
         weightBytes.reset();
         float eps = c.normEps(), alpha = c.residualScale();
-        ParameterView emb = layout.tokenEmbedding(), cls = layout.classifier();
+        ParameterView emb = layout.tokenEmbedding();
 
         // embedding: x0 (D,S) ← tokenEmbedding[token] columns
         float[] x0 = acts[0].x;
@@ -423,6 +441,18 @@ public final class TrainingStep implements AutoCloseable {
             read(f, fl.start("gate"), a.gate);
             add(Phase.IO, t4);
         }
+    }
+
+    /**
+     * @param targets the next token at each position, or −1 where the loss does not count (a prompt token under a
+     *                completion mask): the loss is the mean over the counted positions, as torch's ignore_index
+     */
+    public float forwardBackward(float[] params, float[] grads, int[] tokens, int[] targets, float lossScale) {
+        int gradCount = lora == null ? layout.size() : lora.size();
+        if (grads.length != gradCount) throw new IllegalArgumentException("[train] grads has " + grads.length + " floats, " + (lora == null ? "the model " : "the adapters ") + gradCount);
+        forward(params, tokens, targets);
+        float eps = c.normEps(), alpha = c.residualScale();
+        ParameterView emb = layout.tokenEmbedding(), cls = layout.classifier();
 
         // final norm, classifier, loss
         long tc = System.nanoTime();

@@ -166,7 +166,7 @@ final class Protocol {
         Writer w = new Writer().i64(m.step()).i64(m.steps()).f32(m.loss()).f32(m.lr()).f32(m.lossScale()).f32(m.gradNorm())
                 .bool(m.updated()).bool(m.skipped()).f64(m.msPerStep()).f64(m.tokensPerSecond()).i32(m.phaseMs().size());
         m.phaseMs().forEach((k, v) -> w.str(k).f64(v));
-        return w.i64(m.stagedActivationBytes()).i64(m.stagedWeightBytes()).bytes();
+        return w.i64(m.stagedActivationBytes()).i64(m.stagedWeightBytes()).f32(m.valLoss()).f64(m.valMs()).bytes();
     }
 
     static Trainer.StepMetrics step(Reader r) {
@@ -178,6 +178,8 @@ final class Protocol {
         Map<String, Double> phases = new LinkedHashMap<>();
         for (int i = 0; i < n; i++) phases.put(r.str(), r.f64());
         long activationBytes = r.i64(), weightBytes = r.i64();
-        return new Trainer.StepMetrics(step, steps, loss, lr, scale, norm, updated, skipped, ms, tps, phases, activationBytes, weightBytes);
+        float valLoss = r.f32();
+        double valMs = r.f64();
+        return new Trainer.StepMetrics(step, steps, loss, lr, scale, norm, updated, skipped, ms, tps, phases, activationBytes, weightBytes, valLoss, valMs);
     }
 }

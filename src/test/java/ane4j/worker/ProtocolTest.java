@@ -1,6 +1,7 @@
 package ane4j.worker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -51,6 +52,10 @@ class ProtocolTest {
         assertEquals(TrainOptions.of(Map.of()), TrainOptions.of(Protocol.toMap(TrainOptions.of(Map.of()))));
         var m = new Trainer.StepMetrics(41, 60, 3.1415927f, 1e-3f, 512f, Float.NaN, true, false, 12.5, 1280.25, Map.of("forward", 1.5));
         assertEquals(m.json(), Protocol.step(new Protocol.Reader(Protocol.step(m))).json());
+        var validated = new Trainer.StepMetrics(99, 100, 2.5f, 1e-3f, 512f, 0.8f, true, false, 12.5, 1280.25, Map.of(), 10, 20, 2.75f, 31.5);
+        Trainer.StepMetrics back = Protocol.step(new Protocol.Reader(Protocol.step(validated)));
+        assertEquals(validated, back);
+        assertTrue(back.json().endsWith(",\"valLoss\":2.75,\"valMs\":31.50}"), back.json());
     }
 
     @Test
