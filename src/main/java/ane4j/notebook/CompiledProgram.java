@@ -72,7 +72,22 @@ public final class CompiledProgram implements Kernel {
             if (v == null) throw new IllegalArgumentException("[kernel] " + name + " needs input '" + s.name() + "' (" + s.type() + "); inputs: " + inputs());
             in.put(s.name(), tensor(s, v));
         }
-        return evaluate(in);
+        return new Outputs(evaluate(in));
+    }
+
+    /** The outputs by name; prints as {@code {y=fp16[1,1,8,4] min 0  max 3.5  mean 1.2}} (the notebook shows grids). */
+    static final class Outputs extends LinkedHashMap<String, TensorBuffer> {
+        Outputs(Map<String, TensorBuffer> m) {
+            super(m);
+        }
+
+        @Override
+        public String toString() {
+            StringBuilder sb = new StringBuilder("{");
+            forEach((k, t) -> sb.append(sb.length() > 1 ? ", " : "").append(k).append('=').append(t.type())
+                    .append(' ').append(Renderers.stats(t.toFloatArray())));
+            return sb.append('}').toString();
+        }
     }
 
     /** {@link #run(Map)} for a kernel with one input and one output: the output's values. */

@@ -7,6 +7,9 @@ import java.io.ByteArrayInputStream;
 import java.util.Base64;
 import java.util.Map;
 import javax.imageio.ImageIO;
+import ane4j.backend.TensorBuffer;
+import ane4j.mil.DType;
+import ane4j.mil.TensorType;
 import org.dflib.jjava.jupyter.kernel.display.DisplayData;
 import org.dflib.jjava.jupyter.kernel.display.Renderer;
 import org.dflib.jjava.jupyter.kernel.display.mime.MIMEType;
@@ -64,6 +67,78 @@ class RenderersTest {
         assertNotNull(only.getData(MIMEType.IMAGE_PNG));
         assertNull(only.getData(MIMEType.TEXT_HTML));
         assertEquals(Map.of("width", 320, "height", 200), metadata(d).get("image/png"));
+    }
+
+    @Test
+    void numbersAreRoundedToFourSignificantDigits() {
+        assertEquals("6e-05", Format.num(0.00006000000212225132));
+        assertEquals("6.237", Format.num(6.2373528480529785));
+        assertEquals("16961", Format.num(16961.4));
+        assertEquals("2", Format.num(2.0));
+        assertEquals("0.01235", Format.num(0.0123456));
+        assertEquals("2.4e-03", Format.sci(0.0024));
+        assertEquals("-1.5", Format.num(-1.5));
+        assertEquals("NaN", Format.num(Double.NaN));
+        assertEquals("1:02:03", Format.duration(3723));
+    }
+
+    @Test
+    void smallTensorShowsShapeStatsAndGrid() {
+        TensorBuffer t = TensorBuffer.of(TensorType.of(DType.FP16, 1, 2, 1, 3), 0, 0.5f, 1, 1.5f, 2, -3.25f);
+        String text = (String) renderer.render(t).getData(MIMEType.TEXT_PLAIN);
+        assertEquals("fp16[1,2,1,3]  min -3.25  max 2  mean 0.2917\n  [0]     0   0.5     1\n  [1]   1.5     2 -3.25", text);
+        String html = (String) renderer.render(t).getData(MIMEType.TEXT_HTML);
+        assertTrue(html.contains("<th>[1]</th><td style=\"text-align:right\">1.5</td>"), html);
+    }
+
+    @Test
+    void largeTensorShowsItsFirstValuesAndNonFiniteCounts() {
+        float[] v = new float[4096];
+        v[3] = Float.NaN;
+        v[5] = Float.POSITIVE_INFINITY;
+        v[7] = 2;
+        TensorBuffer t = TensorBuffer.of(TensorType.of(DType.FP32, 1, 64, 1, 64), v);
+        String text = (String) renderer.render(t).getData(MIMEType.TEXT_PLAIN);
+        assertTrue(text.startsWith("fp32[1,64,1,64]  min 0  max 2  mean 4.89e-04  1 NaN  1 inf\n  [0, 0, 0, NaN, 0, inf, 0, 2,"), text);
+        assertTrue(text.endsWith(", … 4080 more]"), text);
+    }
+
+    @Test
+    void outputsMapShowsEachTensorOtherMapsTheirToString() {
+        var out = new java.util.LinkedHashMap<String, TensorBuffer>();
+        out.put("y", TensorBuffer.of(TensorType.of(DType.FP16, 1, 1, 1, 2), 1, 2));
+        String text = (String) renderer.render(out).getData(MIMEType.TEXT_PLAIN);
+        assertEquals("y: fp16[1,1,1,2]  min 1  max 2  mean 1.5\n  1 2", text);
+        assertTrue(((String) renderer.render(out).getData(MIMEType.TEXT_HTML)).contains("<b>y</b>"));
+        assertEquals("{a=1}", renderer.render(Map.of("a", 1)).getData(MIMEType.TEXT_PLAIN));
+        assertNull(renderer.render(Map.of("a", 1)).getData(MIMEType.TEXT_HTML));
+        assertEquals("{y=fp16[1,1,1,2] min 1  max 2  mean 1.5}", new NotebookKernel.Outputs(out).toString());
+    }
+
+    @Test
+    void statusAndStepMetricsReadLikeSentences() {
+        var s = new Session.Status("ref", "none", "ios18", 3, Long.MAX_VALUE, "in process");
+        assertEquals("backend ref · chip none · dialect ios18 · compiles 3 (no budget) · worker in process",
+                renderer.render(s).getData(MIMEType.TEXT_PLAIN));
+        assertFalse(renderer.render(s).getData(MIMEType.TEXT_HTML).toString().contains("9223372036854775807"));
+        var m = new ane4j.train.Trainer.StepMetrics(0, 40, 6.2373528f, 0.00006000000212225132f, 256, 1.5f, true, false, 12.34, 16961.4, Map.of());
+        assertEquals("step 1/40  loss 6.237  lr 6e-05  grad norm 1.5  loss scale 256  16961 tok/s  12.34 ms/step",
+                renderer.render(m).getData(MIMEType.TEXT_PLAIN));
+    }
+
+    @Test
+    void chartTextIsOneLine() {
+        XYChart c = new XYChartBuilder().width(320).height(200).title("loss").build();
+        c.addSeries("train", new double[] {1, 2, 3}, new double[] {3, 2.5, 2.25});
+        assertEquals("XYChart \"loss\" 320×200: train (3 points)", renderer.render(c).getData(MIMEType.TEXT_PLAIN));
+    }
+
+    @Test
+    void tableNumbersAreRoundedInHtmlAndText() {
+        Table t = Table.create("m", IntColumn.create("step", 1, 2), DoubleColumn.create("lr", 0.00006000000212225132, 6.2373528480529785));
+        String html = Renderers.tableHtml(t), text = Renderers.tableText(t);
+        assertTrue(html.contains("<td>6e-05</td>") && html.contains("<td>6.237</td>"), html);
+        assertEquals("m\nstep     lr\n   1  6e-05\n   2  6.237", text);
     }
 
     @SuppressWarnings("unchecked")
