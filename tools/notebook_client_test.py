@@ -58,8 +58,9 @@ def main():
         err = of(msgs, "error")
         tb = ANSI.sub("", "\n".join(err[0]["traceback"])) if err else ""
         lines = tb.splitlines()
-        check(reply["status"] == "error" and err and err[0]["ename"] == "MilParseError" and "4:55" in err[0]["evalue"], "broken MIL: MilParseError at 4:55")
-        check(len(lines) >= 3 and lines[1].startswith("line 4 │") and lines[2].index("^") == lines[1].index("q)"), "caret under the column:\n" + tb)
+        check(reply["status"] == "error" and err and err[0]["ename"] == "MilParseError" and "line 5, column 55" in err[0]["evalue"],
+              "broken MIL: MilParseError at the cell's line 5 (line 1 is %%mil): " + (err[0]["evalue"] if err else ""))
+        check(len(lines) >= 3 and lines[1].startswith("line 5 │") and lines[2].index("^") == lines[1].index("q)"), "caret under the column:\n" + tb)
 
         reply, msgs = run(kc, 'var g = Mil.program().function("main", f -> f.output(f.named("y", f.relu(f.input("x", Mil.fp16(1, 3, 1, 1)))))).build();\ng')
         res = of(msgs, "execute_result")

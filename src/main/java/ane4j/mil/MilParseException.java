@@ -4,12 +4,19 @@ package ane4j.mil;
 public final class MilParseException extends MilException {
     private final int line;
     private final int column;
+    private final int endColumn;
     private final String detail;
 
     public MilParseException(int line, int column, String detail) {
+        this(line, column, column, detail);
+    }
+
+    /** A problem spanning columns {@code column..endColumn} of one line (e.g. a whole declared type). */
+    public MilParseException(int line, int column, int endColumn, String detail) {
         super(line > 0 ? line + ":" + column + ": " + detail : detail);
         this.line = line;
         this.column = column;
+        this.endColumn = Math.max(column, endColumn);
         this.detail = detail;
     }
 
@@ -18,6 +25,9 @@ public final class MilParseException extends MilException {
 
     /** 1-based column (in chars) of the problem. */
     public int column() { return column; }
+
+    /** 1-based last column of the problem's span (= {@link #column()} for a single token's start). */
+    public int endColumn() { return endColumn; }
 
     /** The message without the position. */
     public String detail() { return detail; }

@@ -453,8 +453,10 @@ public final class MilParser {
         Token start = peek();
         List<Token> outNames = new ArrayList<>();
         List<TensorType> outTypes = new ArrayList<>();
+        List<Token> typeStarts = new ArrayList<>();
         while (true) {
             if (!startsType()) throw expected("a statement (e.g. tensor<fp16, [1, 4]> y = relu(x = x)[name = string(\"y\")];) or '}'", peek());
+            typeStarts.add(peek());
             outTypes.add(type());
             Token n = expectIdent("an output name after its type");
             for (Token o : outNames) if (o.text.equals(n.text)) throw err(n, "[mil] output '" + n.text + "' is declared twice in one statement");
@@ -523,9 +525,13 @@ public final class MilParser {
         if (inferred.size() != outTypes.size())
             throw err(start, "[" + op.milName() + "] declares " + outTypes.size() + " output" + (outTypes.size() == 1 ? "" : "s") + " but the op has " + inferred.size());
         for (int k = 0; k < inferred.size(); k++)
-            if (!inferred.get(k).equals(outTypes.get(k)))
-                throw err(start, "[" + op.milName() + "] " + outNames.get(k).text + ": declared " + MilWriter.type(outTypes.get(k), Dialect.IOS18)
+            if (!inferred.get(k).equals(outTypes.get(k))) {
+                // the span is the declared type, the part to fix: from its first token to just before the output name
+                Token t = typeStarts.get(k), n = outNames.get(k);
+                int end = n.line == t.line ? n.col - 2 : t.col;
+                throw new MilParseException(t.line, t.col, end, "[" + op.milName() + "] " + n.text + ": declared " + MilWriter.type(outTypes.get(k), Dialect.IOS18)
                         + " but inferred " + MilWriter.type(inferred.get(k), Dialect.IOS18));
+            }
         List<Value> outs = new ArrayList<>();
         Literal constant = op == Op.CONST ? attrs.get("val") : null;
         for (int k = 0; k < outNames.size(); k++) {

@@ -33,18 +33,37 @@ final class MilMagics {
         return k;
     }
 
-    /** The error with the cell line it points at and a caret under the column. */
-    static CellError parseError(String cell, MilParseException e) {
+    /** A long line shows this many characters around the error, so the caret stays under it when the frontend wraps. */
+    static final int WINDOW = 72;
+
+    /**
+     * The error in the cell's coordinates (the body starts on the cell's line 2, under {@code %%mil}), the line (or a
+     * window of it) and a caret under the token, {@code ^~~~} under a span such as a declared type.
+     */
+    static CellError parseError(String body, MilParseException e) {
+        int cellLine = e.line() + 1;
+        String where = e.line() > 0 ? "line " + cellLine + ", column " + e.column() + ": " : "";
+        String msg = where + e.detail();
         List<String> tb = new ArrayList<>();
-        tb.add(ErrorFormatter.RED + "MilParseError: " + e.getMessage() + ErrorFormatter.RESET);
-        List<String> lines = cell.lines().toList();
+        tb.add(ErrorFormatter.RED + "MilParseError: " + msg + ErrorFormatter.RESET);
+        List<String> lines = body.lines().toList();
         if (e.line() >= 1 && e.line() <= lines.size()) {
             String src = lines.get(e.line() - 1).replace('\t', ' ');
-            String label = "line " + e.line() + " │ ";
-            tb.add(label + src);
             int col = Math.max(1, Math.min(e.column(), src.length() + 1));
-            tb.add(" ".repeat(label.length() - 2) + "│ " + " ".repeat(col - 1) + ErrorFormatter.RED + "^" + ErrorFormatter.RESET);
+            int end = Math.max(col, Math.min(e.endColumn(), src.length()));
+            // a window of the line: [from, to) around the span, "…" where it was cut
+            int from = 0, to = src.length();
+            if (src.length() > WINDOW) {
+                from = Math.max(0, Math.min(col - 1 - WINDOW / 3, src.length() - WINDOW));
+                to = Math.min(src.length(), from + WINDOW);
+                end = Math.min(end, to);
+            }
+            String shown = (from > 0 ? "…" : "") + src.substring(from, to) + (to < src.length() ? "…" : "");
+            String label = "line " + cellLine + " │ ";
+            tb.add(label + shown);
+            int caretAt = col - 1 - from + (from > 0 ? 1 : 0);
+            tb.add(" ".repeat(label.length() - 2) + "│ " + " ".repeat(caretAt) + ErrorFormatter.RED + "^" + "~".repeat(end - col) + ErrorFormatter.RESET);
         }
-        return new CellError("MilParseError", e.getMessage(), tb);
+        return new CellError("MilParseError", msg, tb);
     }
 }

@@ -81,8 +81,37 @@ class NotebookApiTest {
         CellError err = MilMagics.parseError(cell, e);
         assertEquals("MilParseError", err.ename());
         List<String> tb = err.traceback().stream().map(l -> l.replaceAll("\u001B\\[[;\\d]*m", "")).toList();
-        assertEquals("MilParseError: 4:55: unknown value 'z' (defined so far in main: x, b)", tb.get(0));
-        assertTrue(tb.get(1).startsWith("line 4 │ ") && tb.get(1).endsWith("add(x = x, y = z)[name = string(\"y\")];"), tb.get(1));
+        assertEquals("MilParseError: line 5, column 55: unknown value 'z' (defined so far in main: x, b)", tb.get(0), "line 1 of the cell is %%mil");
+        assertTrue(tb.get(1).startsWith("line 5 │ ") && tb.get(1).endsWith("add(x = x, y = z)[name = string(\"y\")];"), tb.get(1));
         assertEquals(tb.get(1).indexOf("z)"), tb.get(2).indexOf('^'), "caret under the column:\n" + String.join("\n", tb));
+    }
+
+    static List<String> plain(CellError err) {
+        return err.traceback().stream().map(l -> l.replaceAll("\u001B\\[[;\\d]*m", "")).toList();
+    }
+
+    @Test
+    void declaredShapeMismatchUnderlinesTheDeclaredType() {
+        String cell = "program(1.3)\n{\n    func main<ios18>(tensor<fp16, [1, 2, 1, 2]> x) {\n"
+                + "        tensor<fp16, [1, 2, 1, 4]> y = add(x = x, y = x)[name = string(\"y\")];\n    } -> (y);\n}";
+        MilParseException e = assertThrows(MilParseException.class, () -> MilParser.parse(cell));
+        List<String> tb = plain(MilMagics.parseError(cell, e));
+        assertTrue(tb.get(0).contains("line 5, column 9: [add] y: declared tensor<fp16, [1, 2, 1, 4]> but inferred"), tb.get(0));
+        int type = tb.get(1).indexOf("tensor<fp16, [1, 2, 1, 4]>");
+        assertEquals(type, tb.get(2).indexOf('^'), String.join("\n", tb));
+        assertEquals("^" + "~".repeat("tensor<fp16, [1, 2, 1, 4]>".length() - 1), tb.get(2).substring(tb.get(2).indexOf('^')), "the whole declared type: " + tb.get(2));
+    }
+
+    @Test
+    void aLongLineShowsAWindowWithTheCaretUnderTheToken() {
+        String pad = "x".repeat(200);
+        String cell = "program(1.3)\n{\n    func main<ios18>(tensor<fp16, [1, 2, 1, 2]> x) {\n"
+                + "        tensor<fp16, [1, 2, 1, 2]> y = add(x = x, y = nosuch)[name = string(\"" + pad + "\")];\n    } -> (y);\n}";
+        String longCell = cell.replace("        tensor<fp16, [1, 2, 1, 2]> y", " ".repeat(150) + "tensor<fp16, [1, 2, 1, 2]> y");
+        MilParseException e = assertThrows(MilParseException.class, () -> MilParser.parse(longCell));
+        List<String> tb = plain(MilMagics.parseError(longCell, e));
+        assertTrue(tb.get(1).length() <= "line 5 │ ".length() + MilMagics.WINDOW + 2, "a window, not the whole line: " + tb.get(1).length());
+        assertTrue(tb.get(1).contains("…") && tb.get(1).endsWith("…"), tb.get(1));
+        assertEquals(tb.get(1).indexOf("nosuch"), tb.get(2).indexOf('^'), String.join("\n", tb));
     }
 }
