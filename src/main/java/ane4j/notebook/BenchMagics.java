@@ -27,7 +27,7 @@ final class BenchMagics {
         }
         var chart = r.chart();
         if (chart != null) call.display(chart);
-        r.summary().forEach((k, v) -> System.out.println(k + ": " + v));
+        r.summary().forEach((k, v) -> System.out.println(k + ": " + Format.value(v)));
         r.notes().forEach(n -> System.out.println("note: " + n));
         if (r.meta().get("json") != null) System.out.println("saved " + r.meta().get("json") + (r.meta().get("png") != null ? " and " + r.meta().get("png") : ""));
         return r.table();

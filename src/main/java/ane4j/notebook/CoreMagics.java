@@ -12,6 +12,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import tech.tablesaw.api.StringColumn;
+import tech.tablesaw.api.Table;
 
 /** IJava's usual magics for the ane4j kernel: class path, jars, Maven, loading scripts and notebooks, listing magics. */
 final class CoreMagics {
@@ -87,12 +89,15 @@ final class CoreMagics {
         return last;
     }
 
-    @Magic(value = "lsmagic", aliases = "help", help = "%lsmagic — list the magics")
-    String lsmagic(MagicCall call) {
-        StringBuilder sb = new StringBuilder();
-        for (String n : kernel.getMagicsRegistry().getLineMagicNames().stream().sorted().toList()) sb.append(kernel.helpFor(n, false)).append('\n');
-        for (String n : kernel.getMagicsRegistry().getCellMagicNames().stream().sorted().toList()) sb.append(kernel.helpFor(n, true)).append('\n');
-        return sb.toString().strip();
+    @Magic(value = "lsmagic", aliases = "help", help = "%lsmagic — list the magics, each once, sorted")
+    Table lsmagic(MagicCall call) {
+        StringColumn magic = StringColumn.create("magic"), usage = StringColumn.create("usage"), what = StringColumn.create("what it does");
+        for (MagicRegistry.Help h : kernel.magicHelp()) {
+            magic.append(h.magic() + (h.aliases().isEmpty() ? "" : " (" + String.join(", ", h.aliases()) + ")"));
+            usage.append(h.usage());
+            what.append(h.what());
+        }
+        return Table.create("magics", magic, usage, what);
     }
 
     private static List<String> need(MagicCall call, String what) {

@@ -3,6 +3,7 @@ package ane4j.notebook;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -43,6 +44,7 @@ import org.dflib.jjava.jupyter.messages.request.ExecuteRequest;
 import org.dflib.jjava.jupyter.messages.request.HistoryRequest;
 import org.dflib.jjava.jupyter.messages.request.InterruptRequest;
 import org.dflib.jjava.jupyter.messages.request.KernelInfoRequest;
+import org.zeromq.ZMQ;
 
 /**
  * The ane4j Jupyter kernel: JShell cells on jjava-jupyter's protocol layer. This class is the only adapter to the
@@ -56,12 +58,16 @@ public final class JupyterKernel extends BaseKernel {
 
     private final JShellEvaluator evaluator;
     private final KernelIO kio;
-    private final Map<String, String> help = new ConcurrentHashMap<>();
+    private final Map<String, MagicRegistry.Entry> described = new ConcurrentHashMap<>();
     private final List<String> afterCell = new ArrayList<>();
     private volatile int cell;
     private boolean inDirectMagic;
     private volatile ShellReplyEnvironment runningCell;
     private volatile boolean closing;
+    /** The shell socket, to see whether requests are waiting (stop_on_error); null without a connection. */
+    private volatile ZMQ.Socket shell;
+    /** After a failed cell with stop_on_error: the execute requests sent before this instant are aborted. */
+    private volatile Instant abortSentBefore;
 
     private JupyterKernel(JShellEvaluator evaluator, KernelIO io, boolean extensions) {
         super("ane4j", AneMagics.version(), languageInfo(), List.of(new HelpLink("ane4j", "https://github.com/ane4j/ane4j")),
@@ -91,18 +97,31 @@ public final class JupyterKernel extends BaseKernel {
                 .fileExtension(".jshell").pygments("java").codemirror("java").build();
     }
 
+    /** jjava's connection, with its shell socket visible to the kernel. */
+    static final class Connection extends JupyterConnection {
+        Connection(KernelConnectionProperties props) throws java.security.GeneralSecurityException {
+            super(props);
+        }
+
+        ZMQ.Socket shell() {
+            return shell;
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length != 1) {
             System.err.println("usage: java -cp 'ane4j.jar:lib/*' ane4j.notebook.JupyterKernel CONNECTION_FILE  (Jupyter runs this from kernel.json)");
             System.exit(2);
         }
         if (System.getProperty("java.awt.headless") == null) System.setProperty("java.awt.headless", "true");
-        // library log lines (backend and BLAS choice) as one line each in the cell's stderr
+        // library log lines (backend and BLAS choice) as one line each in the cell: INFO on stdout, WARNING on stderr
         if (System.getProperty("java.util.logging.SimpleFormatter.format") == null)
             System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
+        CellLogHandler.install();
         KernelConnectionProperties props = KernelConnectionProperties.parse(Files.readString(Path.of(args[0])));
-        JupyterConnection connection = new JupyterConnection(props);
+        Connection connection = new Connection(props);
         JupyterKernel kernel = create(!"0".equals(System.getenv("ANE4J_LOAD_EXTENSIONS")));
+        kernel.shell = connection.shell();
         kernel.onStartup();
         String cp = System.getenv("ANE4J_CLASSPATH");
         if (cp != null && !cp.isBlank()) {
@@ -254,6 +273,14 @@ public final class JupyterKernel extends BaseKernel {
     /** Like the base handler, but errors carry the real exception name and our short traceback. */
     @Override
     protected synchronized void handleExecuteRequest(ShellReplyEnvironment env, Message<ExecuteRequest> message) {
+        if (abortSentBefore != null) {
+            if (sentBefore(message, abortSentBefore)) {
+                abort(env);
+                if (!requestsWaiting()) abortSentBefore = null;
+                return;
+            }
+            abortSentBefore = null;
+        }
         commManager.setMessageContext(message);
         ExecuteRequest request = message.getContent();
         int count = executionCount.getAndIncrement();
@@ -276,7 +303,48 @@ public final class JupyterKernel extends BaseKernel {
             ErrorReply reply = new ErrorReply(err.ename(), err.evalue(), err.traceback());
             reply.setExecutionCount(count);
             env.defer().replyError(ExecuteReply.MESSAGE_TYPE.error(), reply);
+            // as IPython: a failed cell aborts the cells queued behind it (Run All stops there), unless the frontend sent
+            // stop_on_error false (nbclient does for a cell tagged raises-exception, and with --allow-errors)
+            if (request.shouldStopOnError() && requestsWaiting()) abortSentBefore = Instant.now();
         }
+    }
+
+    /** True when the client sent the request before {@code instant} (a request without a readable date counts as queued). */
+    static boolean sentBefore(Message<?> message, Instant instant) {
+        var ts = message.getHeader().getTimestamp();
+        Instant sent = ts == null ? null : parseDate(ts.getDateString());
+        return sent == null || !sent.isAfter(instant);
+    }
+
+    /** A Jupyter header date: ISO 8601 with microseconds, usually with Z or an offset (jjava's own parser refuses microseconds). */
+    static Instant parseDate(String s) {
+        if (s == null) return null;
+        try {
+            return java.time.OffsetDateTime.parse(s).toInstant();
+        } catch (java.time.format.DateTimeParseException e) {
+            try {
+                return java.time.LocalDateTime.parse(s).toInstant(java.time.ZoneOffset.UTC);
+            } catch (java.time.format.DateTimeParseException e2) {
+                return null;
+            }
+        }
+    }
+
+    /** Requests are waiting on the shell socket (called on the shell thread, which owns the socket). */
+    private boolean requestsWaiting() {
+        ZMQ.Socket s = shell;
+        return s != null && (s.getEvents() & ZMQ.Poller.POLLIN) != 0;
+    }
+
+    /** IPython's reply to an execute request aborted after an earlier error: status "aborted", no execution count. */
+    static final class Aborted {
+        @SuppressWarnings("unused") private final String status = "aborted";
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static void abort(ShellReplyEnvironment env) {
+        env.setBusyDeferIdle();
+        env.defer().reply(new Message(env.getContext(), ExecuteReply.MESSAGE_TYPE, new Aborted()));
     }
 
     static CellError toCellError(Throwable e) {
@@ -401,12 +469,22 @@ public final class JupyterKernel extends BaseKernel {
     }
 
     void describe(MagicRegistry registry) {
-        for (MagicRegistry.Entry e : registry.entries()) help.put((e.cell() ? "%%" : "%") + e.name(), e.help());
+        for (MagicRegistry.Entry e : registry.entries()) described.put((e.cell() ? "%%" : "%") + e.name(), e);
     }
 
-    String helpFor(String name, boolean cellMagic) {
-        String key = (cellMagic ? "%%" : "%") + name;
-        return help.getOrDefault(key, key);
+    /** Every registered magic once (aliases folded into their magic), sorted by name, a line magic before its cell magic. */
+    List<MagicRegistry.Help> magicHelp() {
+        List<MagicRegistry.Help> out = new ArrayList<>();
+        for (boolean cellMagic : new boolean[] {false, true}) {
+            var names = cellMagic ? magicsRegistry.getCellMagicNames() : magicsRegistry.getLineMagicNames();
+            for (String n : names) {
+                MagicRegistry.Entry e = described.get((cellMagic ? "%%" : "%") + n);
+                if (e == null) out.add(new MagicRegistry.Help(n, cellMagic, List.of(), "", ""));
+                else if (e.isPrimary()) out.add(e.describe());
+            }
+        }
+        out.sort(java.util.Comparator.comparing(MagicRegistry.Help::name).thenComparing(MagicRegistry.Help::cell));
+        return out;
     }
 
     JShellEvaluator evaluator() {

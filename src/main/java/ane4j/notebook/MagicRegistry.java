@@ -19,6 +19,21 @@ import org.dflib.jjava.jupyter.kernel.magic.MagicsRegistry;
 public final class MagicRegistry {
     /** A registered magic: name, kind, help line, and the method to call. */
     public record Entry(String name, boolean cell, String help, Object target, Method method) {
+        /** The magic's own name, not one of its aliases. */
+        boolean isPrimary() {
+            return method.getAnnotation(Magic.class).value().equals(name);
+        }
+
+        /** Its help split into usage ({@code %jars GLOB...}) and what it does, with its aliases. */
+        Help describe() {
+            String prefix = cell ? "%%" : "%";
+            List<String> aliases = List.of(method.getAnnotation(Magic.class).aliases()).stream().map(a -> prefix + a).toList();
+            int dash = help.indexOf(" — ");
+            String usage = dash < 0 ? prefix + name : help.substring(0, dash).strip();
+            String what = dash < 0 ? help : help.substring(dash + 3).strip();
+            return new Help(name, cell, aliases, usage, what);
+        }
+
         Object invoke(MagicCall call) throws Exception {
             try {
                 return method.invoke(target, call);
@@ -26,6 +41,13 @@ public final class MagicRegistry {
                 if (e.getCause() instanceof Exception ex) throw ex;
                 throw e;
             }
+        }
+    }
+
+    /** One magic as {@code %lsmagic} and the README list it. */
+    public record Help(String name, boolean cell, List<String> aliases, String usage, String what) {
+        public String magic() {
+            return (cell ? "%%" : "%") + name;
         }
     }
 

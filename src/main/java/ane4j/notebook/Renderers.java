@@ -72,7 +72,7 @@ public final class Renderers {
                     ctx.renderIfRequested(MIMEType.TEXT_HTML, () -> tensorHtml(null, t));
                     ctx.renderIfRequested(MIMEType.TEXT_PLAIN, () -> tensorText(t));
                 });
-        // the outputs of NotebookKernel.run (and any map whose values are all tensors); other maps keep their toString
+        // the outputs of CompiledProgram.run (and any map whose values are all tensors); other maps keep their toString
         renderer.createRegistration(Map.class)
                 .preferring(MIMEType.TEXT_HTML)
                 .supporting(MIMEType.TEXT_PLAIN)

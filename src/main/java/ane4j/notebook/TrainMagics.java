@@ -17,6 +17,7 @@ final class TrainMagics {
         boolean background = false;
         StringBuilder config = new StringBuilder();
         for (String a : call.args()) {
+            if (a.equals("--help") || a.equals("-h")) return help();
             if (a.equals("--background")) background = true;
             else if (a.contains("=")) config.append(a).append('\n');
             else if (name == null) name = a;
@@ -43,11 +44,12 @@ final class TrainMagics {
         return run.followInNotebook(call.kernel());
     }
 
-    @Magic(value = "train", help = "%train status|stop|resume|plot|table|record — the current training run (record: run.txt with seed, backend, JDK, OS)")
+    @Magic(value = "train", help = "%train status|stop|resume|plot|table|record|help — the current training run (record: run.txt with seed, backend, JDK, OS; help: the keys of %%train)")
     Object train(MagicCall call) {
-        TrainingRun run = TrainingRun.current();
-        if (run == null) throw new MagicException("[%train] no training run yet; start one with %%train");
         String what = call.args().isEmpty() ? "status" : call.args().getFirst();
+        if (what.equals("help") || what.equals("--help") || what.equals("-h")) return help();
+        TrainingRun run = TrainingRun.current();
+        if (run == null) throw new MagicException("[%train] no training run yet; start one with %%train (%train help lists its keys)");
         return switch (what) {
             case "status" -> run.status();
             case "stop" -> {
@@ -69,8 +71,25 @@ final class TrainMagics {
             }
             case "table", "metrics" -> run.table();
             case "record" -> run.runTable();
-            default -> throw new MagicException("[%train] unknown '" + what + "'; use status, stop, resume, plot, table or record");
+            default -> throw new MagicException("[%train] unknown '" + what + "'; use status, stop, resume, plot, table, record or help");
         };
+    }
+
+    /** How to train from a notebook: the cell's form, the subcommands and every key with its default (from the key table). */
+    static String help() {
+        StringBuilder sb = new StringBuilder("""
+                %%train [NAME] [--background] [key=value …]
+                  the cell holds key = value lines (or ; between them, # comments); trains with a live progress line and
+                  loss plot and ends with a summary; NAME binds the run (a TrainingRun) for the next cells
+                %train status | stop | resume | plot | table | record | help
+                  stop ends a running run after its current step (also from another cell); resume continues it;
+                  table is the per-step metrics, record the run record (run.txt)
+                keys (default):
+                """);
+        int w = TrainOptions.DEFAULTS.keySet().stream().mapToInt(String::length).max().orElse(0);
+        TrainOptions.DEFAULTS.forEach((k, v) -> sb.append("  ").append(k).append(" ".repeat(w - k.length())).append(" = ").append(v).append('\n'));
+        sb.append("  ").append(TrainingRun.COMPILE_BUDGET).append(" ".repeat(Math.max(0, w - TrainingRun.COMPILE_BUDGET.length()))).append(" = the backend's\n");
+        return sb.toString().stripTrailing();
     }
 
     @Magic(value = "generate", help = "%generate [PROMPT] [--tokens N] [--temperature T] [--top-p P] [--seed S] — text from the current model")

@@ -141,9 +141,28 @@ class JupyterKernelTest {
     }
 
     @Test
-    void lsmagicListsCoreAndAneMagics() {
-        String s = (String) kernel.run("%lsmagic");
-        for (String m : List.of("%ane", "%classpath", "%jars", "%maven", "%load", "%%echo")) assertTrue(s.contains(m), m + " in\n" + s);
+    void lsmagicListsEveryMagicOnceSorted() {
+        Table t = (Table) kernel.run("%lsmagic");
+        List<String> magics = t.stringColumn("magic").asList();
+        String shown = String.join("\n", magics);
+        for (String m : List.of("%ane", "%classpath", "%jars (%jar)", "%maven (%addMavenDependency, %addMavenDependencies)", "%load", "%%echo", "%%mil", "%%train", "%train"))
+            assertTrue(magics.contains(m), m + " in\n" + shown);
+        assertFalse(magics.contains("%jar") || magics.contains("%help"), "aliases are folded into their magic:\n" + shown);
+        List<String> names = magics.stream().map(m -> m.replaceAll("^%+| .*$", "")).toList();
+        assertEquals(names.stream().sorted().toList(), names, "sorted by name");
+        assertEquals(magics.indexOf("%train") + 1, magics.indexOf("%%train"), "the line magic, then the cell magic of the same name");
+        assertEquals("add jars (a directory adds every jar in it)", t.stringColumn("what it does").get(magics.indexOf("%jars (%jar)")));
+        assertEquals("%jars GLOB...", t.stringColumn("usage").get(magics.indexOf("%jars (%jar)")));
+    }
+
+    @Test
+    void trainHelpListsTheKeysWithoutARun() {
+        String line = (String) kernel.run("%train help");
+        String cell = (String) kernel.run("%%train --help\nsteps = 5");
+        assertEquals(line, cell, "%train help and %%train --help are the same text");
+        for (String k : ane4j.train.TrainOptions.DEFAULTS.keySet()) assertTrue(line.contains("\n  " + k + " "), k + " in\n" + line);
+        assertTrue(line.contains("%train status | stop | resume | plot | table | record | help"), line);
+        assertNull(TrainingRun.current(), "--help starts no run");
     }
 
     @Test

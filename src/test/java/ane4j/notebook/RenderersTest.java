@@ -112,7 +112,7 @@ class RenderersTest {
         assertTrue(((String) renderer.render(out).getData(MIMEType.TEXT_HTML)).contains("<b>y</b>"));
         assertEquals("{a=1}", renderer.render(Map.of("a", 1)).getData(MIMEType.TEXT_PLAIN));
         assertNull(renderer.render(Map.of("a", 1)).getData(MIMEType.TEXT_HTML));
-        assertEquals("{y=fp16[1,1,1,2] min 1  max 2  mean 1.5}", new NotebookKernel.Outputs(out).toString());
+        assertEquals("{y=fp16[1,1,1,2] min 1  max 2  mean 1.5}", new CompiledProgram.Outputs(out).toString());
     }
 
     @Test

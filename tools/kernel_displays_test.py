@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""What a researcher sees, through jupyter_client: the displays of tensors, outputs, status, step metrics, charts and
+tables (text/plain and text/html), stop_on_error as IPython honours it, library log lines on the right stream,
+%lsmagic, %train help.
+
+    JUPYTER_PATH=... /usr/bin/python3 tools/kernel_displays_test.py [KERNEL_NAME]   (default: ane4j)
+
+Run by ane4j.notebook.KernelDisplaysTest (mvn test). Exit status 0 when every check passes.
+"""
+import sys
+import time
+
+from jupyter_client.manager import start_new_kernel
+
+KERNEL = sys.argv[1] if len(sys.argv) > 1 else "ane4j"
+from kernel_client import ANSI, check, finish, of, run
+
+
+def result(msgs):
+    res = of(msgs, "execute_result")
+    return res[0]["data"] if res else {}
+
+
+def streams(msgs, name):
+    return "".join(s["text"] for s in of(msgs, "stream") if s["name"] == name)
+
+
+def replies(kc, ids, timeout=60):
+    """The execute replies of ids (sent without waiting, as Run All does), by id."""
+    got = {}
+    while len(got) < len(ids):
+        m = kc.get_shell_msg(timeout=timeout)
+        pid = m["parent_header"].get("msg_id")
+        if pid in ids:
+            got[pid] = m["content"]
+    return got
+
+
+def main():
+    km, kc = start_new_kernel(kernel_name=KERNEL, startup_timeout=60)
+    try:
+        # in-process session: no worker JVM to start for these displays
+        run(kc, 'System.setProperty("ane4j.session", "local");')
+
+        reply, msgs = run(kc, 'var g = Mil.program().function("main", f -> f.output(f.named("y", f.relu(f.input("x", Mil.fp16(1, 2, 1, 3)))))).build();\n'
+                              'var k = Ane.compile(g);\n'
+                              'k.run(Map.of("x", new float[]{-1f, 0.5f, 2f, 3.25f, -0.125f, 1f}))')
+        d = result(msgs)
+        text = d.get("text/plain", "")
+        check(reply["status"] == "ok" and text.startswith("y: fp16[1,2,1,3]  min 0  max 3.25  mean 1.125")
+              and "TensorBuffer" not in text, "the outputs map shows name, dtype+shape, min/max/mean:\n" + text)
+        check(text.splitlines()[1:] == ["  [0]    0  0.5    2", "  [1] 3.25    0    1"], "and a grid of a small tensor:\n" + text)
+        check("<b>y</b>" in d.get("text/html", "") and "<table" in d.get("text/html", ""), "the outputs map as HTML with a grid")
+
+        reply, msgs = run(kc, 'TensorBuffer.of(TensorType.of(DType.FP32, 1, 64, 1, 64), new float[4096])')
+        text = result(msgs).get("text/plain", "")
+        check(text.startswith("fp32[1,64,1,64]  min 0  max 0  mean 0\n  [0, 0,") and text.endswith("… 4080 more]"),
+              "a large tensor: shape, stats, first values:\n" + text)
+
+        reply, msgs = run(kc, "Ane.status()")
+        text = result(msgs).get("text/plain", "")
+        check(text.startswith("backend ref · chip ") and "compiles 1 (no budget)" in text and "9223372036854775807" not in text
+              and "Status[" not in text, "the session status reads as a sentence: " + text)
+
+        reply, msgs = run(kc, "new ane4j.train.Trainer.StepMetrics(0, 40, 6.2373528f, 0.00006000000212225132f, 256f, 1.5f, true, false, 12.34, 16961.4, Map.of())")
+        text = result(msgs).get("text/plain", "")
+        check(text == "step 1/40  loss 6.237  lr 6e-05  grad norm 1.5  loss scale 256  16961 tok/s  12.34 ms/step",
+              "step metrics: 1-based, rounded: " + text)
+
+        reply, msgs = run(kc, "import org.knowm.xchart.*;\n"
+                              "XYChart c = new XYChartBuilder().width(400).height(300).title(\"loss\").build();\n"
+                              "c.addSeries(\"train\", new double[]{1, 2, 3}, new double[]{3.0, 2.5, 2.25});\nc")
+        d = result(msgs)
+        check(d.get("text/plain") == 'XYChart "loss" 400×300: train (3 points)' and "image/png" in d,
+              "a chart: PNG and a one-line text/plain: " + str(d.get("text/plain")))
+
+        reply, msgs = run(kc, 'import tech.tablesaw.api.*;\nTable.create("m", IntColumn.create("step", 1, 2), '
+                              'DoubleColumn.create("lr", 0.00006000000212225132, 6.2373528480529785))')
+        d = result(msgs)
+        check("<td>6e-05</td>" in d.get("text/html", "") and "<td>6.237</td>" in d.get("text/html", "")
+              and d.get("text/plain") == "m\nstep     lr\n   1  6e-05\n   2  6.237", "table numbers rounded in HTML and text:\n" + str(d.get("text/plain")))
+
+        # library logs: INFO is news (stdout), WARNING is a problem (stderr)
+        reply, msgs = run(kc, 'System.getLogger("ane4j.test").log(System.Logger.Level.INFO, "chose backend ref");\n'
+                              'System.getLogger("ane4j.test").log(System.Logger.Level.WARNING, "slow path");')
+        out, err = streams(msgs, "stdout"), streams(msgs, "stderr")
+        check("INFO: chose backend ref" in out and "chose backend" not in err and "WARNING: slow path" in err,
+              f"INFO lines on stdout, WARNING on stderr: stdout {out!r} stderr {err!r}")
+
+        reply, msgs = run(kc, "%lsmagic")
+        text = result(msgs).get("text/plain", "")
+        rows = [l.split()[0] for l in text.splitlines()[2:]]
+        check(rows.count("%jars") == 1 and "%jar" not in rows and "%help" not in rows and rows.count("%%train") == 1
+              and [r.lstrip("%") for r in rows] == sorted(r.lstrip("%") for r in rows), "%lsmagic: each magic once, sorted:\n" + text)
+
+        reply, msgs = run(kc, "%train help")
+        text = result(msgs).get("text/plain", "")
+        check(reply["status"] == "ok" and "%%train [NAME]" in text and "\n  steps " in text and "\n  seed " in text,
+              "%train help before any run lists the keys:\n" + text[:400])
+        reply, msgs = run(kc, "%%train --help\nsteps = 3")
+        check(result(msgs).get("text/plain", "") == text, "%%train --help is the same text and trains nothing")
+
+        # stop_on_error: a failing cell aborts the cells queued behind it (Run All), as IPython does
+        t0 = time.monotonic()
+        ids = [kc.execute('Thread.sleep(300);\nthrow new IllegalStateException("boom");'),
+               kc.execute("int afterError = 1;"), kc.execute("afterError + 1")]
+        got = replies(kc, ids)
+        check([got[i]["status"] for i in ids] == ["error", "aborted", "aborted"], "the queued cells are aborted: " + str([got[i]["status"] for i in ids]))
+        reply, msgs = run(kc, "1 + 1")
+        check(reply["status"] == "ok" and result(msgs).get("text/plain") == "2", "a cell sent after the abort runs")
+        reply, msgs = run(kc, "afterError")
+        check(reply["status"] == "error", "the aborted cell did not run (afterError is undefined)")
+        # a cell the frontend marks as expected to fail (stop_on_error false: nbclient's raises-exception tag)
+        ids = [kc.execute('Thread.sleep(300);\nthrow new IllegalStateException("expected");', stop_on_error=False),
+               kc.execute("int afterExpected = 2;"), kc.execute("afterExpected * 21")]
+        got = replies(kc, ids)
+        check([got[i]["status"] for i in ids] == ["error", "ok", "ok"], "stop_on_error false: the next cells run: " + str([got[i]["status"] for i in ids]))
+        print(f"stop_on_error checks took {time.monotonic() - t0:.2f} s", flush=True)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    finish()
+
+
+if __name__ == "__main__":
+    main()
