@@ -7,14 +7,50 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.stream.Collectors;
+import picocli.CommandLine;
 
 /**
  * Options of a benchmark, from a command line ({@code --quick --model tiny --steps 3}) or a notebook's {@code %bench}
- * line. Flags take no value; every other option takes one. Unknown options are refused with the list of known ones.
+ * line, read by picocli from {@link #OPTIONS}, the one table of every benchmark's options (which also makes
+ * {@code ane4j bench NAME --help}). Flags take no value; every other option takes one. Unknown options are refused with
+ * the list of the benchmark's options.
  */
 public final class BenchOptions {
+    /** One option: its name without {@code --}, its value's label (null: a flag), what it does, and the benchmarks that read it (empty: all). */
+    record Spec(String name, String label, String description, Set<String> benches) {}
+
+    /** Every benchmark's options; {@code Bench}'s checks refuse those a benchmark does not read. */
+    static final List<Spec> OPTIONS = List.of(
+            new Spec("configs", "CxN,…", "channels×layers (peak: ane-facts §7's 512x128,256x64,…; int8: CxN pairs)", Set.of("peak", "int8")),
+            new Spec("spatial", "N|HxW", "the spatial size (peak: 64; int8: 64x64)", Set.of("peak", "int8")),
+            new Spec("wide", "CxN", "peak's wide variant (A3's fp16 twin), default 512x128", Set.of("peak")),
+            new Spec("io", "fp16|fp32", "fp32: maderix's casts at both ends (M1/M2 cannot cast)", Set.of("peak")),
+            new Spec("blob-code", "4|1", "int8 blobs' mil_dtype: 4 as coremltools, 1 as maderix's ane_int8_bench (ANE only)", Set.of("int8")),
+            new Spec("model", "NAME", "stories15m|stories110m|qwen3-0.6b|tiny", Set.of("step", "compile")),
+            new Spec("steps", "N", "measured training steps", Set.of("step")),
+            new Spec("warmup", "N", "unmeasured runs first", Set.of("peak", "int8", "step")),
+            new Spec("reps", "N", "measured runs", Set.of("peak", "int8", "sgemm")),
+            new Spec("max-seconds", "S", "stop measuring after S seconds", Set.of("peak", "int8")),
+            new Spec("weights", "dynamic|static", "weights in the kernel inputs, or baked in and recompiled", Set.of("step")),
+            new Spec("storage", "fp16|fp32", "the reference backend's storage type", Set.of("step")),
+            new Spec("compare-torch", null, "also time PyTorch's CPU step on the same config", Set.of("step")),
+            new Spec("python", "PATH", "the python3 with torch/numpy", Set.of("step", "sgemm")),
+            new Spec("torch-script", "FILE", "the PyTorch step script (default tools/torch_step_bench.py)", Set.of("step")),
+            new Spec("torch-threads", "N", "PyTorch's threads", Set.of("step")),
+            new Spec("seed", "N", "initial weights and data", Set.of("step")),
+            new Spec("budget", "N", "the compile budget to exhaust", Set.of("compile")),
+            new Spec("evals", "N", "timed evaluations per kernel", Set.of("compile")),
+            new Spec("sizes", "N,…", "square sgemm sizes (256–4096)", Set.of("sgemm")),
+            new Spec("java-max", "N", "the largest size the pure-Java sgemm runs", Set.of("sgemm")),
+            new Spec("a4", "SxC,…", "A4's interpreter-overhead shapes", Set.of("sgemm")),
+            new Spec("backend", "ane|ref", "the backend (default: the ANE where it runs, else ref)", Set.of()),
+            new Spec("quick", null, "small sizes, few repetitions (seconds, for tests)", Set.of()),
+            new Spec("json", "FILE", "the result (default runs/bench/<name>-<timestamp>.json, PNG next to it)", Set.of()),
+            new Spec("no-save", null, "write no JSON or PNG", Set.of()));
+
     /** Options without a value. */
-    static final Set<String> FLAGS = Set.of("quick", "compare-torch", "no-save");
+    static final Set<String> FLAGS = OPTIONS.stream().filter(o -> o.label() == null).map(Spec::name).collect(Collectors.toUnmodifiableSet());
 
     private final Map<String, String> values;
     private final List<String> args;
@@ -32,22 +68,74 @@ public final class BenchOptions {
         return parse(s.isEmpty() ? new String[0] : s.split("\\s+"));
     }
 
-    public static BenchOptions parse(String... args) {
+    /** The options of any benchmark. */
+    public static BenchOptions parse(String... args) { return parse(null, args); }
+
+    /** The options of benchmark {@code bench} (null: of any); a bad one is an {@link IllegalArgumentException} {@code [bench] …}. */
+    public static BenchOptions parse(String bench, String... args) {
+        CommandLine cl = new CommandLine(spec(bench));
+        cl.setOverwrittenOptionsAllowed(true).setExpandAtFiles(false);
+        CommandLine.ParseResult parsed;
+        try {
+            parsed = cl.parseArgs(args);
+        } catch (CommandLine.UnmatchedArgumentException e) {
+            String a = e.getUnmatched().getFirst();
+            if (!a.startsWith("--")) throw new IllegalArgumentException("[bench] unexpected argument '" + a + "'; options look like --steps 10 or --quick");
+            throw new IllegalArgumentException("[bench] unknown option " + a.replaceFirst("=.*", "") + (bench != null ? " for bench " + bench : "")
+                    + "; options: " + String.join(", ", names(bench)));
+        } catch (CommandLine.MissingParameterException e) {
+            throw new IllegalArgumentException("[bench] option " + ((CommandLine.Model.OptionSpec) e.getMissing().getFirst()).longestName() + " needs a value");
+        } catch (CommandLine.ParameterException e) {
+            throw new IllegalArgumentException("[bench] " + e.getMessage());
+        }
         Map<String, String> v = new LinkedHashMap<>();
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            if (!a.startsWith("--") || a.length() < 3) throw new IllegalArgumentException("[bench] unexpected argument '" + a + "'; options look like --steps 10 or --quick");
-            String key = a.substring(2), value;
-            int eq = key.indexOf('=');
-            if (eq > 0) { value = key.substring(eq + 1); key = key.substring(0, eq); }
-            else if (FLAGS.contains(key)) value = "true";
-            else {
-                if (i + 1 >= args.length) throw new IllegalArgumentException("[bench] option --" + key + " needs a value");
-                value = args[++i];
-            }
-            v.put(key, value);
+        for (CommandLine.Model.OptionSpec o : parsed.matchedOptions()) {
+            Object value = o.getValue();
+            v.put(o.longestName().substring(2), value.toString());
         }
         return new BenchOptions(v, List.of(args));
+    }
+
+    /**
+     * The options of a benchmark's own {@code main} (an annotated picocli class): {@code --help} prints the usage and
+     * exits 0; a bad option prints one line {@code [bench] …} and exits 2.
+     */
+    static <T> T parseMain(T options, String[] args) {
+        CommandLine cl = new CommandLine(options).setExpandAtFiles(false);
+        try {
+            cl.parseArgs(args);
+        } catch (CommandLine.ParameterException e) {
+            System.err.println("[bench] " + e.getMessage() + " (--help lists the options)");
+            System.exit(2);
+        }
+        if (cl.isUsageHelpRequested()) {
+            cl.usage(System.out, CommandLine.Help.Ansi.OFF);
+            System.exit(0);
+        }
+        return options;
+    }
+
+    /** {@code ane4j bench NAME --help}: the benchmark's options, generated from {@link #OPTIONS}. */
+    public static String usage(String bench, String description) {
+        CommandLine.Model.CommandSpec spec = spec(bench);
+        spec.usageMessage().description(description);
+        return new CommandLine(spec).getUsageMessage(CommandLine.Help.Ansi.OFF);
+    }
+
+    private static CommandLine.Model.CommandSpec spec(String bench) {
+        CommandLine.Model.CommandSpec spec = CommandLine.Model.CommandSpec.create().name("ane4j bench" + (bench != null ? " " + bench : ""));
+        for (Spec o : OPTIONS) {
+            if (bench != null && !o.benches().isEmpty() && !o.benches().contains(bench)) continue;
+            var b = CommandLine.Model.OptionSpec.builder("--" + o.name()).description(o.description());
+            if (o.label() == null) b.arity("0..1").type(boolean.class);   // --quick, or --quick=false
+            else b.arity("1").type(String.class).paramLabel(o.label());
+            spec.addOption(b.build());
+        }
+        return spec;
+    }
+
+    private static List<String> names(String bench) {
+        return spec(bench).options().stream().map(o -> o.longestName() + (o.type() == boolean.class ? "" : " " + o.paramLabel())).toList();
     }
 
     /** A copy with one more option (a flag: value "true"). */

@@ -64,25 +64,22 @@ public final class SgemmBench {
                 print(dt, flush=True)
             """;
 
-    public static void main(String[] args) throws Exception {
-        int[] sizes = {256, 512, 1024, 2048, 4096};
-        int maxReps = 9, javaMax = 4096;
-        boolean scalar = false;
-        String python = "/usr/bin/python3";
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--sizes" -> sizes = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt).toArray();
-                case "--reps" -> maxReps = Integer.parseInt(args[++i]);
-                case "--java-max" -> javaMax = Integer.parseInt(args[++i]);
-                case "--scalar" -> scalar = true;
-                case "--python" -> python = args[++i];
-                default -> {
-                    System.err.println("[bench] unknown argument " + args[i]
-                            + "; use --sizes a,b,c --reps N --java-max N --scalar --python PATH");
-                    System.exit(2);
-                }
-            }
-        }
+    @picocli.CommandLine.Command(name = "ane4j.bench.SgemmBench", description = "sgemm through FFM, with float[] and pure Java, against numpy")
+    static final class Args {
+        @picocli.CommandLine.Option(names = {"-h", "--help"}, usageHelp = true) boolean help;
+        @picocli.CommandLine.Option(names = "--sizes", paramLabel = "N", split = ",", defaultValue = "256,512,1024,2048,4096") int[] sizes;
+        @picocli.CommandLine.Option(names = "--reps", paramLabel = "N", defaultValue = "9") int reps;
+        @picocli.CommandLine.Option(names = "--java-max", paramLabel = "N", defaultValue = "4096") int javaMax;
+        @picocli.CommandLine.Option(names = "--scalar", description = "also the scalar Java loop") boolean scalar;
+        @picocli.CommandLine.Option(names = "--python", paramLabel = "PATH", defaultValue = "/usr/bin/python3") String python;
+    }
+
+    public static void main(String[] arguments) throws Exception {
+        Args args = BenchOptions.parseMain(new Args(), arguments);
+        int[] sizes = args.sizes;
+        int maxReps = args.reps, javaMax = args.javaMax;
+        boolean scalar = args.scalar;
+        String python = args.python;
         Optional<Sgemm> openBlas = Blas.openBlas();
         Sgemm java = Blas.java();
         System.out.println("native : " + openBlas.map(Sgemm::description).orElse("none"));

@@ -32,16 +32,17 @@ import java.util.Random;
 public final class WorkerEvalBench {
     private WorkerEvalBench() {}
 
-    public static void main(String[] args) {
-        int reps = 40;
-        boolean ffn = true;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--reps" -> reps = Integer.parseInt(args[++i]);
-                case "--no-ffn" -> ffn = false;
-                default -> throw new IllegalArgumentException("[bench] unknown argument " + args[i] + " (--reps N, --no-ffn)");
-            }
-        }
+    @picocli.CommandLine.Command(name = "ane4j.bench.WorkerEvalBench", description = "evaluate in process and through the worker")
+    static final class Args {
+        @picocli.CommandLine.Option(names = {"-h", "--help"}, usageHelp = true) boolean help;
+        @picocli.CommandLine.Option(names = "--reps", paramLabel = "N", defaultValue = "40") int reps;
+        @picocli.CommandLine.Option(names = "--no-ffn", description = "skip stories110m's ffnFused") boolean noFfn;
+    }
+
+    public static void main(String[] arguments) {
+        Args args = BenchOptions.parseMain(new Args(), arguments);
+        int reps = args.reps;
+        boolean ffn = !args.noFfn;
         Map<String, Program> programs = new LinkedHashMap<>();
         programs.put("tiny fp16[1,8,1,16]", scale(Mil.fp16(1, 8, 1, 16)));
         programs.put("scale fp16[1,768,1,6656]", scale(Mil.fp16(1, 768, 1, 6656)));

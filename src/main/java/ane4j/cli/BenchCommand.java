@@ -4,47 +4,72 @@ import ane4j.bench.Bench;
 import ane4j.bench.BenchOptions;
 import ane4j.bench.BenchResult;
 import java.io.PrintStream;
-import java.util.Arrays;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Parameters;
 
-/** {@code ane4j bench peak|int8|step|compile|sgemm [options]}: runs a benchmark, prints its table, writes JSON and PNG. */
-final class BenchCommand {
-    private BenchCommand() {}
+/**
+ * {@code ane4j bench peak|int8|step|compile|sgemm [options]}: runs a benchmark, prints its table, writes JSON and PNG.
+ * The options after the name are the benchmark's ({@link BenchOptions}, which the notebook's {@code %bench} reads too).
+ */
+@Command(name = "bench", description = "Benchmarks: peak, int8, step, compile, sgemm; ane4j bench NAME --help lists a benchmark's options.")
+final class BenchCommand implements Callable<Integer> {
+    /** What each benchmark measures (its --help and the list of ane4j bench --help). */
+    static final Map<String, String> BENCHES = new LinkedHashMap<>();
+    static {
+        BENCHES.put("peak", "chained 1×1 convs (A2) at the ane-facts §7 configurations: ms, GFLOPS, TOPS");
+        BENCHES.put("int8", "W8A8 chain (A3) against its FP16 twin, and the ratio");
+        BENCHES.put("step", "median ms/step of training steps, phases, compile time, utilisation, memory");
+        BENCHES.put("compile", "compile time per training kernel and the compile-budget refusal");
+        BENCHES.put("sgemm", "sgemm GFLOPS against numpy (256–4096) and A4's interpreter overhead");
+    }
 
-    static final String USAGE = """
-            usage: ane4j bench <name> [options]
+    @Mixin Cli.HelpOption help;
+    @Parameters(paramLabel = "NAME [OPTIONS]", arity = "0..*", description = "the benchmark and its options") List<String> words = new ArrayList<>();
+    private final PrintStream out;
 
-              peak     chained 1×1 convs (A2) at the ane-facts §7 configurations: ms, GFLOPS, TOPS
-                       [--configs 512x128,256x64] [--spatial 64] [--wide 512x128] [--warmup N] [--reps N] [--max-seconds S]
-                       [--io fp16|fp32] (fp32: maderix's casts at both ends; M1/M2 cannot cast)
-              int8     W8A8 chain (A3) against its FP16 twin, and the ratio   [--configs CxN,...] [--spatial 64x64]
-                       [--blob-code 4|1] (int8 blobs' mil_dtype: 4 as coremltools, 1 as maderix's ane_int8_bench; ANE only)
-              step     median ms/step of training steps, phases, compile time, utilisation, memory
-                       [--model stories15m|stories110m|qwen3-0.6b|tiny] [--steps N] [--warmup N] [--weights dynamic|static]
-                       [--storage fp16|fp32] [--compare-torch [--python PATH] [--torch-threads N]]
-              compile  compile time per training kernel and the compile-budget refusal   [--model NAME] [--budget N]
-              sgemm    sgemm GFLOPS against numpy (256–4096) and A4's interpreter overhead   [--sizes 256,1024] [--java-max N]
+    BenchCommand(PrintStream out) { this.out = out; }
 
-            every bench: [--backend ane|ref] [--quick] [--json FILE] (default runs/bench/<name>-<timestamp>.json, PNG next
-            to it) [--no-save]
-            """;
+    /** The command line of {@code bench}: everything after the benchmark's name is the benchmark's. */
+    static CommandLine commandLine(PrintStream out) {
+        CommandLine cl = new CommandLine(new BenchCommand(out)).setStopAtPositional(true);
+        List<String> footer = new ArrayList<>(List.of("", "Benchmarks:"));
+        BENCHES.forEach((name, what) -> footer.add(String.format("  %-8s %s", name, what)));
+        footer.add("every bench: [--backend ane|ref] [--quick] [--json FILE] [--no-save]");
+        cl.getCommandSpec().usageMessage().footer(footer.toArray(String[]::new));
+        return cl;
+    }
 
-    static int run(String[] args, PrintStream out) {
-        if (args.length == 0 || args[0].equals("--help") || args[0].equals("-h") || args[0].equals("help")) {
-            out.print(USAGE);
-            return args.length == 0 ? 2 : 0;
+    @Override
+    public Integer call() {
+        if (words.isEmpty()) {
+            out.print(commandLine(out).getUsageMessage(CommandLine.Help.Ansi.OFF));
+            return Cli.USAGE;
         }
-        if (!Bench.NAMES.contains(args[0])) throw new CliException("unknown benchmark '" + args[0] + "'; use one of " + String.join(", ", Bench.NAMES) + " (ane4j bench --help)");
+        String name = words.getFirst();
+        if (!Bench.NAMES.contains(name)) throw new CliException("unknown benchmark '" + name + "'; use one of " + String.join(", ", Bench.NAMES) + " (ane4j bench --help)");
+        List<String> rest = words.subList(1, words.size());
+        if (rest.contains("--help") || rest.contains("-h")) {
+            out.print(BenchOptions.usage(name, BENCHES.get(name)));
+            return Cli.OK;
+        }
         BenchOptions o;
         try {
-            o = BenchOptions.parse(Arrays.copyOfRange(args, 1, args.length));
+            o = BenchOptions.parse(name, rest.toArray(String[]::new));
         } catch (IllegalArgumentException e) {
             throw new CliException(e.getMessage());
         }
-        out.println("ane4j bench " + args[0] + " …");
-        BenchResult r = Bench.run(args[0], o);
+        out.println("ane4j bench " + name + " …");
+        BenchResult r = Bench.run(name, o);
         out.print(r.text());
         Object json = r.meta().get("json"), png = r.meta().get("png");
         if (json != null) out.println("  wrote " + json + (png != null ? " and " + png : ""));
-        return 0;
+        return Cli.OK;
     }
 }

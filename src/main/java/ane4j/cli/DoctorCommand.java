@@ -22,6 +22,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 /**
  * {@code ane4j doctor [--model tiny|stories110m|…] [--json FILE]}: what this machine is (chip, OS, JDK, MIL dialect, BLAS),
@@ -33,10 +37,27 @@ import java.util.Map;
  * paste into a bug report and, with {@code --json}, the report. Exit code 0 when every rung passes, 1 otherwise (probes
  * observe; they never fail the run).
  */
-public final class DoctorCommand {
-    private DoctorCommand() {}
+@Command(name = "doctor", sortOptions = false, sortSynopsis = false, description = {"Check the ANE and the backends: the probe ladder against the reference backend.",
+        "Prints what this machine is, one row per rung, a summary and a verdict to paste into a bug report; exit status 1 when a rung fails."})
+public final class DoctorCommand implements Callable<Integer> {
+    @Mixin Cli.HelpOption help;
+    @Option(names = "--model", paramLabel = "NAME", defaultValue = "tiny", description = "the model whose training kernels are probed (default ${DEFAULT-VALUE})")
+    String model;
+    @Option(names = "--json", paramLabel = "FILE", description = "also write the report as JSON") Path json;
+    @Option(names = "--chip", paramLabel = "m1|m2|m3|m4|m5", description = "the chip whose rules are checked (default: this machine's)") String chipName;
 
-    static final String USAGE = "usage: ane4j doctor [--model " + String.join("|", ModelConfig.PRESETS) + "] [--json FILE] [--chip m1|m2|m3|m4|m5]";
+    private final PrintStream out, err;
+
+    DoctorCommand(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
+
+    @Override
+    public Integer call() {
+        AneBackend ane = new AneBackend();
+        return run(ane.isAvailable() ? ane : null, ane.isAvailable() ? null : ane.unavailableReason());
+    }
 
     /** What happened to one rung or probe. */
     public enum Status {
@@ -95,25 +116,18 @@ public final class DoctorCommand {
         }
     }
 
-    public static int run(String[] args, PrintStream out, PrintStream err) {
-        AneBackend ane = new AneBackend();
-        return run(args, out, err, ane.isAvailable() ? ane : null, ane.isAvailable() ? null : ane.unavailableReason());
-    }
-
     /** With a given ANE backend (null: not available, for {@code reason}). */
     public static int run(String[] args, PrintStream out, PrintStream err, AneBackend ane, String reason) {
-        if (ane != null) ane.chipRulesChecked(false);   // the probes ask Apple's compiler, not ane4j's chip rules
-        String model = "tiny", chipName = null;
-        Path json = null;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--model" -> model = value(args, ++i, "--model");
-                case "--json" -> json = Path.of(value(args, ++i, "--json"));
-                case "--chip" -> chipName = value(args, ++i, "--chip");
-                case "-h", "--help" -> { out.println(USAGE); return 0; }
-                default -> throw new CliException("unknown option '" + args[i] + "'; " + USAGE);
-            }
+        DoctorCommand d = Cli.parse(new DoctorCommand(out, err), args);
+        if (d.help.help) {
+            out.print(Cli.usage(d));
+            return Cli.OK;
         }
+        return d.run(ane, reason);
+    }
+
+    private int run(AneBackend ane, String reason) {
+        if (ane != null) ane.chipRulesChecked(false);   // the probes ask Apple's compiler, not ane4j's chip rules
         ModelConfig config;
         try {
             config = ModelConfig.parse(model);
@@ -126,7 +140,7 @@ public final class DoctorCommand {
             chip = chipName != null ? Chip.parse(chipName) : ane == null ? null
                     : Chip.fromSubType(safe(ane::chip).replaceFirst("^.*\\(", "")).orElse(null);
         } catch (IllegalArgumentException e) {
-            throw new CliException(e.getMessage() + "; " + USAGE);
+            throw new CliException(e.getMessage() + " (ane4j doctor --help)");
         }
 
         Map<String, String> host = new LinkedHashMap<>();
@@ -196,11 +210,6 @@ public final class DoctorCommand {
 
     /** Marks an error after which the ladder cannot go on (the compile budget is spent). */
     private static final String STOP = "\u0000stop:";
-
-    private static String value(String[] args, int i, String option) {
-        if (i >= args.length) throw new CliException(option + " needs a value; " + USAGE);
-        return args[i];
-    }
 
     private interface Text { String get(); }
 

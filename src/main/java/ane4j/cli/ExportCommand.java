@@ -10,41 +10,49 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
-import java.util.Map;
-import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 /**
  * {@code ane4j export}: a trained model for other tools — a Hugging Face folder ({@code model.safetensors},
  * {@code config.json}, the run's {@code tokenizer.bin}) or a llama2.c {@code .bin} (v0, float32) that {@code run.c} reads.
  */
-final class ExportCommand {
-    private ExportCommand() {}
+@Command(name = "export", sortOptions = false, sortSynopsis = false, description = "A trained model for other tools: a Hugging Face folder or a llama2.c .bin.")
+final class ExportCommand implements Callable<Integer> {
+    @Mixin Cli.HelpOption help;
+    @Option(names = "--run", paramLabel = "DIR", description = "the newest checkpoint of a run folder")
+    String run;
+    @Option(names = "--checkpoint", paramLabel = "FILE", description = "an ane4j checkpoint")
+    String checkpoint;
+    @Option(names = "--model", paramLabel = "FILE|DIR", description = "a llama2.c .bin or a safetensors file or folder")
+    String model;
+    @Option(names = "--format", paramLabel = "safetensors|llama2c", description = {
+            "--format safetensors: a Hugging Face folder: model.safetensors, config.json (LlamaForCausalLM, or Qwen3ForCausalLM with QK-norm), tokenizer.bin; default --out RUN/export/hf",
+            "--format llama2c: a llama2.c v0 .bin (float32) and tokenizer.bin beside it; default --out RUN/export/model.bin"})
+    String format;
+    @Option(names = "--dtype", paramLabel = "f32|f16|bf16", defaultValue = "f32", description = "safetensors only: f32 (default), f16 or bf16 (round to nearest even)")
+    String dtypeName;
+    @Option(names = "--out", paramLabel = "DIR|FILE", description = "where to write (default: beside the source, see --format)")
+    String outPath;
+    @Option(names = "--tokenizer", paramLabel = "FILE", description = "a llama2.c tokenizer.bin to include (default: the model's)")
+    String tokenizer;
 
-    static final String USAGE = "export --run DIR|--checkpoint FILE|--model FILE --format safetensors|llama2c [--dtype f32|f16|bf16] [--out DIR|FILE] [--tokenizer FILE]";
-    private static final Set<String> KEYS = Set.of("run", "checkpoint", "model", "format", "dtype", "out", "tokenizer");
+    private final PrintStream out;
 
-    static int run(String[] args, PrintStream out) {
-        if (java.util.Arrays.asList(args).contains("--help") || java.util.Arrays.asList(args).contains("-h")) {
-            out.println("usage: ane4j " + USAGE + """
+    ExportCommand(PrintStream out) { this.out = out; }
 
-
-                      --format safetensors  a Hugging Face folder: model.safetensors, config.json (LlamaForCausalLM, or
-                                            Qwen3ForCausalLM with QK-norm), tokenizer.bin; default --out RUN/export/hf
-                      --format llama2c      a llama2.c v0 .bin (float32) and tokenizer.bin beside it; default --out RUN/export/model.bin
-                      --dtype               safetensors only: f32 (default), f16 or bf16 (round to nearest even)""");
-            return 0;
-        }
-        Map<String, String> o = TrainCommand.parse(args);
-        for (String k : o.keySet()) if (!KEYS.contains(k)) throw new CliException("unknown option --" + GenerateCommand.kebab(k) + "; usage: ane4j " + USAGE);
-        String format = o.get("format");
+    @Override
+    public Integer call() {
         if (format == null || !(format.equals("safetensors") || format.equals("llama2c")))
             throw new CliException((format == null ? "no --format" : "--format " + format + " is not known") + "; use --format safetensors or --format llama2c");
-        Safetensors.DType dtype = dtype(o.getOrDefault("dtype", "f32"));
+        Safetensors.DType dtype = dtype(dtypeName);
         if (format.equals("llama2c") && dtype != Safetensors.DType.F32)
-            throw new CliException("llama2.c v0 files are float32; drop --dtype " + o.get("dtype") + " or export --format safetensors");
-        ModelSource src = ModelSource.open(o.get("run"), o.get("checkpoint"), o.get("model"), o.get("tokenizer"), "export");
-        Path dest = o.containsKey("out") ? Path.of(o.get("out")) : defaultOut(src, format, o);
-        refuseOverwritingTheSource(o, dest, format);
+            throw new CliException("llama2.c v0 files are float32; drop --dtype " + dtypeName + " or export --format safetensors");
+        ModelSource src = ModelSource.open(run, checkpoint, model, tokenizer, "export");
+        Path dest = outPath != null ? Path.of(outPath) : defaultOut(src);
+        refuseOverwritingTheSource(dest);
         if (format.equals("safetensors")) safetensors(src.params(), src.tokenizer(), dest, dtype, out);
         else llama2c(src.params(), src.tokenizer(), dest, out);
         if (src.tokenizer() == null)
@@ -117,10 +125,10 @@ final class ExportCommand {
         return true;
     }
 
-    private static Path defaultOut(ModelSource src, String format, Map<String, String> o) {
+    private Path defaultOut(ModelSource src) {
         boolean st = format.equals("safetensors");
-        if (src.runDir() != null && o.containsKey("run")) return src.runDir().resolve("export").resolve(st ? "hf" : "model.bin");
-        Path from = Path.of(o.containsKey("checkpoint") ? o.get("checkpoint") : o.get("model")).toAbsolutePath();
+        if (src.runDir() != null && run != null) return src.runDir().resolve("export").resolve(st ? "hf" : "model.bin");
+        Path from = Path.of(checkpoint != null ? checkpoint : model).toAbsolutePath();
         String stem = from.getFileName().toString().replaceFirst("\\.[^.]*$", "");
         Path parent = from.getParent();
         Path d = parent.resolve(st ? stem + "-hf" : stem + ".bin");
@@ -128,8 +136,8 @@ final class ExportCommand {
     }
 
     // an export into the model's own folder or file would replace what the user had (their config.json, their .bin)
-    private static void refuseOverwritingTheSource(Map<String, String> o, Path dest, String format) {
-        String from = o.containsKey("model") ? o.get("model") : o.get("checkpoint");
+    private void refuseOverwritingTheSource(Path dest) {
+        String from = model != null ? model : checkpoint;
         if (from == null) return;
         Path src = Path.of(from).toAbsolutePath().normalize(), d = dest.toAbsolutePath().normalize();
         Path srcFolder = Files.isDirectory(src) ? src : src.getParent();

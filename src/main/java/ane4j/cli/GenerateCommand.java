@@ -7,47 +7,54 @@ import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 import java.util.Locale;
-import java.util.Map;
-import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 /**
  * {@code ane4j generate}: text from a model on the CPU, printed token by token as it is sampled (the sampler of
  * {@code %generate}: temperature 0 is greedy, as llama2.c's run.c). The prompt is printed first, as run.c does.
  */
-final class GenerateCommand {
-    private GenerateCommand() {}
+@Command(name = "generate", sortOptions = false, sortSynopsis = false, description = "Text from a model on the CPU, streamed as it is sampled.")
+final class GenerateCommand implements Callable<Integer> {
+    @Mixin Cli.HelpOption help;
+    @Option(names = "--model", paramLabel = "FILE|DIR", description = "a llama2.c .bin, a safetensors file or folder, or an ane4j checkpoint")
+    String model;
+    @Option(names = "--run", paramLabel = "DIR", description = "the newest checkpoint of a run folder")
+    String run;
+    @Option(names = "--checkpoint", paramLabel = "FILE", description = "an ane4j checkpoint")
+    String checkpoint;
+    @Option(names = "--prompt", paramLabel = "TEXT", description = "the text to continue")
+    String prompt;
+    @Option(names = "--tokens", paramLabel = "N", defaultValue = "256", description = "tokens to generate (default ${DEFAULT-VALUE}; generation stops at the model's seqLen, BOS or EOS)")
+    int tokens;
+    @Option(names = "--temperature", paramLabel = "T", defaultValue = "1.0", description = "0 is greedy (argmax); default ${DEFAULT-VALUE}")
+    double temperature;
+    @Option(names = "--top-p", paramLabel = "P", defaultValue = "0.9", description = "nucleus sampling, default ${DEFAULT-VALUE} (1 = off)")
+    double topP;
+    @Option(names = "--seed", paramLabel = "S", defaultValue = "42", description = "sampling seed, default ${DEFAULT-VALUE}")
+    long seed;
+    @Option(names = "--tokenizer", paramLabel = "FILE", description = "a llama2.c tokenizer.bin (default: the model's)")
+    String tokenizer;
 
-    static final String USAGE = "generate --model FILE|DIR|--run DIR|--checkpoint FILE --prompt TEXT [--tokens N] [--temperature T] [--top-p P] [--seed S] [--tokenizer FILE]";
-    private static final Set<String> KEYS = Set.of("model", "run", "checkpoint", "prompt", "tokens", "temperature", "topP", "seed", "tokenizer");
+    private final PrintStream stdout, err;
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
-            out.println("usage: ane4j " + USAGE + """
+    GenerateCommand(PrintStream out, PrintStream err) {
+        this.stdout = out;
+        this.err = err;
+    }
 
-
-                      --model        a llama2.c .bin, a safetensors file or folder, or an ane4j checkpoint
-                      --tokens       tokens to generate (default 256; generation stops at the model's seqLen, BOS or EOS)
-                      --temperature  0 is greedy (argmax); default 1.0     --top-p  nucleus sampling, default 0.9 (1 = off)
-                      --seed         sampling seed, default 42             --tokenizer  a llama2.c tokenizer.bin (default: the model's)""");
-            return 0;
-        }
-        Map<String, String> o = TrainCommand.parse(args);
-        for (String k : o.keySet()) if (!KEYS.contains(k)) throw new CliException("unknown option --" + kebab(k) + "; usage: ane4j " + USAGE);
-        String prompt = o.get("prompt");
+    @Override
+    public Integer call() {
+        PrintStream out = stdout;
         if (prompt == null)
             throw new CliException("no --prompt TEXT (e.g. --prompt \"Once upon a time\")");
-        int tokens = (int) number(o, "tokens", "256", 0, Integer.MAX_VALUE, true);
-        float temperature = (float) number(o, "temperature", "1.0", 0, 1e6, false);
-        float topP = (float) number(o, "topP", "0.9", 0, 1, false);
-        long seed;
-        try {
-            seed = Long.parseLong(o.getOrDefault("seed", "42"));
-        } catch (NumberFormatException e) {
-            throw new CliException("--seed " + o.get("seed") + " is not a whole number");
-        }
-        ModelSource src = ModelSource.open(o.get("run"), o.get("checkpoint"), o.get("model"), o.get("tokenizer"), "generate");
+        Cli.inRange("--tokens", tokens, 0, Integer.MAX_VALUE);
+        Cli.inRange("--temperature", temperature, 0, 1e6);
+        Cli.inRange("--top-p", topP, 0, 1);
+        ModelSource src = ModelSource.open(run, checkpoint, model, tokenizer, "generate");
         Tokenizer tok = src.tokenizer();
         int vocab = src.params().config().vocabSize();
         if (tok == null)
@@ -82,7 +89,7 @@ final class GenerateCommand {
         }
         out.flush();
         long t0 = System.nanoTime();
-        int[] all = g.generateTokens(ids, tokens, temperature, topP, seed, next -> {
+        int[] all = g.generateTokens(ids, tokens, (float) temperature, (float) topP, seed, next -> {
             text8.print(text.push(tok.decodePiece(prev[0], next)));
             text8.flush();
             prev[0] = next;
@@ -95,20 +102,6 @@ final class GenerateCommand {
         return 0;
     }
 
-    private static double number(Map<String, String> o, String key, String dflt, double min, double max, boolean whole) {
-        String v = o.getOrDefault(key, dflt);
-        String flag = "--" + kebab(key);
-        try {
-            double d = whole ? Long.parseLong(v) : Double.parseDouble(v);
-            if (!(d >= min && d <= max)) throw new NumberFormatException();
-            return d;
-        } catch (NumberFormatException e) {
-            throw new CliException(flag + " " + v + " is not " + (whole ? "a whole number" : "a number") + " in [" + fmt(min) + ", " + fmt(max) + "]");
-        }
-    }
-
     /** {@code topP} → {@code top-p}: an option key as the user typed it. */
     static String kebab(String key) { return key.replaceAll("([A-Z])", "-$1").toLowerCase(Locale.ROOT); }
-
-    private static String fmt(double d) { return d == Math.rint(d) && Math.abs(d) < 1e15 ? Long.toString((long) d) : Double.toString(d); }
 }

@@ -19,85 +19,104 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
-/** {@code ane4j mil check FILE.mil [--weights DIR | --no-weights] [--chip m1…m5]} and {@code ane4j mil fmt FILE.mil [--dialect ios16|ios18]}. */
-final class MilCommand {
-    private MilCommand() {}
+/** {@code ane4j mil check FILE.mil [--weights DIR | --no-weights] [--chip m1…m5]}, {@code mil fmt FILE.mil [--dialect ios16|ios18]} and {@code mil run}. */
+@Command(name = "mil", description = "MIL programs: mil check FILE.mil, mil fmt FILE.mil, mil run FILE.mil --input x=x.npy --output DIR")
+final class MilCommand implements Callable<Integer> {
+    @Mixin Cli.HelpOption help;
 
-    static final String USAGE = """
-              mil check FILE.mil [--weights DIR | --no-weights] [--chip m1|m2|m3|m4|m5]
-                                        parse a MIL program, check every op's shapes and its weight files
-                                        (read from DIR/weights/…, default: the directory of FILE.mil); print a summary;
-                                        with --chip also every chip-rule violation (line:col, limit, source);
-                                        exit status 1 when one is an error
-              mil fmt FILE.mil [--dialect ios16|ios18]
-                                        print the program in canonical form""";
+    @Override
+    public Integer call() { throw new CliException("expected 'check', 'fmt' or 'run' (usage: ane4j mil check FILE.mil)"); }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        if (args.length == 0) throw new CliException("expected 'check', 'fmt' or 'run' (usage: ane4j mil check FILE.mil)");
-        String sub = args[0];
-        if (sub.equals("run")) return MilRunCommand.run(java.util.Arrays.copyOfRange(args, 1, args.length), out);
-        if (!sub.equals("check") && !sub.equals("fmt")) throw new CliException("unknown subcommand '" + sub + "' (check, fmt or run)");
-        String file = null, weights = null, dialect = null, chipName = null;
-        boolean noWeights = false;
-        for (int i = 1; i < args.length; i++) {
-            String a = args[i];
-            switch (a) {
-                case "--weights" -> weights = value(args, ++i, a);
-                case "--no-weights" -> noWeights = true;
-                case "--dialect" -> dialect = value(args, ++i, a);
-                case "--chip" -> chipName = value(args, ++i, a);
-                default -> {
-                    if (a.startsWith("--")) throw new CliException("unknown option '" + a + "'");
-                    if (file != null) throw new CliException("one file at a time (got '" + file + "' and '" + a + "')");
-                    file = a;
-                }
-            }
+    /** The {@code mil} command with its three subcommands. */
+    static CommandLine commandLine(PrintStream out, PrintStream err) {
+        return new CommandLine(new MilCommand()).addSubcommand(new Check(out, err)).addSubcommand(new Fmt(out, err))
+                .addSubcommand(new MilRunCommand(out));
+    }
+
+    @Command(name = "check", sortOptions = false, sortSynopsis = false, description = {"Parse a MIL program, check every op's shapes and its weight files and print a summary;",
+            "with --chip also every chip-rule violation (line:col, limit, source); exit status 1 when one is an error."})
+    static final class Check implements Callable<Integer> {
+        @Mixin Cli.HelpOption help;
+        @Parameters(paramLabel = "FILE.mil", description = "the program") String file;
+        @Option(names = "--weights", paramLabel = "DIR", description = "read weights from DIR/weights/… (default: the directory of FILE.mil)") String weights;
+        @Option(names = "--no-weights", description = "do not read weight files") boolean noWeights;
+        @Option(names = "--chip", paramLabel = "m1|m2|m3|m4|m5", description = "also check the rules of Apple's compiler on this chip") String chip;
+        private final PrintStream out, err;
+
+        Check(PrintStream out, PrintStream err) {
+            this.out = out;
+            this.err = err;
         }
-        if (file == null) throw new CliException("no file given (usage: ane4j mil " + sub + " FILE.mil)");
-        Chip chip = null;
-        if (chipName != null) {
-            if (!sub.equals("check")) throw new CliException("--chip goes with 'mil check'");
-            try {
-                chip = Chip.parse(chipName);
-            } catch (IllegalArgumentException e) {
-                throw new CliException(e.getMessage().replace("[chip] ", ""));
-            }
-        }
-        Path path = Path.of(file);
-        String text;
-        try {
-            text = MilParser.readText(path);
-        } catch (MilException e) {
-            throw new CliException(e.getMessage());
-        }
-        Path modelDir = noWeights || sub.equals("fmt") ? null : weights != null ? Path.of(weights) : absoluteParent(path);
-        MilParser.Parsed parsed;
-        try {
-            parsed = MilParser.parseDetailed(text, modelDir);
-        } catch (MilParseException e) {
-            err.println(e.line() > 0 ? file + ":" + e.getMessage() : file + ": " + e.getMessage());
-            return 1;
-        }
-        if (sub.equals("fmt")) {
-            Dialect d = parsed.dialect();
-            if (dialect != null) {
+
+        @Override
+        public Integer call() {
+            Chip c = null;
+            if (chip != null) {
                 try {
-                    d = Dialect.parse(dialect);
-                } catch (MilException e) {
-                    throw new CliException(e.getMessage());
+                    c = Chip.parse(chip);
+                } catch (IllegalArgumentException e) {
+                    throw new CliException(e.getMessage().replace("[chip] ", ""));
                 }
             }
+            Path path = Path.of(file);
+            String text = read(path);
+            Path modelDir = noWeights ? null : weights != null ? Path.of(weights) : absoluteParent(path);
+            MilParser.Parsed parsed = parse(file, text, modelDir, err);
+            if (parsed == null) return Cli.FAILED;
+            for (String w : parsed.warnings()) err.println(file + ": warning: " + w);
+            summary(file, parsed, modelDir, out);
+            return c == null ? 0 : chipRules(file, text, parsed.program(), c, out);
+        }
+    }
+
+    @Command(name = "fmt", description = "Print the program in canonical form.")
+    static final class Fmt implements Callable<Integer> {
+        @Mixin Cli.HelpOption help;
+        @Parameters(paramLabel = "FILE.mil", description = "the program") String file;
+        @Option(names = "--dialect", paramLabel = "ios16|ios18", description = "the dialect to write (default: the file's)") String dialect;
+        private final PrintStream out, err;
+
+        Fmt(PrintStream out, PrintStream err) {
+            this.out = out;
+            this.err = err;
+        }
+
+        @Override
+        public Integer call() {
+            MilParser.Parsed parsed = parse(file, read(Path.of(file)), null, err);
+            if (parsed == null) return Cli.FAILED;
             try {
-                out.print(MilWriter.write(parsed.program(), d));
+                out.print(MilWriter.write(parsed.program(), dialect != null ? Dialect.parse(dialect) : parsed.dialect()));
             } catch (MilException e) {
                 throw new CliException(e.getMessage());
             }
             return 0;
         }
-        for (String w : parsed.warnings()) err.println(file + ": warning: " + w);
-        summary(file, parsed, modelDir, out);
-        return chip == null ? 0 : chipRules(file, text, parsed.program(), chip, out);
+    }
+
+    private static String read(Path path) {
+        try {
+            return MilParser.readText(path);
+        } catch (MilException e) {
+            throw new CliException(e.getMessage());
+        }
+    }
+
+    /** The parsed program, or null after printing {@code FILE:line:col: …} on {@code err}. */
+    private static MilParser.Parsed parse(String file, String text, Path modelDir, PrintStream err) {
+        try {
+            return MilParser.parseDetailed(text, modelDir);
+        } catch (MilParseException e) {
+            err.println(e.line() > 0 ? file + ":" + e.getMessage() : file + ": " + e.getMessage());
+            return null;
+        }
     }
 
     /** Lists every violation of {@code chip}'s rules as {@code FILE:line:col: severity [rule] …}; 1 when one is an error. */
@@ -114,11 +133,6 @@ final class MilCommand {
     private static Path absoluteParent(Path p) {
         Path parent = p.toAbsolutePath().getParent();
         return parent != null ? parent : Path.of(".");
-    }
-
-    private static String value(String[] args, int i, String option) {
-        if (i >= args.length) throw new CliException(option + " needs a value");
-        return args[i];
     }
 
     static void summary(String file, MilParser.Parsed parsed, Path modelDir, PrintStream out) {

@@ -15,36 +15,27 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 /** {@code ane4j mil run FILE.mil --input x=x.npy … [--weights DIR] [--function NAME] --output DIR}: runs a program on the selected backend. */
-final class MilRunCommand {
-    private MilRunCommand() {}
+@Command(name = "run", sortOptions = false, sortSynopsis = false, description = "Run a MIL program on .npy inputs with the selected backend; one NAME.npy per output.")
+final class MilRunCommand implements Callable<Integer> {
+    @Mixin Cli.HelpOption help;
+    @Parameters(paramLabel = "FILE.mil", description = "the program") Path mil;
+    @Option(names = "--input", paramLabel = "NAME=FILE.npy", description = "an input of the function (once per input)") Map<String, Path> inputs = new LinkedHashMap<>();
+    @Option(names = "--output", paramLabel = "DIR", required = true, description = "where the outputs are written") Path output;
+    @Option(names = "--weights", paramLabel = "DIR", description = "read weights from DIR/weights/… (default: the directory of FILE.mil)") Path weights;
+    @Option(names = "--function", paramLabel = "NAME", description = "the function to run (default: main)") String function;
+    private final PrintStream out;
 
-    static final String USAGE = "ane4j mil run FILE.mil --input NAME=FILE.npy ... [--weights DIR] [--function NAME] --output DIR";
+    MilRunCommand(PrintStream out) { this.out = out; }
 
-    static int run(String[] args, PrintStream out) {
-        if (args.length == 0) throw new CliException("missing FILE.mil; usage: " + USAGE);
-        Path mil = Path.of(args[0]);
-        Map<String, Path> inputs = new LinkedHashMap<>();
-        Path weights = null, output = null;
-        String function = null;
-        for (int i = 1; i < args.length; i++) {
-            String a = args[i];
-            if (i + 1 >= args.length) throw new CliException("option " + a + " needs a value; usage: " + USAGE);
-            String v = args[++i];
-            switch (a) {
-                case "--input" -> {
-                    int eq = v.indexOf('=');
-                    if (eq <= 0) throw new CliException("--input wants NAME=FILE.npy, got '" + v + "'");
-                    inputs.put(v.substring(0, eq), Path.of(v.substring(eq + 1)));
-                }
-                case "--weights" -> weights = Path.of(v);
-                case "--output" -> output = Path.of(v);
-                case "--function" -> function = v;
-                default -> throw new CliException("unknown option " + a + "; usage: " + USAGE);
-            }
-        }
-        if (output == null) throw new CliException("missing --output DIR; usage: " + USAGE);
+    @Override
+    public Integer call() {
         String text;
         try {
             text = MilParser.readText(mil);

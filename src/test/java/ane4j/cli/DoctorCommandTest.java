@@ -146,12 +146,13 @@ class DoctorCommandTest {
         var e = assertThrows(CliException.class, () -> run("--model", "gpt5"));
         assertTrue(e.getMessage().startsWith("[config] unknown model 'gpt5'"), e.getMessage());
         var u = assertThrows(CliException.class, () -> run("--frobnicate"));
-        assertEquals("unknown option '--frobnicate'; " + DoctorCommand.USAGE, u.getMessage());
+        assertEquals("[cli] unknown option --frobnicate; options: --model, --json, --chip (ane4j doctor --help)", u.getMessage());
+        assertEquals("[cli] --json has no value; give --json FILE (or --json=FILE)", assertThrows(CliException.class, () -> run("--json")).getMessage());
         assertThrows(CliException.class, () -> run("--json"));
         var c = assertThrows(CliException.class, () -> run("--chip", "m9"));
         assertTrue(c.getMessage().startsWith("[chip] unknown chip 'm9'; use m1, m2, m3, m4 or m5"), c.getMessage());
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         assertEquals(1, Main.run(new String[] {"doctor", "--frobnicate"}, new PrintStream(new ByteArrayOutputStream()), new PrintStream(err)));
-        assertEquals("ane4j doctor: unknown option '--frobnicate'; " + DoctorCommand.USAGE, err.toString().strip());
+        assertEquals("ane4j doctor: [cli] unknown option --frobnicate; options: --model, --json, --chip (ane4j doctor --help)", err.toString().strip());
     }
 }

@@ -183,7 +183,7 @@ class ExportCommandTest {
                 {"export", "--format", "safetensors", "--model"}};
         String[] expect = {"no model given", "no --format", "--format onnx is not known", "llama2.c v0 files are float32", "--dtype int4 is not known",
                 "no such run folder", "no readable checkpoint", "no such file", "uses QK-norm", "give only one of", "unknown option --bogus",
-                "is where " + qwen + " is read from", "--model has no value; give --model VALUE"};
+                "is where " + qwen + " is read from", "--model has no value; give --model FILE|DIR"};
         for (int i = 0; i < bad.length; i++) {
             Run r = run(bad[i]);
             assertEquals(1, r.code(), String.join(" ", bad[i]));

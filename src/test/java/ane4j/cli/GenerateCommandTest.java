@@ -82,7 +82,7 @@ class GenerateCommandTest {
                 {"generate", "--prompt", "x", "--model"}};
         String[] expect = {"no --prompt", "no model given", "no such file", "no tokenizer for", "no such file", "--temperature -1 is not a number in [0,",
                 "--top-p 2 is not a number in [0, 1]", "--tokens many is not a whole number", "--seed 1.5 is not a whole number", "unknown option --top-k",
-                "has 512 tokens, the model 48", "--prompt has no value; give --prompt VALUE", "--model has no value; give --model VALUE"};
+                "has 512 tokens, the model 48", "--prompt has no value; give --prompt TEXT", "--model has no value; give --model FILE|DIR"};
         for (int i = 0; i < bad.length; i++) {
             var r = ExportCommandTest.run(bad[i]);
             assertEquals(1, r.code(), String.join(" ", bad[i]) + " → " + r.err());
