@@ -19,6 +19,13 @@ the adapter gradients match a central difference of that merged-weights loss alo
 
 Run:   /usr/bin/python3 tools/gen_lora_golden.py          (from the repository root)
 Check: /usr/bin/python3 tools/gen_lora_golden.py --check  (regenerate in memory, compare with the committed files)
+
+--peft: loads the PEFT folders ane4j exported from each case's final adapters (src/test/resources/golden/lora/peft/<case>/,
+written by `java -cp target/classes:target/test-classes ane4j.train.PeftAdapterTest`) the way a Python user would: tensor
+names base_model.model.model.layers.N.{self_attn.q_proj,…,mlp.gate_proj,…}.lora_{A,B}.weight, r/lora_alpha/target_modules
+from adapter_config.json, on the base in Hugging Face's layout (q/k rows of interleaved-RoPE models permuted to
+rotate-half, as transformers' Llama conversion does; RoPE rotate_half); writes golden/lora/peft/golden.json with the logits
+of the case's tokens at every position. Self-check: equal (1e-5) to the LoRA forward of the final adapters in ane4j's layout.
 """
 import argparse
 import math
@@ -202,13 +209,90 @@ def generate(name):
     return G.safetensors_bytes(meta, tensors), losses, norms
 
 
+HF_MODULE = {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.o_proj",
+             "w1": "mlp.gate_proj", "w2": "mlp.down_proj", "w3": "mlp.up_proj"}
+
+
+def read_safetensors(path):
+    import json as _json, struct as _struct
+    data = open(path, "rb").read()
+    n = _struct.unpack("<Q", data[:8])[0]
+    header = _json.loads(data[8:8 + n])
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        assert e["dtype"] in ("F32", "I32"), (name, e["dtype"])
+        b, en = e["data_offsets"]
+        a = np.frombuffer(data[8 + n + b: 8 + n + en], dtype="<f4" if e["dtype"] == "F32" else "<i4").reshape(e["shape"])
+        out[name] = torch.tensor(a.copy())
+    return out, header.get("__metadata__", {})
+
+
+def to_rotate_half(w, heads, hd):
+    """transformers' permute for Llama q/k: per head, interleaved row 2i+p -> row p*hd/2 + i."""
+    out = torch.empty_like(w)
+    for h in range(heads):
+        for i in range(hd // 2):
+            for p in range(2):
+                out[h * hd + p * (hd // 2) + i] = w[h * hd + 2 * i + p]
+    return out
+
+
+def peft_golden(name, folder):
+    import hashlib, json as _json
+    case = CASES[name]
+    c = G.CONFIGS[case["config"]]
+    g, _ = read_safetensors(os.path.join(OUT_DIR, name + ".safetensors"))
+    cfg = _json.load(open(os.path.join(folder, "adapter_config.json")))
+    st, _ = read_safetensors(os.path.join(folder, "adapter_model.safetensors"))
+    assert cfg["peft_type"] == "LORA" and cfg["task_type"] == "CAUSAL_LM", cfg
+    inv = {v.split(".")[1]: k for k, v in HF_MODULE.items()}
+    targets = [inv[m] for m in cfg["target_modules"]]
+    hf_case = dict(case, rank=cfg["r"], alpha=float(cfg["lora_alpha"]), targets=targets)
+    # the base in Hugging Face's layout
+    base = {k: g[k] for k, _ in G.param_shapes(c)}
+    hf_c = dict(c)
+    if c["ropeStyle"] == "interleaved":
+        hf_c["ropeStyle"] = "half"
+        for l in range(c["nLayers"]):
+            base[f"layers.{l}.wq"] = to_rotate_half(base[f"layers.{l}.wq"], c["nHeads"], c["headDim"])
+            base[f"layers.{l}.wk"] = to_rotate_half(base[f"layers.{l}.wk"], c["nKvHeads"], c["headDim"])
+    # the adapter by PEFT's names, nothing else in the file
+    ad, used = {}, set()
+    for l in range(c["nLayers"]):
+        for t in targets:
+            for ab, key in (("A", "loraA"), ("B", "loraB")):
+                n = f"base_model.model.model.layers.{l}.{HF_MODULE[t]}.lora_{ab}.weight"
+                ad[f"layers.{l}.{t}.{key}"] = st[n]
+                used.add(n)
+    assert used == set(st), set(st) - used
+    x, y = g["tokens"].long(), g["targets"].long()
+    logits, _ = lora_forward(hf_c, base, ad, hf_case, x, y)
+    # self-check: the same function as the final adapters in ane4j's own layout
+    final = {k[len("final."):]: v for k, v in g.items() if k.startswith("final.")}
+    ref, _ = lora_forward(c, {k: g[k] for k, _ in G.param_shapes(c)}, final, case, x, y)
+    assert (logits - ref).abs().max() < 1e-5, (logits - ref).abs().max()
+    sha = {f: hashlib.sha256(open(os.path.join(folder, f), "rb").read()).hexdigest() for f in ("adapter_model.safetensors", "adapter_config.json")}
+    return {"sha256": sha, "tokens": x.tolist(), "logits": [[float(v) for v in row] for row in logits.detach().numpy().astype(np.float32)]}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
     ap.add_argument("--out", default=OUT_DIR)
+    ap.add_argument("--peft", action="store_true", help="write golden/lora/peft/golden.json from the exported PEFT folders")
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
+    if args.peft:
+        import json as _json
+        out = {name: peft_golden(name, os.path.join(OUT_DIR, "peft", name)) for name in CASES}
+        path = os.path.join(OUT_DIR, "peft", "golden.json")
+        with open(path, "w") as f:
+            _json.dump({"generator": SCRIPT + " --peft", "torchVersion": torch.__version__, **out}, f)
+        print(f"wrote {path}")
+        return
     bad = 0
     for name in CASES:
         data, losses, norms = generate(name)

@@ -99,7 +99,7 @@ final class TrainCommand {
                     describe(out, o, trainer.config(), trainer.parameters().data().length);
                     signals.onStop(trainer::requestStop);
                     h = trainer.run(progress, 0);
-                    params = trainer.parameters();
+                    params = trainer.adapters() != null ? trainer.adapters().fused(trainer.parameters()) : trainer.parameters();
                     tokenizer = trainer.tokenizer();
                     stopped = trainer.nextStep() < o.steps();
                     checkpoint = trainer.lastCheckpoint();
@@ -133,6 +133,7 @@ final class TrainCommand {
                 if (c == null) throw new CliException("training ended without a readable checkpoint in " + o.runDir().resolve("checkpoints"));
                 checkpoint = found.file();
                 params = new Parameters(new ParameterLayout(c.state().config()), c.params());
+                if (c.lora() != null) params = ane4j.train.LoraAdapters.of(params.config(), o, c.lora()).fused(params);
                 describe(out, o, c.state().config(), c.params().length);
                 tokenizer = o.data() == null ? EmbeddedCorpus.tokenizer() : tokenizerBeside(o.data());
             }
@@ -161,6 +162,7 @@ final class TrainCommand {
         } else {
             out.println("sample: skipped (no tokenizer.bin matching the model next to the data)");
         }
+        if (o.lora() > 0) out.println("LoRA adapter (PEFT layout): " + Trainer.adapterDir(o) + "; the sample and the export below are the fused model");
         ExportCommand.exportRun(o.runDir(), params, tokenizer, out);
         return 0;
     }

@@ -79,6 +79,22 @@ public final class LoraAdapters {
         return ad;
     }
 
+    /** The adapters of a run's options ({@code lora}, {@code loraAlpha}, {@code loraTargets}) holding {@code data} (a checkpoint's). */
+    public static LoraAdapters of(ModelConfig config, TrainOptions o, float[] data) {
+        LoraAdapters ad = new LoraAdapters(config, o.lora(), o.loraAlpha(), List.of(o.loraTargets().split(",")));
+        if (data.length != ad.size())
+            throw new IllegalArgumentException("[lora] " + data.length + " adapter floats, but lora " + o.lora() + " on " + o.loraTargets() + " of " + config.name() + " needs " + ad.size());
+        System.arraycopy(data, 0, ad.data, 0, data.length);
+        return ad;
+    }
+
+    /** A copy of {@code base} with every adapted matrix replaced by W + s·B·A (the fused model). */
+    public ane4j.model.Parameters fused(ane4j.model.Parameters base) {
+        ane4j.model.Parameters out = new ane4j.model.Parameters(base.layout(), base.data().clone());
+        mergeInto(out.data());
+        return out;
+    }
+
     /** The base matrix a target adapts: q → wq, …, w3 → w3. */
     static ParameterView baseMatrix(ParameterLayout.Layer w, String target) {
         return switch (target) {

@@ -229,6 +229,9 @@ public final class Trainer implements AutoCloseable {
 
     private Path checkpointDir() { return o.runDir().resolve("checkpoints"); }
 
+    /** Where a LoRA run keeps its adapters in the PEFT layout: {@code runDir/adapter}. */
+    public static Path adapterDir(TrainOptions o) { return o.runDir().resolve("adapter"); }
+
     /**
      * Makes the run folder ready: removes partial files of a dead run, sets the old run aside when asked to restart from
      * scratch, resumes from the newest readable checkpoint (refusing when there are checkpoints but none is readable,
@@ -436,6 +439,8 @@ public final class Trainer implements AutoCloseable {
         if (divergence.lossStreak()) throw diverged("the loss (fp32) was not finite at the last step");
         TrainState st = new TrainState(config, runId, nextStep, adamStep, rng.state(), scaler.scale(), scaler.cleanSteps(), lastLoss);
         lastCheckpoint = Checkpoint.save(checkpointDir(), new Checkpoint.Contents(st, params.data(), m, v, lora == null ? null : lora.data()), o.keep());
+        // the adapters as Python users load them (PEFT layout), beside the checkpoint that holds them
+        if (lora != null) PeftAdapter.write(adapterDir(o), lora, o.init() != null ? o.init().toString() : config.name());
         lastCheckpointStep = nextStep;
         return lastCheckpoint;
     }
