@@ -19,7 +19,7 @@ public final class Generator {
     public CpuModel model() { return model; }
 
     /**
-     * The prompt followed by up to {@code maxTokens} generated tokens, as text. Generation stops early at BOS or
+     * The prompt followed by up to {@code maxTokens} generated tokens, as text. Generation stops early at the tokenizer's BOS or
      * EOS, or when the sequence reaches seqLen. Same seed, same text.
      */
     public String generate(String prompt, int maxTokens, float temperature, float topP, long seed) {
@@ -48,7 +48,7 @@ public final class Generator {
             float[] logits = model.forward(out[pos], pos);
             if (pos + 1 < prompt.length) continue; // still forcing the prompt
             int next = sampler.sample(logits);
-            if (next == Tokenizer.BOS || next == Tokenizer.EOS) break;
+            if (next == tokenizer.bosId() || next == tokenizer.eosId()) break;
             out[n++] = next;
             onToken.accept(next);
         }

@@ -11,7 +11,8 @@ import java.util.Map;
 import java.util.PriorityQueue;
 
 /**
- * llama2.c's BPE tokenizer and its {@code tokenizer.bin} file: int32 max_token_length, then per token
+ * A tokenizer: llama2.c's, or a Hugging Face {@code tokenizer.json} with byte-level BPE ({@link ByteLevelBpe}; {@link #read}
+ * tells them apart by the file). llama2.c's BPE tokenizer and its {@code tokenizer.bin} file: int32 max_token_length, then per token
  * {float32 score, int32 byte length, bytes}. Encoding follows {@code run.c encode()}: optional BOS, a dummy
  * " " prefix for non-empty text, one token per UTF-8 code point (or one {@code <0xXX>} byte token per byte
  * when the code point is not in the vocabulary), then repeatedly merge the adjacent pair whose concatenation
@@ -29,9 +30,18 @@ public final class Tokenizer {
     private final Map<String, Integer> ids;
     private final int[] byteTokens = new int[256];
     private final int maxTokenLength;
+    private final ByteLevelBpe bpe; // null: llama2.c's tokenizer
+    private final int bos, eos;
 
     /** A tokenizer over raw byte pieces (pieces are bytes, usually UTF-8) and their merge scores. */
     public Tokenizer(List<byte[]> pieces, float[] scores) {
+        this(pieces, scores, null, BOS, EOS);
+    }
+
+    private Tokenizer(List<byte[]> pieces, float[] scores, ByteLevelBpe bpe, int bos, int eos) {
+        this.bpe = bpe;
+        this.bos = bos;
+        this.eos = eos;
         if (pieces.size() != scores.length)
             throw new IllegalArgumentException(TAG + pieces.size() + " pieces but " + scores.length + " scores");
         if (pieces.size() < 3) throw new IllegalArgumentException(TAG + "vocabulary of " + pieces.size() + " tokens has no room for <unk>, <s>, </s>");
@@ -54,6 +64,15 @@ public final class Tokenizer {
 
     public int vocabSize() { return pieces.length; }
 
+    /** The id documents and prompts start with, or -1 (GPT-2 and Qwen tokenizers have none). */
+    public int bosId() { return bos; }
+
+    /** The id documents end with and generation stops at, or -1. */
+    public int eosId() { return eos; }
+
+    /** True for a Hugging Face tokenizer.json, false for a llama2.c tokenizer.bin. */
+    public boolean isTokenizerJson() { return bpe != null; }
+
     public int maxTokenLength() { return maxTokenLength; }
 
     public float score(int id) { return scores[id]; }
@@ -72,13 +91,32 @@ public final class Tokenizer {
     // ----------------------------------------------------------------------------------------------
     // encode
 
+    /** The tokens of {@code text}, after BOS and before EOS when asked and the tokenizer has them. */
     public int[] encode(String text, boolean bos, boolean eos) {
+        return encode(text, bos, eos, true);
+    }
+
+    /** Tokens of text that continues other text (a completion after its prompt): no BOS, no EOS, no dummy prefix. */
+    public int[] encodeContinuation(String text) {
+        return encode(text, false, false, false);
+    }
+
+    private int[] encode(String text, boolean bos, boolean eos, boolean dummyPrefix) {
+        if (bpe != null) {
+            int[] ids = bpe.encode(text);
+            boolean b = bos && this.bos >= 0, e = eos && this.eos >= 0;
+            int[] out = new int[ids.length + (b ? 1 : 0) + (e ? 1 : 0)];
+            if (b) out[0] = this.bos;
+            System.arraycopy(ids, 0, out, b ? 1 : 0, ids.length);
+            if (e) out[out.length - 1] = this.eos;
+            return out;
+        }
         byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
         int[] tok = new int[utf8.length + 3];
         int n = 0;
         if (bos) tok[n++] = BOS;
         // dummy prefix: sentencepiece's add_dummy_prefix, as run.c does for any non-empty text
-        if (utf8.length > 0) {
+        if (utf8.length > 0 && dummyPrefix) {
             Integer space = ids.get(" ");
             tok[n++] = space != null ? space : byteTokens[' '];
         }
@@ -156,6 +194,8 @@ public final class Tokenizer {
 
     /** The bytes token {@code token} prints after {@code prev}: byte tokens become their byte, a leading space after BOS is dropped. */
     public byte[] decodePiece(int prev, int token) {
+        if (token < 0 || token >= pieces.length) throw new IllegalArgumentException(TAG + "token id " + token + " is outside the vocabulary of " + pieces.length);
+        if (bpe != null) return bpe.bytes(token);
         String p = pieces[token];
         if (prev == BOS && p.startsWith(" ")) p = p.substring(1);
         if (p.length() == 6 && p.startsWith("<0x") && p.endsWith(">")) {
@@ -168,13 +208,16 @@ public final class Tokenizer {
         return p.getBytes(StandardCharsets.ISO_8859_1);
     }
 
-    /** Text of a token sequence; BOS and EOS themselves print nothing. Invalid UTF-8 becomes U+FFFD. */
+    /**
+     * Text of a token sequence; llama2.c's BOS and EOS print nothing, a tokenizer.json's added tokens print as their text
+     * (Hugging Face's decode without skip_special_tokens). Invalid UTF-8 becomes U+FFFD (generate prints escapes instead).
+     */
     public String decode(int[] tokens) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         int prev = -1;
         for (int t : tokens) {
             if (t < 0 || t >= pieces.length) throw new IllegalArgumentException(TAG + "token id " + t + " is outside the vocabulary of " + pieces.length);
-            if (t != BOS && t != EOS) out.writeBytes(decodePiece(prev, t));
+            if (bpe != null || (t != bos && t != eos)) out.writeBytes(decodePiece(prev, t));
             prev = t;
         }
         return out.toString(StandardCharsets.UTF_8);
@@ -183,8 +226,12 @@ public final class Tokenizer {
     // ----------------------------------------------------------------------------------------------
     // tokenizer.bin
 
-    /** Reads a llama2.c tokenizer.bin; the vocabulary size is the number of entries in the file. */
+    /**
+     * Reads a tokenizer: a Hugging Face {@code tokenizer.json} (a file whose name ends in .json) or a llama2.c
+     * tokenizer.bin, whose vocabulary size is the number of entries in the file.
+     */
     public static Tokenizer read(Path file) {
+        if (file.getFileName().toString().toLowerCase(java.util.Locale.ROOT).endsWith(".json")) return readJson(file);
         try (LeFiles.Mapped m = LeFiles.map(file, "tokenizer")) {
             String name = file.getFileName().toString();
             long size = m.size();
@@ -230,7 +277,27 @@ public final class Tokenizer {
         return t;
     }
 
+    /** Reads a Hugging Face tokenizer.json (byte-level BPE); the vocabulary size is its largest id + 1. */
+    public static Tokenizer readJson(Path file) {
+        String name = file.getFileName().toString();
+        String json;
+        try {
+            if (java.nio.file.Files.isDirectory(file)) throw new ModelFormatException(TAG + file + " is a folder, not a file");
+            json = java.nio.file.Files.readString(file, StandardCharsets.UTF_8);
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new ModelFormatException(TAG + file + ": no such file");
+        } catch (java.io.IOException | java.io.UncheckedIOException e) {
+            throw new ModelFormatException(TAG + "cannot read " + file + ": " + e.getMessage());
+        }
+        ByteLevelBpe bpe = ByteLevelBpe.parse(json, name);
+        List<byte[]> pieces = new ArrayList<>(bpe.vocabSize());
+        for (int i = 0; i < bpe.vocabSize(); i++) pieces.add(bpe.bytes(i));
+        if (pieces.size() < 3) throw new ModelFormatException(TAG + name + ": a vocabulary of " + pieces.size() + " tokens");
+        return new Tokenizer(pieces, new float[pieces.size()], bpe, bpe.bos(), bpe.eos());
+    }
+
     public void write(Path file) {
+        if (bpe != null) throw new IllegalArgumentException(TAG + "a tokenizer.json tokenizer cannot be written as a llama2.c tokenizer.bin; copy the tokenizer.json");
         try (LeFiles.Writer w = new LeFiles.Writer(file, "tokenizer")) {
             w.i32(Math.max(1, maxTokenLength));
             for (int i = 0; i < pieces.length; i++) {
