@@ -5,7 +5,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * llama2.c's legacy model file ({@code export.py legacy_export}, read by {@code run.c}).
+ * llama2.c's model files: the legacy version 0 ({@code export.py legacy_export}, read by {@code run.c}; read and written)
+ * and version 1 ({@code version1_export}: read). Version 1 starts with uint32 magic "ak42", int32 version 1, the same
+ * 7 int32 (vocab_size always positive), uint8 shared_classifier, zeros to byte 256; then float32 arrays in the order
+ * rms_att (L, D), rms_ffn (L, D), rms_final (D), token_embedding (V, D), wq, wk, wv, wo, w1, w2, w3 (each over all
+ * layers), wcls (V, D) only when unshared; no freq_cis. Version 2 (int8 Q8_0) is refused in one line.
  *
  * <pre>
  * header: 7 int32 LE: dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len
@@ -26,6 +30,7 @@ public final class Llama2Bin {
     static final int HEADER_BYTES = 28;
     /** "ak42" read as a little-endian uint32, the first field of llama2.c's version 1 and 2 files. */
     static final int LLAMA2C_MAGIC = 0x616b3432;
+    static final int V1_HEADER_BYTES = 256;
 
     /** Bytes a file with this header must have, or -1 on overflow. */
     static long expectedBytes(int dim, int hidden, int layers, int heads, int kvHeads, int vocab, int seqLen, boolean shared) {
@@ -54,26 +59,33 @@ public final class Llama2Bin {
             if (fileSize < HEADER_BYTES)
                 throw new ModelFormatException(TAG + name + ": " + fileSize + " bytes is shorter than the 28-byte header; not a llama2.c model file");
             // llama2.c export.py version1_export/version2_export: uint32 magic 0x616b3432 ("ak42"), int32 version, then a header padded to 256 bytes
+            int version = 0;
+            long headerBytes = HEADER_BYTES, at = 0;
             if (m.segment().get(LeFiles.INT, 0) == LLAMA2C_MAGIC) {
-                int version = m.segment().get(LeFiles.INT, 4);
-                String what = switch (version) {
-                    case 1 -> "float32 weights with a 256-byte header";
-                    case 2 -> "int8 group-quantized (Q8_0) weights";
-                    default -> "an unknown version";
-                };
-                throw new ModelFormatException(TAG + name + ": a llama2.c version-" + version + " file (magic ak42, " + what + "); ane4j reads the legacy "
-                        + "version-0 files only: re-export it with llama2.c's `python export.py OUT.bin --version 0 --checkpoint CKPT.pt` (or --hf DIR)");
+                version = fileSize >= 8 ? m.segment().get(LeFiles.INT, 4) : -1;
+                if (version == 2)
+                    throw new ModelFormatException(TAG + name + ": a llama2.c version-2 file (magic ak42, int8 group-quantized Q8_0 weights), which ane4j does not "
+                            + "read; re-export it as float32 with llama2.c's `python export.py OUT.bin --version 1 --checkpoint CKPT.pt` (or --version 0)");
+                if (version != 1)
+                    throw new ModelFormatException(TAG + name + ": a llama2.c file (magic ak42) of version " + version + ", which ane4j does not know (it reads "
+                            + "versions 0 and 1); re-export it with llama2.c's `python export.py OUT.bin --version 1 --checkpoint CKPT.pt`");
+                if (fileSize < V1_HEADER_BYTES)
+                    throw new ModelFormatException(TAG + name + ": " + fileSize + " bytes is shorter than the 256-byte header of a llama2.c version-1 file; truncated?");
+                headerBytes = V1_HEADER_BYTES;
+                at = 8;
             }
             int[] h = new int[7];
-            for (int i = 0; i < 7; i++) h[i] = m.segment().get(LeFiles.INT, 4L * i);
+            for (int i = 0; i < 7; i++) h[i] = m.segment().get(LeFiles.INT, at + 4L * i);
+            // v0 flags an unshared classifier with a negative vocab_size; v1 has a shared_classifier byte after the 7 ints
+            boolean shared = version == 1 ? m.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 36) != 0 : h[5] > 0;
             int dim = h[0], hidden = h[1], layers = h[2], heads = h[3], kvHeads = h[4], vocab = Math.abs(h[5]), seqLen = h[6];
-            boolean shared = h[5] > 0;
-            String header = "dim=" + dim + " hidden_dim=" + hidden + " n_layers=" + layers + " n_heads=" + heads
-                    + " n_kv_heads=" + kvHeads + " vocab_size=" + h[5] + " seq_len=" + seqLen;
+            String header = (version == 1 ? "version=1 " : "") + "dim=" + dim + " hidden_dim=" + hidden + " n_layers=" + layers + " n_heads=" + heads
+                    + " n_kv_heads=" + kvHeads + " vocab_size=" + h[5] + " seq_len=" + seqLen + (version == 1 ? " shared_classifier=" + shared : "");
             if (dim <= 0 || hidden <= 0 || layers <= 0 || heads <= 0 || kvHeads <= 0 || h[5] == 0 || h[5] == Integer.MIN_VALUE || seqLen <= 0
-                    || dim % heads != 0 || heads % kvHeads != 0 || (dim / heads) % 2 != 0)
+                    || (version == 1 && h[5] < 0) || dim % heads != 0 || heads % kvHeads != 0 || (dim / heads) % 2 != 0)
                 throw new ModelFormatException(TAG + name + ": header " + header + " is not a valid llama2.c model (foreign or corrupt file)");
             long expected = expectedBytes(dim, hidden, layers, heads, kvHeads, vocab, seqLen, shared);
+            if (expected >= 0 && version == 1) expected += V1_HEADER_BYTES - HEADER_BYTES - 4L * seqLen * (dim / heads); // no freq_cis in v1
             if (expected != fileSize)
                 throw new ModelFormatException(TAG + name + ": expected " + (expected < 0 ? "an impossible number of" : expected)
                         + " bytes for " + header + ", found " + fileSize + (fileSize < expected ? " (truncated?)" : " (foreign file or other version?)"));
@@ -85,8 +97,8 @@ public final class Llama2Bin {
             } catch (IllegalArgumentException e) {
                 throw new ModelFormatException(TAG + name + ": header " + header + ": " + e.getMessage(), e);
             }
-            long pos = HEADER_BYTES;
-            for (Section s : sections(p.layout())) {
+            long pos = headerBytes;
+            for (Section s : version == 1 ? v1Sections(p.layout()) : sections(p.layout())) {
                 if (s.views == null) { // freq_cis: skipped
                     pos += 4L * s.skip;
                     continue;
@@ -145,6 +157,24 @@ public final class Llama2Bin {
 
     // the file's array order; views == null marks the freq_cis block (skip floats)
     private record Section(List<ParameterView> views, long skip) {}
+
+    // version1_export's order: norms first (att, ffn per layer, final), embedding, the matrices by kind over layers, wcls when unshared
+    private static List<Section> v1Sections(ParameterLayout layout) {
+        ModelConfig c = layout.config();
+        List<Section> out = new ArrayList<>();
+        for (String n : new String[]{"rmsAtt", "rmsFfn"}) out.add(new Section(perLayer(layout, n), 0));
+        out.add(new Section(List.of(layout.rmsFinal()), 0));
+        out.add(new Section(List.of(layout.tokenEmbedding()), 0));
+        for (String n : new String[]{"wq", "wk", "wv", "wo", "w1", "w2", "w3"}) out.add(new Section(perLayer(layout, n), 0));
+        if (!c.tiedEmbedding()) out.add(new Section(List.of(layout.wcls()), 0));
+        return out;
+    }
+
+    private static List<ParameterView> perLayer(ParameterLayout layout, String n) {
+        List<ParameterView> vs = new ArrayList<>();
+        for (int l = 0; l < layout.config().nLayers(); l++) vs.add(layout.view("layers." + l + "." + n));
+        return vs;
+    }
 
     private static List<Section> sections(ParameterLayout layout) {
         ModelConfig c = layout.config();

@@ -32,7 +32,7 @@ import java.util.Set;
  * the file, else from our own {@code __metadata__}, else it is inferred from shapes (enough for Qwen3-style
  * files, whose q_norm gives headDim). Files do not define a training sequence length: seqLen is
  * {@link #DEFAULT_SEQ_LEN} unless our metadata has one; change it with {@link ModelConfig#withSeqLen}.
- * Sharded checkpoints ({@code model-00001-of-…}) and bias tensors are not supported.
+ * Sharded checkpoints are read from their {@code model.safetensors.index.json} ({@link #readSharded}); bias tensors are not supported.
  */
 public final class Safetensors {
     private Safetensors() {}
@@ -227,41 +227,125 @@ public final class Safetensors {
         try (LeFiles.Mapped m = LeFiles.map(file, "safetensors")) {
             Header h = header(m.segment(), name);
             ModelConfig c = config != null ? config : inferConfig(file, h);
-            if (c.ropeStyle() != RopeStyle.HALF)
-                throw new IllegalArgumentException(TAG + name + ": safetensors checkpoints use rotate-half RoPE; the config must have ropeStyle half");
-            ParameterLayout layout;
-            try {
-                layout = new ParameterLayout(c);
-            } catch (IllegalArgumentException e) {
-                throw new ModelFormatException(TAG + name + ": " + e.getMessage(), e);
-            }
-            // every shape against the config before anything is allocated: the floats then number what the file holds
-            Set<String> used = new java.util.HashSet<>();
-            for (ParameterView v : layout.views()) {
-                String hf = hfName(v.name());
-                Entry e = h.entries().get(hf);
-                if (e == null)
-                    throw new ModelFormatException(TAG + name + ": missing tensor '" + hf + "' (" + v.name() + " of " + c.name() + ")");
-                long[] want = v.isMatrix() ? new long[]{v.rows(), v.cols()} : new long[]{v.rows()};
-                if (!java.util.Arrays.equals(want, java.util.Arrays.stream(e.shape()).asLongStream().toArray()))
-                    throw new ModelFormatException(TAG + name + ": tensor '" + hf + "' has shape " + java.util.Arrays.toString(e.shape())
-                            + ", the config needs " + java.util.Arrays.toString(want) + " (" + v.name() + " of " + c.name() + "); fix config.json or the file");
-                used.add(hf);
-            }
-            for (String t : h.entries().keySet()) {
-                if (used.contains(t) || t.endsWith("rotary_emb.inv_freq")) continue;
-                if (t.equals("lm_head.weight") && c.tiedEmbedding()) continue; // some tied checkpoints store a copy
-                throw new ModelFormatException(TAG + name + ": tensor '" + t + "' is not part of a Llama/Qwen3 model with this config"
-                        + (t.endsWith(".bias") ? " (bias tensors are not supported)" : ""));
-            }
-            long bytes = 4L * layout.size(), free = Runtime.getRuntime().maxMemory() - (Runtime.getRuntime().totalMemory() - Runtime.getRuntime().freeMemory());
-            if (bytes > free)
-                throw new ModelFormatException(TAG + name + ": " + layout.size() + " parameters need " + (bytes >> 20) + " MB as fp32 but the JVM has "
-                        + (free >> 20) + " MB free; raise the heap (--heap, or -Xmx in ANE4J_JAVA_OPTS)");
-            Parameters p = Parameters.zeros(layout);
-            for (ParameterView v : layout.views()) readFloats(m.segment(), h.dataStart(), h.entries().get(hfName(v.name())), p.data(), v.offset());
-            return p;
+            Map<String, Source> tensors = new LinkedHashMap<>();
+            for (Entry e : h.entries().values()) tensors.put(e.name(), new Source(m.segment(), h.dataStart(), e));
+            return load(name, tensors, c);
         }
+    }
+
+    /** The name of a sharded checkpoint's index (transformers' SAFE_WEIGHTS_INDEX_NAME). */
+    public static final String INDEX_FILE = "model.safetensors.index.json";
+
+    /**
+     * Reads a sharded checkpoint from its index, as transformers' {@code save_pretrained(max_shard_size=…)} writes it:
+     * {@code {"metadata": {"total_size": …}, "weight_map": {tensor name: shard file name}}} next to the shards
+     * ({@code model-00001-of-00002.safetensors} …). Each shard follows the single-file rules; every tensor must be in
+     * the shard the index names, and every shard tensor must be in the index. The config comes from config.json beside it.
+     */
+    public static Parameters readSharded(Path index) {
+        String name = index.getFileName().toString();
+        Map<String, String> weightMap = weightMap(index);
+        Map<String, LeFiles.Mapped> shards = new LinkedHashMap<>();
+        try {
+            Map<String, Source> tensors = new LinkedHashMap<>();
+            Map<String, Entry> entries = new LinkedHashMap<>();
+            Map<String, String> metadata = new LinkedHashMap<>();
+            for (String shard : new java.util.LinkedHashSet<>(weightMap.values())) {
+                Path file = index.resolveSibling(shard);
+                if (!Files.isRegularFile(file))
+                    throw new ModelFormatException(TAG + name + " names shard " + shard + ", which is not in " + index.toAbsolutePath().getParent()
+                            + "; copy every model-*.safetensors file of the checkpoint next to its index");
+                LeFiles.Mapped m = LeFiles.map(file, "safetensors");
+                shards.put(shard, m);
+                Header h = header(m.segment(), shard);
+                if (metadata.isEmpty()) metadata.putAll(h.metadata());
+                for (Entry e : h.entries().values()) {
+                    String listed = weightMap.get(e.name());
+                    if (!shard.equals(listed))
+                        throw new ModelFormatException(TAG + shard + ": tensor '" + e.name() + "' is " + (listed == null ? "not in " + name : "listed in " + name + " under " + listed)
+                                + "; the index and its shards are from different checkpoints, re-download or re-save them together");
+                    tensors.put(e.name(), new Source(m.segment(), h.dataStart(), e));
+                    entries.put(e.name(), e);
+                }
+            }
+            for (var w : weightMap.entrySet())
+                if (!tensors.containsKey(w.getKey()))
+                    throw new ModelFormatException(TAG + name + " lists tensor '" + w.getKey() + "' in " + w.getValue() + ", which does not hold it; the shard is "
+                            + "from another checkpoint, re-download or re-save them together");
+            ModelConfig c = inferConfig(index, new Header(entries, metadata, 0));
+            return load(name, tensors, c);
+        } finally {
+            shards.values().forEach(LeFiles.Mapped::close);
+        }
+    }
+
+    private static Map<String, String> weightMap(Path index) {
+        String name = index.getFileName().toString();
+        Object root;
+        try {
+            if (Files.size(index) > 64 << 20) throw new ModelFormatException(TAG + index + ": " + Files.size(index) + " bytes is not a safetensors index (over 64 MB)");
+            root = Json.parse(Files.readString(index));
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new ModelFormatException(TAG + index + ": no such file");
+        } catch (IOException e) {
+            throw new ModelFormatException(TAG + "cannot read " + index + ": " + LeFiles.reason(e));
+        } catch (IllegalArgumentException e) {
+            throw new ModelFormatException(TAG + name + ": not JSON (" + e.getMessage() + "); re-download the checkpoint's " + INDEX_FILE);
+        }
+        if (!(root instanceof Map<?, ?> top) || !(top.get("weight_map") instanceof Map<?, ?> wm) || wm.isEmpty())
+            throw new ModelFormatException(TAG + name + ": no \"weight_map\" object; not a sharded safetensors index (" + INDEX_FILE + ")");
+        Map<String, String> out = new LinkedHashMap<>();
+        for (var e : wm.entrySet()) {
+            if (!(e.getValue() instanceof String shard) || shard.isEmpty() || shard.contains("/") || shard.contains("\\") || shard.equals("..") || shard.equals("."))
+                throw new ModelFormatException(TAG + name + ": weight_map entry '" + e.getKey() + "' names " + e.getValue() + ", not a shard file name beside the index");
+            out.put((String) e.getKey(), shard);
+        }
+        return out;
+    }
+
+    // where a tensor's bytes are: its file's mapping, the file's data start, its header entry
+    private record Source(MemorySegment seg, long dataStart, Entry entry) {}
+
+    // checks every tensor against the config (before anything is allocated), then reads them into a new Parameters
+    private static Parameters load(String name, Map<String, Source> tensors, ModelConfig c) {
+        if (c.ropeStyle() != RopeStyle.HALF)
+            throw new IllegalArgumentException(TAG + name + ": safetensors checkpoints use rotate-half RoPE; the config must have ropeStyle half");
+        ParameterLayout layout;
+        try {
+            layout = new ParameterLayout(c);
+        } catch (IllegalArgumentException e) {
+            throw new ModelFormatException(TAG + name + ": " + e.getMessage(), e);
+        }
+        // every shape against the config before anything is allocated: the floats then number what the file holds
+        Set<String> used = new java.util.HashSet<>();
+        for (ParameterView v : layout.views()) {
+            String hf = hfName(v.name());
+            Source s = tensors.get(hf);
+            if (s == null)
+                throw new ModelFormatException(TAG + name + ": missing tensor '" + hf + "' (" + v.name() + " of " + c.name() + ")");
+            Entry e = s.entry();
+            long[] want = v.isMatrix() ? new long[]{v.rows(), v.cols()} : new long[]{v.rows()};
+            if (!java.util.Arrays.equals(want, java.util.Arrays.stream(e.shape()).asLongStream().toArray()))
+                throw new ModelFormatException(TAG + name + ": tensor '" + hf + "' has shape " + java.util.Arrays.toString(e.shape())
+                        + ", the config needs " + java.util.Arrays.toString(want) + " (" + v.name() + " of " + c.name() + "); fix config.json or the file");
+            used.add(hf);
+        }
+        for (String t : tensors.keySet()) {
+            if (used.contains(t) || t.endsWith("rotary_emb.inv_freq")) continue;
+            if (t.equals("lm_head.weight") && c.tiedEmbedding()) continue; // some tied checkpoints store a copy
+            throw new ModelFormatException(TAG + name + ": tensor '" + t + "' is not part of a Llama/Qwen3 model with this config"
+                    + (t.endsWith(".bias") ? " (bias tensors are not supported)" : ""));
+        }
+        long bytes = 4L * layout.size(), free = Runtime.getRuntime().maxMemory() - (Runtime.getRuntime().totalMemory() - Runtime.getRuntime().freeMemory());
+        if (bytes > free)
+            throw new ModelFormatException(TAG + name + ": " + layout.size() + " parameters need " + (bytes >> 20) + " MB as fp32 but the JVM has "
+                    + (free >> 20) + " MB free; raise the heap (--heap, or -Xmx in ANE4J_JAVA_OPTS)");
+        Parameters p = Parameters.zeros(layout);
+        for (ParameterView v : layout.views()) {
+            Source s = tensors.get(hfName(v.name()));
+            readFloats(s.seg(), s.dataStart(), s.entry(), p.data(), v.offset());
+        }
+        return p;
     }
 
     private static ModelConfig inferConfig(Path file, Header h) {
@@ -320,7 +404,7 @@ public final class Safetensors {
         Double theta = numKey(cfg, "rope_theta", name), eps = numKey(cfg, "rms_norm_eps", name);
         Integer seq = intKey(cfg, "ane4j_seq_len", name);
         Double alpha = numKey(cfg, "ane4j_residual_scale", name);
-        String stem = name.replaceFirst("\\.safetensors$", "");
+        String stem = name.replaceFirst("\\.safetensors(\\.index\\.json)?$", "");
         if (stem.equals("model") && file.toAbsolutePath().getParent() != null && file.toAbsolutePath().getParent().getFileName() != null)
             stem = file.toAbsolutePath().getParent().getFileName().toString();
         Object modelName = cfg.get("ane4j_name");

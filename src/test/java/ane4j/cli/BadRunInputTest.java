@@ -131,18 +131,24 @@ class BadRunInputTest {
         return b.array();
     }
 
-    /** llama2.c's version-1/2 files (magic "ak42") are named as what they are, with the re-export that ane4j reads. */
+    /** llama2.c's version-2 files (magic "ak42", int8) are named with the float32 re-export; a short version-1 file says what it lacks. */
     @Test
-    void llama2cVersion1And2FilesAreNamed() throws java.io.IOException {
-        for (int version : new int[] {1, 2}) {
+    void llama2cVersion2FilesAreNamedAndVersion1SizesChecked() throws java.io.IOException {
+        for (int version : new int[] {1, 2, 3}) {
             Path bin = tmp.resolve("v" + version + ".bin");
             byte[] header = ints(256, 0x616b3432, version, 48, 96, 2, 4, 4, 100, 16);
             byte[] file = java.util.Arrays.copyOf(header, 256 + 4096);
             Files.write(bin, file);
             var r = RunFolderTest.train("--init", bin.toString(), "--steps", "2", "--run-dir", tmp.resolve("run" + version).toString(), "--backend", "ref", "--in-process");
             assertEquals(1, r.code(), r.all());
-            assertTrue(r.err().contains("[llama2.bin] v" + version + ".bin: a llama2.c version-" + version + " file (magic ak42")
-                    && r.err().contains("--version 0") && !r.err().contains("foreign or corrupt"), r.err());
+            String want = switch (version) {
+                case 1 -> "[llama2.bin] v1.bin: expected ";
+                case 2 -> "[llama2.bin] v2.bin: a llama2.c version-2 file (magic ak42, int8 group-quantized Q8_0 weights)";
+                default -> "[llama2.bin] v3.bin: a llama2.c file (magic ak42) of version 3, which ane4j does not know";
+            };
+            assertTrue(r.err().contains(want) && !r.err().contains("foreign or corrupt"), r.err());
+            if (version == 1) assertTrue(r.err().contains("bytes for version=1 dim=48") && r.err().contains("found 4352 (truncated?)"), r.err());
+            else assertTrue(r.err().contains("export.py OUT.bin --version 1"), r.err());
             assertTrue(oneLine(r.err()), r.err());
         }
     }
