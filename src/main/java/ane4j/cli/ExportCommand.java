@@ -68,7 +68,8 @@ final class ExportCommand implements Callable<Integer> {
     static void exportRun(Path runDir, Parameters params, Tokenizer tokenizer, PrintStream out) {
         Path dir = runDir.resolve("export");
         var c = params.config();
-        if (tokenizer != null && tokenizer.vocabSize() != c.vocabSize()) tokenizer = null; // not the model's: export none
+        if (tokenizer != null && (tokenizer.isTokenizerJson() ? tokenizer.vocabSize() > c.vocabSize() : tokenizer.vocabSize() != c.vocabSize()))
+            tokenizer = null; // not the model's: export none
         try {
             safetensors(params, tokenizer, dir.resolve("hf"), Safetensors.DType.F32, out);
             if (!c.qkNorm() && c.headDim() * c.nHeads() == c.dim() && c.residualScale() == 1f) llama2c(params, tokenizer, dir.resolve("model.bin"), out);
@@ -80,9 +81,9 @@ final class ExportCommand implements Callable<Integer> {
     static Path safetensors(Parameters params, Tokenizer tokenizer, Path dir, Safetensors.DType dtype, PrintStream out) {
         if (Files.isRegularFile(dir)) throw new CliException("--out " + dir + " is a file; a safetensors export is a folder (model.safetensors, config.json)");
         Path st = HfExport.write(dir, params, dtype);
-        boolean tok = writeTokenizer(tokenizer, dir.resolve("tokenizer.bin"), out);
+        boolean tok = writeTokenizer(tokenizer, dir.resolve(tokenizer == null ? "tokenizer.bin" : tokenizer.fileName()), out);
         out.printf(Locale.ROOT, "exported %s (%,d parameters, %s) → %s: model.safetensors (%s), config.json (%s)%s%n", params.config().name(),
-                params.data().length, dtype, dir, mb(st), params.config().qkNorm() ? "Qwen3ForCausalLM" : "LlamaForCausalLM", tok ? ", tokenizer.bin" : "");
+                params.data().length, dtype, dir, mb(st), params.config().qkNorm() ? "Qwen3ForCausalLM" : "LlamaForCausalLM", tok ? ", " + tokenizer.fileName() : "");
         return st;
     }
 
@@ -94,6 +95,10 @@ final class ExportCommand implements Callable<Integer> {
             throw new CliException("cannot create the folder of " + file + ": " + e.getMessage());
         }
         Llama2Bin.write(file, params);
+        if (tokenizer != null && tokenizer.isTokenizerJson()) {
+            out.println("note: the model's tokenizer is a tokenizer.json, which llama2.c's run.c cannot read; none written beside " + file.getFileName());
+            tokenizer = null;
+        }
         boolean tok = writeTokenizer(tokenizer, file.resolveSibling("tokenizer.bin"), out);
         out.printf(Locale.ROOT, "exported %s (%,d parameters) → %s (llama2.c v0, float32, %s)%s%n", params.config().name(), params.data().length,
                 file, mb(file), tok ? " and tokenizer.bin beside it" : "");

@@ -36,7 +36,7 @@ final class GenerateCommand implements Callable<Integer> {
     double topP;
     @Option(names = "--seed", paramLabel = "S", defaultValue = "42", description = "sampling seed, default ${DEFAULT-VALUE}")
     long seed;
-    @Option(names = "--tokenizer", paramLabel = "FILE", description = "a llama2.c tokenizer.bin (default: the model's)")
+    @Option(names = "--tokenizer", paramLabel = "FILE", description = "a Hugging Face tokenizer.json or llama2.c tokenizer.bin (default: beside the model)")
     String tokenizer;
 
     private final PrintStream stdout, err;
@@ -58,20 +58,22 @@ final class GenerateCommand implements Callable<Integer> {
         Tokenizer tok = src.tokenizer();
         int vocab = src.params().config().vocabSize();
         if (tok == null)
-            throw new CliException("[generate] no tokenizer for " + src.description() + "; give --tokenizer FILE (a llama2.c tokenizer.bin with " + vocab + " tokens)");
-        if (tok.vocabSize() != vocab)
+            throw new CliException("[generate] no tokenizer for " + src.description() + "; give --tokenizer FILE (a tokenizer.json or a llama2.c tokenizer.bin with " + vocab + " tokens)");
+        if (tok.isTokenizerJson() ? tok.vocabSize() > vocab : tok.vocabSize() != vocab)
             throw new CliException("[generate] the tokenizer " + src.tokenizerFrom() + " has " + tok.vocabSize() + " tokens, the model " + vocab
                     + "; give --tokenizer FILE with the model's own tokenizer");
 
         int[] ids = tok.encode(prompt, true, false);
         int seqLen = src.params().config().seqLen();
+        if (ids.length == 0) throw new CliException("[generate] the prompt is empty and " + src.tokenizerFrom() + " has no BOS token to start from; give --prompt TEXT");
+        int lead = ids[0] == tok.bosId() ? 1 : 0; // BOS, kept in front; tokenizers without one (Qwen) start at the text
         if (ids.length >= seqLen) {
             // keep BOS and the end of the prompt, leaving half the context for generation
-            int keep = Math.max(1, seqLen / 2 - 1);
-            int[] cut = new int[keep + 1];
-            cut[0] = ids[0];
-            System.arraycopy(ids, ids.length - keep, cut, 1, keep);
-            err.printf("note: the prompt is %d tokens, the context of %s is %d; using its last %d tokens%n", ids.length - 1, src.params().config().name(), seqLen, keep);
+            int keep = Math.max(1, seqLen / 2 - lead);
+            int[] cut = new int[keep + lead];
+            if (lead == 1) cut[0] = ids[0];
+            System.arraycopy(ids, ids.length - keep, cut, lead, keep);
+            err.printf("note: the prompt is %d tokens, the context of %s is %d; using its last %d tokens%n", ids.length - lead, src.params().config().name(), seqLen, keep);
             ids = cut;
         }
 
@@ -81,9 +83,9 @@ final class GenerateCommand implements Callable<Integer> {
         PrintStream text8 = out;
         Generator g = new Generator(src.params(), tok);
         Utf8Stream text = new Utf8Stream();
-        int[] prev = {ids[0]};
+        int[] prev = {lead == 1 ? ids[0] : -1};
         // the prompt first, as run.c prints it
-        for (int i = 1; i < ids.length; i++) {
+        for (int i = lead; i < ids.length; i++) {
             out.print(text.push(tok.decodePiece(prev[0], ids[i])));
             prev[0] = ids[i];
         }

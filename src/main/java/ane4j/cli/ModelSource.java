@@ -1,17 +1,15 @@
 package ane4j.cli;
 
 import ane4j.model.EmbeddedCorpus;
-import ane4j.model.Llama2Bin;
+import ane4j.model.ModelFiles;
 import ane4j.model.ModelConfig;
 import ane4j.model.ParameterLayout;
 import ane4j.model.Parameters;
-import ane4j.model.Safetensors;
 import ane4j.model.Tokenizer;
 import ane4j.train.Checkpoint;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 
 /**
  * Where {@code export} and {@code generate} take a model from: a run folder (its newest readable checkpoint), an ane4j
@@ -33,8 +31,7 @@ record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom,
             s = checkpoint != null || isCheckpoint(p) ? fromCheckpoint(p, null) : fromModelFile(p);
         }
         if (tokenizerFile != null) {
-            Path t = Path.of(tokenizerFile);
-            if (!Files.isRegularFile(t)) throw new CliException("[tokenizer] " + t + ": no such file (give a llama2.c tokenizer.bin)");
+            Path t = ModelFiles.findTokenizer(Path.of(tokenizerFile), null, null);
             s = new ModelSource(s.params, Tokenizer.read(t), t.toString(), s.runDir, s.description);
         }
         return s;
@@ -66,14 +63,15 @@ record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom,
         Tokenizer tok = null;
         String from = null;
         if (dir != null) {
-            // the run's data: a token file with its tokenizer.bin beside it, or the embedded corpus and its tokenizer
-            String data = runSetting(dir, "data");
+            // the run's tokenizer: its --tokenizer, else the one beside its data or init model, else the embedded corpus's
+            String data = runSetting(dir, "data"), given = runSetting(dir, "tokenizer"), init = runSetting(dir, "init");
             if (data == null || data.equals("embedded corpus")) {
                 Tokenizer t = EmbeddedCorpus.tokenizer();
                 if (t.vocabSize() <= config.vocabSize()) { tok = t; from = "the embedded corpus"; }
             } else {
-                Path t = Path.of(data).resolveSibling("tokenizer.bin");
-                if (Files.isRegularFile(t)) { tok = Tokenizer.read(t); from = t.toString(); }
+                Path t = ModelFiles.findTokenizer(given == null || given.isEmpty() || !Files.exists(Path.of(given)) ? null : Path.of(given), Path.of(data),
+                        init == null || init.isEmpty() ? null : Path.of(init));
+                if (t != null) { tok = Tokenizer.read(t); from = t.toString(); }
             }
         }
         return new ModelSource(p, tok, from, dir, file + " (step " + c.state().step() + ")");
@@ -101,20 +99,10 @@ record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom,
     }
 
     private static ModelSource fromModelFile(Path p) {
-        Path file = p;
-        if (Files.isDirectory(p)) {
-            file = p.resolve("model.safetensors");
-            if (!Files.isRegularFile(file))
-                throw new CliException("[model] " + p + " is a folder without model.safetensors (sharded checkpoints are not read yet)");
-        }
-        String name = file.getFileName().toString();
-        Parameters params = name.endsWith(".safetensors") ? Safetensors.read(file) : Llama2Bin.read(file);
-        // a tokenizer.bin beside the model (an ane4j export, or llama2.c's layout with model and tokenizer together)
-        Tokenizer tok = null;
-        String from = null;
-        for (Path t : List.of(file.resolveSibling("tokenizer.bin"))) {
-            if (Files.isRegularFile(t)) { tok = Tokenizer.read(t); from = t.toString(); }
-        }
-        return new ModelSource(params, tok, from, null, file.toString());
+        Parameters params = ModelFiles.read(p);
+        // a tokenizer beside the model (an ane4j export, a Hugging Face folder, llama2.c's model and tokenizer together)
+        Path t = ModelFiles.findTokenizer(null, null, p);
+        Tokenizer tok = t == null ? null : Tokenizer.read(t);
+        return new ModelSource(params, tok, t == null ? null : t.toString(), null, p.toString());
     }
 }

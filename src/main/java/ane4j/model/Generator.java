@@ -9,7 +9,8 @@ public final class Generator {
     private final Tokenizer tokenizer;
 
     public Generator(Parameters params, Tokenizer tokenizer) {
-        if (tokenizer.vocabSize() != params.config().vocabSize())
+        // a tokenizer.json may have fewer tokens than the model's padded vocabulary (Qwen3: 151669 of 151936)
+        if (tokenizer.isTokenizerJson() ? tokenizer.vocabSize() > params.config().vocabSize() : tokenizer.vocabSize() != params.config().vocabSize())
             throw new IllegalArgumentException("[generate] tokenizer has " + tokenizer.vocabSize() + " tokens, model "
                     + params.config().name() + " has vocabSize " + params.config().vocabSize() + "; use the model's tokenizer");
         this.model = new CpuModel(params);

@@ -202,7 +202,7 @@ public final class TextData implements TokenData {
 
     /** The held-out tail starts at a document: the first document start at or after the plain cut, else the last one before it. */
     @Override public long splitPoint(double fraction) {
-        long cut = Math.round(size() * (1 - fraction)) + from;
+        long cut = size() - (long) Math.floor(size() * fraction) + from;
         int after = -1, before = -1;
         for (int s : documentStarts) {
             if (s <= from || s >= to) continue;

@@ -52,7 +52,7 @@ public interface TokenData extends AutoCloseable {
     }
 
     /** Where {@link #split} cuts: the first token of the held-out tail. */
-    default long splitPoint(double fraction) { return Math.round(size() * (1 - fraction)); }
+    default long splitPoint(double fraction) { return size() - (long) Math.floor(size() * fraction); }
 
     @Override
     void close();
@@ -65,13 +65,18 @@ public interface TokenData extends AutoCloseable {
      * with {@code tokenizer}; anything else is a token file ({@link TokenShard}).
      */
     static TokenData open(Path file, Tokenizer tokenizer, int vocabSize, int seqLen) {
+        return open(file, tokenizer, vocabSize, seqLen, TokenShard.Dtype.UINT16);
+    }
+
+    /** {@link #open(Path, Tokenizer, int, int)} with the id width of token files. */
+    static TokenData open(Path file, Tokenizer tokenizer, int vocabSize, int seqLen, TokenShard.Dtype dtype) {
         if (TextData.isText(file)) {
             if (tokenizer == null)
                 throw new ModelFormatException("[data] " + file.getFileName() + " is text, tokenized as it is read: give --tokenizer FILE (a tokenizer.bin or "
                         + "tokenizer.json), or put one next to it");
             return TextData.open(file, tokenizer, vocabSize, seqLen);
         }
-        return of(TokenShard.open(file, vocabSize, seqLen));
+        return of(TokenShard.open(file, vocabSize, seqLen, dtype));
     }
 
     /** A token shard as token data (every token counts). */

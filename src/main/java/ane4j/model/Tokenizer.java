@@ -31,15 +31,17 @@ public final class Tokenizer {
     private final int[] byteTokens = new int[256];
     private final int maxTokenLength;
     private final ByteLevelBpe bpe; // null: llama2.c's tokenizer
+    private final String json;      // the tokenizer.json text it was read from, or null
     private final int bos, eos;
 
     /** A tokenizer over raw byte pieces (pieces are bytes, usually UTF-8) and their merge scores. */
     public Tokenizer(List<byte[]> pieces, float[] scores) {
-        this(pieces, scores, null, BOS, EOS);
+        this(pieces, scores, null, null, BOS, EOS);
     }
 
-    private Tokenizer(List<byte[]> pieces, float[] scores, ByteLevelBpe bpe, int bos, int eos) {
+    private Tokenizer(List<byte[]> pieces, float[] scores, ByteLevelBpe bpe, String json, int bos, int eos) {
         this.bpe = bpe;
+        this.json = json;
         this.bos = bos;
         this.eos = eos;
         if (pieces.size() != scores.length)
@@ -194,6 +196,8 @@ public final class Tokenizer {
 
     /** The bytes token {@code token} prints after {@code prev}: byte tokens become their byte, a leading space after BOS is dropped. */
     public byte[] decodePiece(int prev, int token) {
+        // a model vocabulary padded past its tokenizer.json (Qwen3) can sample ids no token has: shown, not dropped
+        if (bpe != null && token >= pieces.length) return ("<|unused " + token + "|>").getBytes(StandardCharsets.UTF_8);
         if (token < 0 || token >= pieces.length) throw new IllegalArgumentException(TAG + "token id " + token + " is outside the vocabulary of " + pieces.length);
         if (bpe != null) return bpe.bytes(token);
         String p = pieces[token];
@@ -293,11 +297,21 @@ public final class Tokenizer {
         List<byte[]> pieces = new ArrayList<>(bpe.vocabSize());
         for (int i = 0; i < bpe.vocabSize(); i++) pieces.add(bpe.bytes(i));
         if (pieces.size() < 3) throw new ModelFormatException(TAG + name + ": a vocabulary of " + pieces.size() + " tokens");
-        return new Tokenizer(pieces, new float[pieces.size()], bpe, bpe.bos(), bpe.eos());
+        return new Tokenizer(pieces, new float[pieces.size()], bpe, json, bpe.bos(), bpe.eos());
     }
 
+    /** The file name this tokenizer is written under: tokenizer.json or tokenizer.bin. */
+    public String fileName() { return bpe != null ? "tokenizer.json" : "tokenizer.bin"; }
+
+    /** Writes the tokenizer in its own format: the tokenizer.json it was read from, or a llama2.c tokenizer.bin. */
     public void write(Path file) {
-        if (bpe != null) throw new IllegalArgumentException(TAG + "a tokenizer.json tokenizer cannot be written as a llama2.c tokenizer.bin; copy the tokenizer.json");
+        if (json != null) {
+            try (LeFiles.Writer w = new LeFiles.Writer(file, "tokenizer")) {
+                w.bytes(json.getBytes(StandardCharsets.UTF_8));
+                w.commit();
+            }
+            return;
+        }
         try (LeFiles.Writer w = new LeFiles.Writer(file, "tokenizer")) {
             w.i32(Math.max(1, maxTokenLength));
             for (int i = 0; i < pieces.length; i++) {

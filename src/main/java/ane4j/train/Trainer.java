@@ -3,12 +3,12 @@ package ane4j.train;
 import ane4j.backend.Backend;
 import ane4j.mil.DType;
 import ane4j.model.EmbeddedCorpus;
-import ane4j.model.Llama2Bin;
 import ane4j.model.ModelConfig;
 import ane4j.model.ParameterLayout;
 import ane4j.model.Parameters;
 import ane4j.model.Rng;
-import ane4j.model.Safetensors;
+import ane4j.model.ModelFiles;
+import ane4j.model.TokenData;
 import ane4j.model.TokenShard;
 import ane4j.model.Tokenizer;
 import java.nio.file.Files;
@@ -83,10 +83,10 @@ public final class Trainer implements AutoCloseable {
     private final Parameters params;
     private final float[] grads, m, v;               // of the trained parameters: the model's, or with LoRA the adapters'
     private final LoraAdapters lora;                 // null: every weight trains
-    private final TokenShard data;
+    private final TokenData data;
     private final long trainTokens;                    // the sampler draws from data's tokens [0, trainTokens)
     private final Validation.HeldOut heldOut;          // null: no validation
-    private final TokenShard valShard;                 // the held-out shard when it is not data (closed with the trainer)
+    private final TokenData valShard;                  // the held-out shard when it is not data (closed with the trainer)
     private final int valWindows;
     private final Tokenizer tokenizer;
     private final TrainingStep step;
@@ -140,43 +140,47 @@ public final class Trainer implements AutoCloseable {
         this.grads = new float[trained];
         this.m = new float[trained];
         this.v = new float[trained];
-        // data: a token shard, or the embedded corpus with its fitted tokenizer
+        // data: a token file, text tokenized as it is read, or the embedded corpus with its fitted tokenizer
         if (o.data() != null) {
-            this.data = TokenShard.open(o.data(), config.vocabSize(), config.seqLen(), TokenShard.Dtype.of(o.dataDtype()));
-            Path tok = o.data().resolveSibling("tokenizer.bin");
-            this.tokenizer = Files.exists(tok) ? Tokenizer.read(tok) : null;
-            if (tokenizer != null && tokenizer.vocabSize() < config.vocabSize()) {
+            Path tok = ModelFiles.findTokenizer(o.tokenizer(), o.data(), o.init());
+            this.tokenizer = tok == null ? null : ModelFiles.readTokenizer(tok, config.vocabSize());
+            this.data = TokenData.open(o.data(), tokenizer, config.vocabSize(), config.seqLen(), TokenShard.Dtype.of(o.dataDtype()));
+            if (tokenizer != null && !tokenizer.isTokenizerJson() && tokenizer.vocabSize() < config.vocabSize()) {
                 data.close();
                 throw new IllegalArgumentException("[tokenizer] " + tok + ": vocabulary of " + tokenizer.vocabSize() + " tokens is smaller than model "
                         + config.name() + "'s " + config.vocabSize() + " (the data's ids reach " + data.maxToken() + "), so the sample after training could not "
-                        + "be decoded; put the tokenizer.bin the data was made with next to " + o.data().getFileName() + ", or remove it");
+                        + "be decoded; give the tokenizer the data was made with (--tokenizer FILE, or next to " + o.data().getFileName() + ")");
             }
         } else {
+            if (o.tokenizer() != null)
+                throw new IllegalArgumentException("[tokenizer] --tokenizer " + o.tokenizer() + " without --data: the embedded corpus has its own tokenizer; "
+                        + "give --data FILE (tokens, .txt or .jsonl) made with that tokenizer, or drop --tokenizer");
             this.tokenizer = EmbeddedCorpus.tokenizer();
             if (tokenizer.vocabSize() > config.vocabSize())
                 throw new IllegalArgumentException("[train] the embedded corpus needs a vocabulary of " + tokenizer.vocabSize() + " but model " + config.name() + " has " + config.vocabSize());
-            this.data = TokenShard.of(EmbeddedCorpus.train(o.seed(), 400_000), config.vocabSize(), config.seqLen());
+            this.data = TokenData.of(TokenShard.of(EmbeddedCorpus.train(o.seed(), 400_000), config.vocabSize(), config.seqLen()));
         }
         // held-out data: --val-data, else the embedded corpus's validation split, else the data file's tail (valFraction);
         // which tokens train depends on valData and valFraction only, never on evalEvery, so validation on or off
         // trains the same numbers
         int seq = config.seqLen();
-        long tail = o.data() == null || o.valData() != null ? 0 : (long) Math.floor(data.size() * (double) o.valFraction());
+        // (a text file's tail starts at a document)
+        long tail = o.data() == null || o.valData() != null ? 0 : data.size() - data.splitPoint(o.valFraction());
         if (tail > 0 && (tail < seq + 1 || data.size() - tail < seq + 1)) {
             log.onMessage("[eval] " + o.data().getFileName() + ": " + data.size() + " tokens are too few to hold out " + o.valFraction() + " of them (" + tail
                     + ") and keep one window of " + (seq + 1) + " for each side; training on all of them, no validation (give --val-data FILE)");
             tail = 0;
         }
         this.trainTokens = data.size() - tail;
-        TokenShard valShard = null;
+        TokenData valShard = null;
         Validation.HeldOut held = null;
         try {
             if (o.valData() != null) {
-                valShard = TokenShard.open(o.valData(), config.vocabSize(), seq, TokenShard.Dtype.of(o.dataDtype()));
+                valShard = TokenData.open(o.valData(), tokenizer, config.vocabSize(), seq, TokenShard.Dtype.of(o.dataDtype()));
                 held = new Validation.HeldOut(valShard, 0, valShard.size(), o.valData().getFileName().toString());
             } else if (o.data() == null) {
                 int windows = Math.max(1, o.evalTokens() / seq);
-                valShard = TokenShard.of(EmbeddedCorpus.validation(o.seed(), windows * seq + 1), config.vocabSize(), seq);
+                valShard = TokenData.of(TokenShard.of(EmbeddedCorpus.validation(o.seed(), windows * seq + 1), config.vocabSize(), seq));
                 held = new Validation.HeldOut(valShard, 0, valShard.size(), "the embedded corpus's validation stories");
             } else if (tail > 0) {
                 held = new Validation.HeldOut(data, trainTokens, data.size(), "the last " + tail + " tokens of " + o.data().getFileName());
@@ -221,11 +225,7 @@ public final class Trainer implements AutoCloseable {
         return ModelConfig.parse(model);
     }
 
-    private static Parameters loadInit(Path file) {
-        String name = file.getFileName().toString();
-        if (name.endsWith(".safetensors")) return Safetensors.read(file);
-        return Llama2Bin.read(file);
-    }
+    private static Parameters loadInit(Path file) { return ModelFiles.read(file); }
 
     private Path checkpointDir() { return o.runDir().resolve("checkpoints"); }
 

@@ -1,6 +1,6 @@
 package ane4j.train;
 
-import ane4j.model.TokenShard;
+import ane4j.model.TokenData;
 
 /**
  * Held-out data and its loss: consecutive, non-overlapping windows of {@code seqLen + 1} tokens (inputs, targets shifted
@@ -12,7 +12,7 @@ public final class Validation {
     private Validation() {}
 
     /** Tokens [from, to) of {@code tokens}, held out from training; {@code description} names them for messages. */
-    public record HeldOut(TokenShard tokens, long from, long to, String description) {
+    public record HeldOut(TokenData tokens, long from, long to, String description) {
         public HeldOut {
             if (from < 0 || to > tokens.size() || to < from) throw new IllegalArgumentException("[eval] held-out range [" + from + ", " + to + ") of " + tokens.size() + " tokens");
         }
