@@ -220,7 +220,7 @@ public final class Tokenizer {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         int prev = -1;
         for (int t : tokens) {
-            if (t < 0 || t >= pieces.length) throw new IllegalArgumentException(TAG + "token id " + t + " is outside the vocabulary of " + pieces.length);
+            if (t < 0 || (bpe == null && t >= pieces.length)) throw new IllegalArgumentException(TAG + "token id " + t + " is outside the vocabulary of " + pieces.length);
             if (bpe != null || (t != bos && t != eos)) out.writeBytes(decodePiece(prev, t));
             prev = t;
         }

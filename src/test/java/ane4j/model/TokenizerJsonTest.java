@@ -93,6 +93,8 @@ class TokenizerJsonTest {
         int[] ids = t.encode("Hi", true, true);
         assertEquals(4256, ids[ids.length - 1]);
         assertEquals("Hi<|endoftext|>", t.decode(ids));
+        // an id of a padded model vocabulary past the tokenizer's shows as such
+        assertEquals("a<|unused 5000|>", t.decode(new int[]{t.id("a"), 5000}));
         assertArrayEquals(t.encode(" there", false, false), t.encodeContinuation(" there"));
         // a token's bytes: byte characters back to bytes (Ġ is the space)
         assertArrayEquals(" t".getBytes(StandardCharsets.UTF_8), t.decodePiece(-1, t.id(" t")));
