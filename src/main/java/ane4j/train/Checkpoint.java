@@ -2,6 +2,9 @@ package ane4j.train;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
@@ -28,14 +31,20 @@ import java.util.zip.CRC32;
  *     3 ADAM_M : f32 first moments      4 ADAM_V : f32 second moments
  *     5 LORA   : f32 adapters (LoRA runs only; the moments are then the adapters', PARAMS the frozen base)
  * </pre>
- * Written to a temporary file, fsynced, then renamed into place, so a crash never leaves a half-written checkpoint
- * under a checkpoint name; {@link #loadNewest} skips corrupt or truncated files with a warning.
+ * Sections of any size (qwen3-0.6b's are 2.38 GB each) are streamed through a small buffer on write and read, the CRC
+ * computed on the way; no section is ever held as one byte array. Written to a temporary file, fsynced, then renamed
+ * into place, so a crash never leaves a half-written checkpoint under a checkpoint name; {@link #loadNewest} skips
+ * corrupt or truncated files with a warning.
  */
 public final class Checkpoint {
     public static final int VERSION = 1;
     private static final byte[] MAGIC = "ANE4JCKP".getBytes(StandardCharsets.US_ASCII);
     private static final int TAG_STATE = 1, TAG_PARAMS = 2, TAG_M = 3, TAG_V = 4, TAG_LORA = 5;
+    private static final int MAX_STATE_BYTES = 1 << 20;
     private static final String PREFIX = "ckpt-", SUFFIX = ".ane4j";
+    private static final int CHUNK = 4 << 20;   // bytes streamed per write/read call
+    private static final ValueLayout.OfFloat LE_FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfFloat FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED;
 
     /** What a checkpoint holds: the run state as ordered key/value pairs and the three parameter-sized arrays. */
     public record Contents(TrainState state, float[] params, float[] m, float[] v, float[] lora) {
@@ -57,10 +66,10 @@ public final class Checkpoint {
                 ByteBuffer head = le(16).put(MAGIC).putInt(VERSION).putInt(c.lora() == null ? 4 : 5).flip();
                 writeFully(ch, head);
                 writeSection(ch, TAG_STATE, c.state().encode().getBytes(StandardCharsets.UTF_8));
-                writeFloats(ch, TAG_PARAMS, c.params());
-                writeFloats(ch, TAG_M, c.m());
-                writeFloats(ch, TAG_V, c.v());
-                if (c.lora() != null) writeFloats(ch, TAG_LORA, c.lora());
+                writeFloats(ch, TAG_PARAMS, MemorySegment.ofArray(c.params()));
+                writeFloats(ch, TAG_M, MemorySegment.ofArray(c.m()));
+                writeFloats(ch, TAG_V, MemorySegment.ofArray(c.v()));
+                if (c.lora() != null) writeFloats(ch, TAG_LORA, MemorySegment.ofArray(c.lora()));
                 ch.force(true);
             }
             try {
@@ -84,7 +93,14 @@ public final class Checkpoint {
     }
 
     /** Reads and verifies one checkpoint. @throws CheckpointFormatException naming the file and the problem */
-    public static Contents load(Path file) {
+    public static Contents load(Path file) { return load(file, null); }
+
+    /**
+     * Reads and verifies one checkpoint into {@code reuse}'s arrays where their length is the checkpoint's (a resume of a
+     * large model then holds one copy of it, not two), else into new arrays. A checkpoint that fails leaves those arrays
+     * partly overwritten: the caller loads another one into them or gives up.
+     */
+    public static Contents load(Path file, Contents reuse) {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
             ByteBuffer head = readFully(ch, 16, file, "header");
@@ -103,17 +119,19 @@ public final class Checkpoint {
                 long len = sh.getLong();
                 int crc = sh.getInt();
                 if (len < 0 || len > size - ch.position()) throw new CheckpointFormatException(file + ": section " + tag + " claims " + len + " bytes but the file ends first (truncated)");
-                if (len > Integer.MAX_VALUE - 16) throw new CheckpointFormatException(file + ": section " + tag + " of " + len + " bytes is too large");
-                ByteBuffer payload = readFully(ch, (int) len, file, "section " + tag);
-                CRC32 c = new CRC32();
-                c.update(payload.duplicate());
-                if ((int) c.getValue() != crc) throw new CheckpointFormatException(file + ": section " + tag + " fails its checksum (corrupt)");
                 switch (tag) {
-                    case TAG_STATE -> state = TrainState.decode(StandardCharsets.UTF_8.decode(payload).toString(), file);
-                    case TAG_PARAMS -> params = floats(payload, file);
-                    case TAG_M -> m = floats(payload, file);
-                    case TAG_V -> v = floats(payload, file);
-                    case TAG_LORA -> lora = floats(payload, file);
+                    case TAG_STATE -> {
+                        if (len > MAX_STATE_BYTES) throw new CheckpointFormatException(file + ": state section of " + len + " bytes is too large (corrupt)");
+                        ByteBuffer payload = readFully(ch, (int) len, file, "section " + tag);
+                        CRC32 c = new CRC32();
+                        c.update(payload.duplicate());
+                        if ((int) c.getValue() != crc) throw new CheckpointFormatException(file + ": section " + tag + " fails its checksum (corrupt)");
+                        state = TrainState.decode(StandardCharsets.UTF_8.decode(payload).toString(), file);
+                    }
+                    case TAG_PARAMS -> params = readFloats(ch, tag, len, crc, reuse == null ? null : reuse.params(), file);
+                    case TAG_M -> m = readFloats(ch, tag, len, crc, reuse == null ? null : reuse.m(), file);
+                    case TAG_V -> v = readFloats(ch, tag, len, crc, reuse == null ? null : reuse.v(), file);
+                    case TAG_LORA -> lora = readFloats(ch, tag, len, crc, reuse == null ? null : reuse.lora(), file);
                     default -> throw new CheckpointFormatException(file + ": unknown section tag " + tag);
                 }
             }
@@ -159,11 +177,14 @@ public final class Checkpoint {
      */
     public record Found(Contents contents, Path file, java.util.Map<Path, String> unreadable) {}
 
-    public static Found findNewest(Path dir) {
+    public static Found findNewest(Path dir) { return findNewest(dir, null); }
+
+    /** {@link #findNewest(Path)}, each candidate read into {@code reuse}'s arrays (see {@link #load(Path, Contents)}). */
+    public static Found findNewest(Path dir, Contents reuse) {
         java.util.Map<Path, String> bad = new java.util.LinkedHashMap<>();
         for (Path p : list(dir)) {
             try {
-                return new Found(load(p), p, bad);
+                return new Found(load(p, reuse), p, bad);
             } catch (CheckpointFormatException e) {
                 bad.put(p, e.getMessage().replaceFirst("^\\[checkpoint\\] ", ""));
             }
@@ -191,17 +212,59 @@ public final class Checkpoint {
         writeFully(ch, ByteBuffer.wrap(payload));
     }
 
-    private static void writeFloats(FileChannel ch, int tag, float[] data) throws IOException {
-        ByteBuffer b = le(data.length * 4);
-        b.asFloatBuffer().put(data);
-        writeSection(ch, tag, b.array());
+    /** A section of little-endian f32 from {@code data} (any length), streamed; the header's CRC is filled in afterwards. */
+    static void writeFloats(FileChannel ch, int tag, MemorySegment data) throws IOException {
+        long len = data.byteSize(), headerAt = ch.position();
+        writeFully(ch, le(16).putInt(tag).putLong(len).putInt(0).flip());
+        CRC32 crc = new CRC32();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment bufSeg = arena.allocate(Math.clamp(len, 4, CHUNK));
+            ByteBuffer buf = bufSeg.asByteBuffer();
+            for (long at = 0; at < len; ) {
+                int n = (int) Math.min(CHUNK, len - at);
+                MemorySegment.copy(data, FLOAT, at, bufSeg, LE_FLOAT, 0, n / 4);   // native → little-endian
+                buf.clear().limit(n);
+                crc.update(buf.duplicate());
+                writeFully(ch, buf);
+                at += n;
+            }
+        }
+        long end = ch.position();
+        ByteBuffer c = le(4).putInt((int) crc.getValue()).flip();
+        while (c.hasRemaining()) ch.write(c, headerAt + 12 + c.position());
+        ch.position(end);
     }
 
-    private static float[] floats(ByteBuffer b, Path file) {
-        if (b.remaining() % 4 != 0) throw new CheckpointFormatException(file + ": a float section of " + b.remaining() + " bytes (not a multiple of 4)");
-        float[] out = new float[b.remaining() / 4];
-        b.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(out);
+    /**
+     * A float section of {@code len} bytes streamed into {@code into} when it has {@code len / 4} floats, else into a new
+     * array; checked against {@code crc} at its end.
+     */
+    private static float[] readFloats(FileChannel ch, int tag, long len, int crc, float[] into, Path file) throws IOException {
+        if (len % 4 != 0) throw new CheckpointFormatException(file + ": a float section of " + len + " bytes (not a multiple of 4)");
+        if (len / 4 > Integer.MAX_VALUE - 8)
+            throw new CheckpointFormatException(file + ": section " + tag + " holds " + len / 4 + " floats, more than a Java array can (" + (Integer.MAX_VALUE - 8) + ")");
+        float[] out = into != null && into.length == len / 4 ? into : new float[(int) (len / 4)];
+        readFloats(ch, tag, len, crc, MemorySegment.ofArray(out), file);
         return out;
+    }
+
+    /** Streams {@code len} bytes of little-endian f32 from the channel's position into {@code dst}, checking the CRC at the end. */
+    static void readFloats(FileChannel ch, int tag, long len, int crc, MemorySegment dst, Path file) throws IOException {
+        CRC32 c = new CRC32();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment bufSeg = arena.allocate(Math.clamp(len, 4, CHUNK));
+            ByteBuffer buf = bufSeg.asByteBuffer();
+            for (long at = 0; at < len; ) {
+                int n = (int) Math.min(CHUNK, len - at);
+                buf.clear().limit(n);
+                while (buf.hasRemaining()) if (ch.read(buf) < 0) throw new CheckpointFormatException(file + ": ends inside section " + tag + " (truncated)");
+                buf.flip();
+                c.update(buf);
+                MemorySegment.copy(bufSeg, LE_FLOAT, 0, dst, FLOAT, at, n / 4);   // little-endian → native
+                at += n;
+            }
+        }
+        if ((int) c.getValue() != crc) throw new CheckpointFormatException(file + ": section " + tag + " fails its checksum (corrupt)");
     }
 
     private static ByteBuffer le(int n) { return ByteBuffer.allocate(n).order(ByteOrder.LITTLE_ENDIAN); }

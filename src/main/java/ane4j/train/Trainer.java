@@ -260,7 +260,8 @@ public final class Trainer implements AutoCloseable {
     }
 
     private void resume(Listener log, RunRecord record) {
-        Checkpoint.Found found = Checkpoint.findNewest(checkpointDir());
+        // read straight into this run's arrays: a second copy of weights and moments would double a large model's memory
+        Checkpoint.Found found = Checkpoint.findNewest(checkpointDir(), new Checkpoint.Contents(null, params.data(), m, v, lora == null ? null : lora.data()));
         if (found.contents() == null && !found.unreadable().isEmpty()) {
             StringBuilder why = new StringBuilder();
             found.unreadable().forEach((f, reason) -> why.append(why.isEmpty() ? "" : "; ").append(reason));
@@ -283,10 +284,10 @@ public final class Trainer implements AutoCloseable {
             throw new CheckpointFormatException(found.file() + (have == 0 ? " is of a full fine-tuning run, this run trains LoRA adapters (" + want + " floats)"
                     : " holds LoRA adapters of " + have + " floats, this run " + (want == 0 ? "has none" : "needs " + want)) + "; resume with the run's lora, loraTargets settings, or use another --run-dir");
         record.checkSettings(o, log);
-        System.arraycopy(c.params(), 0, params.data(), 0, c.params().length);
-        System.arraycopy(c.m(), 0, m, 0, m.length);
-        System.arraycopy(c.v(), 0, v, 0, v.length);
-        if (lora != null) System.arraycopy(c.lora(), 0, lora.data(), 0, lora.size());
+        if (c.params() != params.data()) System.arraycopy(c.params(), 0, params.data(), 0, c.params().length);
+        if (c.m() != m) System.arraycopy(c.m(), 0, m, 0, m.length);
+        if (c.v() != v) System.arraycopy(c.v(), 0, v, 0, v.length);
+        if (lora != null && c.lora() != lora.data()) System.arraycopy(c.lora(), 0, lora.data(), 0, lora.size());
         nextStep = c.state().step();
         adamStep = c.state().adamStep();
         rng.restore(c.state().rngState());
