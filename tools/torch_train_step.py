@@ -9,11 +9,13 @@ weight decay 0.1 on matrices and the embedding, 0 on norms) + zero_grad. Warm-up
 Usage: /usr/bin/python3 tools/torch_train_step.py --model stories15m --steps 10 [--json] [--threads N]
        [--set key=value ...]   (override any config field, e.g. --set seqLen=128)
 Output with --json: one line {"model", "ms_per_step_median", "steps", "threads", "torch", "phases": {...}, ...,
-                  "blas": {"coretype_env", "libraries": [{"path", "core", "config"}], "config"}}
+                  "blas": {"coretype_env", "libraries": [{"path", "core", "config"}], "config"},
+                  "peak_rss_mb", "state_mb" (weights + grads + AdamW moments, fp32)}
 """
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -52,6 +54,12 @@ def build(c, seed=0):
             params[name] = torch.nn.Parameter(0.02 * torch.randn(shape, generator=g))
     t = torch.randint(0, c["vocabSize"], (c["seqLen"] + 1,), generator=g)
     return params, t[:-1].clone(), t[1:].clone()
+
+
+def peak_rss_bytes():
+    """The process's peak resident set (VmHWM): ru_maxrss is KiB on Linux, bytes on macOS."""
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return r if sys.platform == "darwin" else 1024 * r
 
 
 def main():
@@ -114,7 +122,8 @@ def main():
            "tokens_per_s": round(1000.0 * c["seqLen"] / med["step"], 1), "seqLen": c["seqLen"], "batch": 1,
            "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4),
            "loadavg": [round(load_start, 2), round(os.getloadavg()[0], 2)], "cpus": os.cpu_count(),
-           "blas": blas_info.describe(torch.__config__.show())}
+           "blas": blas_info.describe(torch.__config__.show()),
+           "peak_rss_mb": round(peak_rss_bytes() / 1e6, 1), "state_mb": round(16 * n_params / 1e6, 1)}
     print(json.dumps(out))
 
 

@@ -143,6 +143,10 @@ public final class StepBench {
         r.put("firstLoss", firstLoss);
         r.put("lastLoss", lastLoss);
         if (o.flag("compare-torch")) {
+            // PyTorch starts once this model is released: the two never hold a large model (qwen3-0.6b: 9.5 GB each) at once
+            params = null;
+            p = grads = m = v = null;
+            System.gc();
             Map<String, Object> torch = torchStep(o, cfg, steps);
             double tms = ((Number) torch.get("ms_per_step_median")).doubleValue();
             r.put("torchMsPerStep", tms);
@@ -150,6 +154,10 @@ public final class StepBench {
             r.put("torchVersion", torch.get("torch"));
             r.put("torchLoadAverage", torch.get("loadavg"));
             r.put("torchBlas", torch.get("blas"));
+            if (torch.get("peak_rss_mb") instanceof Number trss) {
+                r.put("torchPeakRssMB", trss.doubleValue());
+                r.put("torchMemoryRatio", trss.doubleValue() * 1e6 / stateBytes);
+            }
             r.put("speedupVsTorch", tms / msPerStep);
             r.put("speedupAtSgemmFloor", tms / floorMs);
             if (SPEEDUP_TARGET.containsKey(cfg.name())) r.put("speedupTarget", SPEEDUP_TARGET.get(cfg.name()));
@@ -161,7 +169,9 @@ public final class StepBench {
         r.note(String.format(Locale.ROOT, "floor: %.1f GFLOP at the peak sgemm rate alone take %.0f ms; no CPU step of this model can be faster on this machine", flops / 1e9, floorMs));
         r.note("FLOPs/step = 3·(projections + classifier) + attention (4·S²·Q fwd + 10·S²·Q bwd per layer); utilisation against sgemm "
                 + (o.quick() ? 512 : 2048) + "³ on " + Blas.get().description());
-        r.note("memory: peak RSS (VmHWM) of the whole JVM against 16 bytes per parameter (weights, gradients, AdamW m and v in fp32)");
+        r.note(String.format(Locale.ROOT, "memory: peak RSS (VmHWM) of the whole JVM %.0f MB against %.0f MB of weights, gradients, AdamW m and v in fp32 (%.2f×)%s",
+                rss / 1e6, stateBytes / 1e6, (double) rss / stateBytes, r.summary().get("torchPeakRssMB") instanceof Double t
+                        ? String.format(Locale.ROOT, "; PyTorch's process %.0f MB (%.2f×)", t, t * 1e6 / stateBytes) : ""));
         r.chart(new BenchResult.ChartSpec(true, "phase", List.of("ms"), "ms per step"));
         return r;
     }

@@ -106,6 +106,8 @@ public final class Trainer implements AutoCloseable {
     private volatile boolean stopRequested;
     private Path lastCheckpoint;
     private long lastCheckpointStep = -1;
+    private final Listener log;
+    private static final long LARGE_CHECKPOINT = 1L << 30;   // checkpoints from here up say how long they took
 
     /** A run that locks its run folder for this process (a second run on it is refused). */
     public Trainer(TrainOptions options, Backend backend, Listener listener) { this(options, backend, listener, true); }
@@ -117,6 +119,7 @@ public final class Trainer implements AutoCloseable {
             throw new IllegalArgumentException("[train] loraDropout = " + o.loraDropout() + ": LoRA dropout is not supported (the adapters are merged into the staged weights, "
                     + "so the kernels see W + s·B·A, never a dropped-out adapter input); train with loraDropout = 0");
         Listener log = listener != null ? listener : m -> {};
+        this.log = log;
         // model: from a checkpoint file (its config comes with it) or a preset/config file, initialised from the seed
         if (o.init() != null) {
             this.params = loadInit(o.init());
@@ -261,6 +264,7 @@ public final class Trainer implements AutoCloseable {
 
     private void resume(Listener log, RunRecord record) {
         // read straight into this run's arrays: a second copy of weights and moments would double a large model's memory
+        long t0 = System.nanoTime();
         Checkpoint.Found found = Checkpoint.findNewest(checkpointDir(), new Checkpoint.Contents(null, params.data(), m, v, lora == null ? null : lora.data()));
         if (found.contents() == null && !found.unreadable().isEmpty()) {
             StringBuilder why = new StringBuilder();
@@ -294,7 +298,19 @@ public final class Trainer implements AutoCloseable {
         scaler.restore(c.state().lossScale(), c.state().cleanSteps());
         lastCheckpoint = found.file();
         lastCheckpointStep = nextStep;
+        logIfLarge(found.file(), "read", t0);
         log.onMessage("[train] resumed from step " + nextStep + " (" + found.file().getFileName() + ")");
+    }
+
+    private void logIfLarge(Path checkpoint, String how, long startNanos) {
+        try {
+            long bytes = Files.size(checkpoint);
+            if (bytes >= LARGE_CHECKPOINT)
+                log.onMessage(String.format(java.util.Locale.ROOT, "[checkpoint] %s: %.2f GB %s in %.1f s", checkpoint.getFileName(), bytes / 1e9, how,
+                        (System.nanoTime() - startNanos) / 1e9));
+        } catch (java.io.IOException e) {
+            // the size is only for the message
+        }
     }
 
     private static String describe(ModelConfig c) {
@@ -439,10 +455,12 @@ public final class Trainer implements AutoCloseable {
             throw diverged("weights beyond the fp16 range (" + (Float.isFinite(maxAbs) ? "|w| = " + Divergence.magnitude(maxAbs) : maxAbs) + ") at the checkpoint");
         if (divergence.lossStreak()) throw diverged("the loss (fp32) was not finite at the last step");
         TrainState st = new TrainState(config, runId, nextStep, adamStep, rng.state(), scaler.scale(), scaler.cleanSteps(), lastLoss);
+        long t0 = System.nanoTime();
         lastCheckpoint = Checkpoint.save(checkpointDir(), new Checkpoint.Contents(st, params.data(), m, v, lora == null ? null : lora.data()), o.keep());
         // the adapters as Python users load them (PEFT layout), beside the checkpoint that holds them
         if (lora != null) PeftAdapter.write(adapterDir(o), lora, o.init() != null ? o.init().toString() : config.name());
         lastCheckpointStep = nextStep;
+        logIfLarge(lastCheckpoint, "written", t0);
         return lastCheckpoint;
     }
 
