@@ -41,6 +41,11 @@ public final class Ane4jExtension implements Extension {
         }
     }
 
+    /** Prints the imports the ane4j kernel starts its cells with: {@code bin/ane4j jshell} gives them to jshell. */
+    public static void main(String[] args) {
+        System.out.println(importSnippet(true));
+    }
+
     static MagicRegistry magics() {
         MagicRegistry r = new MagicRegistry();
         MAGICS.forEach(s -> r.add(s.get()));
