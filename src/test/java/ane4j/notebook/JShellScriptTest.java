@@ -14,7 +14,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The notebook API from plain jshell (JDK 25, default remote execution) with the documented start line:
- * {@code jshell --class-path CP -R--enable-native-access=ALL-UNNAMED -R--add-modules=jdk.incubator.vector tools/ane4j.jsh script}.
+ * {@code jshell --class-path CP -R--enable-native-access=ALL-UNNAMED -R--add-modules=jdk.incubator.vector IMPORTS script}, IMPORTS
+ * being the kernel's imports as {@code bin/ane4j jshell} gives them (printed by {@link Ane4jExtension#main}).
  * The script's default session is the supervised worker; its training run must give the same losses as the same run
  * in this JVM (in-process session).
  */
@@ -27,7 +28,7 @@ class JShellScriptTest {
         Path jshell = Path.of(System.getProperty("java.home"), "bin", "jshell");
         assertTrue(Files.isExecutable(jshell), "JDK without jshell: " + jshell);
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-        Path script = dir.resolve("script.jsh");
+        Path script = dir.resolve("script.jsh"), imports = Files.writeString(dir.resolve("imports.jsh"), Ane4jExtension.importSnippet(true));
         Files.writeString(script, """
                 var g = Mil.program().function("main", f -> f.output(f.named("y", f.relu(f.input("x", Mil.fp16(1, 3, 1, 1)))))).build();
                 var k = Ane.compile(g);
@@ -40,7 +41,7 @@ class JShellScriptTest {
                 """.formatted(dir.resolve("run").toString().replace("\\", "\\\\")));
         JupyterClientTest.Result r = JupyterClientTest.exec(List.of(jshell.toString(), "--class-path", cp,
                 "-R--enable-native-access=ALL-UNNAMED", "-R--add-modules=jdk.incubator.vector", "-R-Djava.awt.headless=true",
-                Path.of("tools/ane4j.jsh").toAbsolutePath().toString(), script.toString()), Map.of(), 300);
+                imports.toString(), script.toString()), Map.of(), 300);
         assertEquals(0, r.exit(), r.out());
         assertTrue(r.out().contains("relu [0.0, 0.5, 2.0]"), r.out());
         String line = r.out().lines().filter(l -> l.startsWith("losses ")).findFirst().orElseThrow(() -> new AssertionError(r.out()));
