@@ -16,28 +16,7 @@ public final class Machine {
     private Machine() {}
 
     /** CPU model: /proc/cpuinfo "model name" on Linux, sysctl machdep.cpu.brand_string on macOS, else os.arch. */
-    public static String cpuModel() {
-        try {
-            Path info = Path.of("/proc/cpuinfo");
-            if (Files.isReadable(info))
-                for (String line : Files.readAllLines(info))
-                    if (line.startsWith("model name")) return line.substring(line.indexOf(':') + 1).strip();
-        } catch (IOException ignored) {
-            // fall through
-        }
-        if (System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("mac")) {
-            try {
-                Process p = new ProcessBuilder("sysctl", "-n", "machdep.cpu.brand_string").redirectErrorStream(true).start();
-                String s = new String(p.getInputStream().readAllBytes()).strip();
-                if (p.waitFor() == 0 && !s.isEmpty()) return s;
-            } catch (IOException e) {
-                // fall through
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        return System.getProperty("os.arch");
-    }
+    public static String cpuModel() { return Blas.cpuModel(); }
 
     /** The figures that go into every benchmark's JSON. */
     public static Map<String, Object> describe() {

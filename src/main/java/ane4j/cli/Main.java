@@ -21,7 +21,16 @@ public final class Main implements Callable<Integer> {
         // one-line log records ("INFO: [blas] sgemm: OpenBLAS …") unless the user configured logging
         if (System.getProperty("java.util.logging.SimpleFormatter.format") == null)
             System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
+        System.setProperty(ane4j.train.RunJson.COMMAND_PROPERTY, quoted(args));   // run.json's "command"
         System.exit(run(args, System.out, System.err));
+    }
+
+    /** {@code ane4j train --run-dir 'my runs/a'}: the arguments quoted as a POSIX shell would need them. */
+    static String quoted(String[] args) {
+        StringBuilder sb = new StringBuilder("ane4j");
+        for (String a : args)
+            sb.append(' ').append(a.matches("[A-Za-z0-9_@%+=:,./-]+") ? a : "'" + a.replace("'", "'\\''") + "'");
+        return sb.toString();
     }
 
     /** Runs one command and returns its exit code ({@link Cli#OK}, {@link Cli#FAILED}, {@link Cli#USAGE}); errors are one line on {@code err}. */

@@ -71,8 +71,21 @@ final class LeFiles {
             try {
                 Path dir = target.toAbsolutePath().getParent();
                 if (dir != null) Files.createDirectories(dir);
-                this.temp = Files.createTempFile(dir, target.getFileName().toString(), ".tmp");
-                this.ch = FileChannel.open(temp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+                // the temp file is created as any file (the user's umask sets its mode, and so the target's after the
+                // rename: Files.createTempFile would force 0600); CREATE_NEW never opens an existing file or a planted link
+                Path t;
+                FileChannel c;
+                for (int attempt = 0; ; attempt++) {
+                    t = dir.resolve(target.getFileName() + "." + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong() >>> 1) + ".tmp");
+                    try {
+                        c = FileChannel.open(t, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+                        break;
+                    } catch (java.nio.file.FileAlreadyExistsException e) {
+                        if (attempt == 9) throw e;
+                    }
+                }
+                this.temp = t;
+                this.ch = c;
             } catch (IOException e) {
                 throw new ModelFormatException("[" + tag + "] cannot write " + target + ": " + e, e);
             }

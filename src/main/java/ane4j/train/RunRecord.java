@@ -65,6 +65,42 @@ final class RunRecord {
             int eq = line.indexOf(" = ");
             m.put(line.substring(0, eq), line.substring(eq + 3));
         }
+        m.put("lossScale", Float.toString(effectiveLossScale(o.lossScale())));
+        return m;
+    }
+
+    /** The scale training starts at: 0 means {@link LossScaler#DEFAULT_SCALE}. */
+    static float effectiveLossScale(float given) { return given > 0 ? given : LossScaler.DEFAULT_SCALE; }
+
+    /** A recorded value as it is compared: records before the effective loss scale wrote 0.0 for the default. */
+    private static String recorded(String key, String value) {
+        if (key.equals("lossScale")) {
+            try {
+                return Float.toString(effectiveLossScale(Float.parseFloat(value)));
+            } catch (NumberFormatException e) {
+                return value;
+            }
+        }
+        return value;
+    }
+
+    /**
+     * Every run key → the string {@link TrainOptions#of} reads back to the same options (null → ""), with the effective
+     * loss scale and {@code resume} true only when this start resumed from a checkpoint.
+     */
+    static Map<String, String> options(TrainOptions o, boolean resumed) {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (java.lang.reflect.RecordComponent c : TrainOptions.class.getRecordComponents()) {
+            Object v;
+            try {
+                v = c.getAccessor().invoke(o);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("[run] cannot read TrainOptions." + c.getName(), e);
+            }
+            m.put(c.getName(), v == null ? "" : v.toString());
+        }
+        m.put("lossScale", Float.toString(effectiveLossScale(o.lossScale())));
+        m.put("resume", Boolean.toString(resumed));
         return m;
     }
 
@@ -73,7 +109,7 @@ final class RunRecord {
         Map<String, String> now = settingsOf(o);
         List<String> diffs = new ArrayList<>();
         for (String k : SETTINGS)
-            if (settings.containsKey(k) && !settings.get(k).equals(now.get(k))) diffs.add(k + " " + settings.get(k) + " → " + now.get(k));
+            if (settings.containsKey(k) && !recorded(k, settings.get(k)).equals(now.get(k))) diffs.add(k + " " + settings.get(k) + " → " + now.get(k));
         if (diffs.isEmpty()) return;
         String what = String.join(", ", diffs);
         if (!o.override())
@@ -83,19 +119,26 @@ final class RunRecord {
         log.onMessage("[train] --override: continuing with " + what + " (recorded in " + file + ")");
     }
 
-    /** Writes the record: current settings, model and environment, the history so far and {@code started}'s line. */
-    void write(TrainOptions o, ModelConfig config, String runId, String backend, String started) {
+    /**
+     * Writes the record: current settings (the effective loss scale; {@code resume} as this start did), model and
+     * environment, the history so far and {@code started}'s line; and run.json beside it ({@link RunJson}).
+     */
+    void write(TrainOptions o, ModelConfig config, String runId, String backend, String chip, boolean resumed, String started, List<RunJson.Input> inputs) {
         List<String> h = new ArrayList<>(history);
         h.add(Instant.now().truncatedTo(ChronoUnit.SECONDS) + "  " + started + change + " (backend " + backend + ", " + o.steps() + " steps)");
-        String text = "# ane4j training run " + runId + "\n" + o.describe() + "\n[model]\n" + config.toFileText()
+        StringBuilder settingsText = new StringBuilder();
+        settingsOf(o).forEach((k, v) -> settingsText.append(k).append(" = ").append(k.equals("resume") ? Boolean.toString(resumed) : v).append('\n'));
+        String text = "# ane4j training run " + runId + "\n" + settingsText + "[model]\n" + config.toFileText()
                 + "\n[environment]\nbackend = " + backend + "\njava = " + System.getProperty("java.version")
                 + "\nos = " + System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch")
-                + "\nane4j = " + Version.ane4j() + "\n\n[history]\n" + String.join("\n", h) + "\n";
+                + "\nane4j = " + Version.ane4j() + "\n(the full record: run.json)\n\n[history]\n" + String.join("\n", h) + "\n";
+        Path json = file.resolveSibling("run.json");
         try {
             Files.createDirectories(file.getParent());
             RunFolder.writeAtomically(file, text);
+            RunFolder.writeAtomically(json, RunJson.document(options(o, resumed), config, runId, backend, chip, inputs, RunJson.previousData(json)));
         } catch (IOException e) {
-            throw new UncheckedIOException("[run] cannot write " + file + ": " + RunFolder.reason(e), e);
+            throw new UncheckedIOException("[run] cannot write " + file + " and run.json: " + RunFolder.reason(e), e);
         }
         history.clear();
         history.addAll(h);

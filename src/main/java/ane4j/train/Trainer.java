@@ -215,11 +215,46 @@ public final class Trainer implements AutoCloseable {
             String started = startOrResume(log, record);
             this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
             step.stageWeights(params.data());
-            record.write(o, config, runId, backend.name(), started);
+            record.write(o, config, runId, backend.name(), chip(backend), nextStep > 0, started, inputs());
         } catch (RuntimeException | Error e) {
             if (folder != null) folder.close();
             throw e;
         }
+    }
+
+    /** The chip the backend runs on (the ANE's family and subtype) or emulates (the reference backend's -Dane4j.ref.chip). */
+    private static String chip(Backend backend) {
+        try {
+            // the name first: off macOS the ANE backend's class is never loaded here
+            if ("ane".equals(backend.name()) && backend instanceof ane4j.backend.ane.AneBackend ane) return ane.chip();
+            if (backend instanceof ane4j.backend.ref.RefBackend ref) return ref.options().chip() == null ? "none (reference backend, no chip emulated)" : ref.options().chip() + " (emulated by the reference backend)";
+        } catch (RuntimeException e) {
+            return "unknown (" + e.getMessage() + ")";
+        }
+        return "unknown";
+    }
+
+    /** The run's input files for run.json; the embedded corpus as its token streams. */
+    private List<RunJson.Input> inputs() {
+        List<RunJson.Input> in = new ArrayList<>();
+        if (o.init() != null) in.add(RunJson.Input.file("init", o.init()));
+        if (o.data() != null) in.add(RunJson.Input.file("data", o.data()));
+        else in.add(RunJson.Input.memory("data", "embedded corpus, training stories of seed " + o.seed() + ", " + data.size() + " tokens (uint16)", tokenBytes(data)));
+        if (o.valData() != null) in.add(RunJson.Input.file("valData", o.valData()));
+        else if (o.data() == null && valShard != null) in.add(RunJson.Input.memory("valData", heldOut == null ? "embedded corpus validation stories" : heldOut.description() + ", " + valShard.size() + " tokens (uint16)", tokenBytes(valShard)));
+        if (o.tokenizer() != null) in.add(RunJson.Input.file("tokenizer", o.tokenizer()));
+        else if (o.data() != null && Files.exists(o.data().resolveSibling("tokenizer.bin"))) in.add(RunJson.Input.file("tokenizer", o.data().resolveSibling("tokenizer.bin")));
+        return in;
+    }
+
+    private static byte[] tokenBytes(TokenShard shard) {
+        byte[] b = new byte[(int) (2 * shard.size())];
+        for (int i = 0; i < shard.size(); i++) {
+            int t = shard.get(i);
+            b[2 * i] = (byte) t;
+            b[2 * i + 1] = (byte) (t >>> 8);
+        }
+        return b;
     }
 
     private static ModelConfig resolveConfig(String model) {
