@@ -247,12 +247,13 @@ public final class Trainer implements AutoCloseable {
         return in;
     }
 
-    private static byte[] tokenBytes(TokenShard shard) {
-        byte[] b = new byte[(int) (2 * shard.size())];
-        for (int i = 0; i < shard.size(); i++) {
-            int t = shard.get(i);
-            b[2 * i] = (byte) t;
-            b[2 * i + 1] = (byte) (t >>> 8);
+    private static byte[] tokenBytes(TokenData tokens) {
+        int[] ids = new int[(int) tokens.size()];
+        tokens.read(0, ids, 0, ids.length);
+        byte[] b = new byte[2 * ids.length];
+        for (int i = 0; i < ids.length; i++) {
+            b[2 * i] = (byte) ids[i];
+            b[2 * i + 1] = (byte) (ids[i] >>> 8);
         }
         return b;
     }

@@ -5,8 +5,8 @@ import ane4j.model.TokenData;
 /**
  * Held-out data and its loss: consecutive, non-overlapping windows of {@code seqLen + 1} tokens (inputs, targets shifted
  * by one) from the start of the held-out range, the same windows every time, no random draw, so validation never moves
- * the training sampler. The loss is the mean over the windows of each window's mean cross-entropy (every window has
- * seqLen targets, so it is the mean per token), computed by the training step's forward kernels only.
+ * the training sampler. The loss is the mean cross-entropy over every counted target of the windows (a loss mask
+ * leaves prompt tokens out), computed by the training step's forward kernels only.
  */
 public final class Validation {
     private Validation() {}
@@ -33,14 +33,26 @@ public final class Validation {
         if (windows < 1 || windows > heldOut.windows(seqLen))
             throw new IllegalArgumentException("[eval] " + windows + " windows of " + seqLen + " asked of " + heldOut.description() + ", which holds " + heldOut.windows(seqLen));
         int[] window = new int[seqLen + 1], tokens = new int[seqLen], targets = new int[seqLen];
+        byte[] mask = new byte[seqLen + 1];
         double sum = 0;
+        long counted = 0;
         for (int w = 0; w < windows; w++) {
             // window w: tokens [from + w·S, from + w·S + S], inputs the first S, targets the last S
-            heldOut.tokens().read(heldOut.from() + (long) w * seqLen, window, 0, seqLen + 1);
+            long at = heldOut.from() + (long) w * seqLen;
+            heldOut.tokens().read(at, window, 0, seqLen + 1);
             System.arraycopy(window, 0, tokens, 0, seqLen);
             System.arraycopy(window, 1, targets, 0, seqLen);
-            sum += step.forwardLoss(params, tokens, targets);
+            // a loss mask (prompt tokens of prompt/completion data) leaves its targets out: −1
+            int n = seqLen;
+            if (heldOut.tokens().masked()) {
+                heldOut.tokens().readMask(at, mask, 0, seqLen + 1);
+                for (int t = 0; t < seqLen; t++) if (mask[t + 1] == 0) { targets[t] = -1; n--; }
+            }
+            if (n == 0) continue;
+            // the window's loss is the mean over its n counted targets; the result is the mean over all counted targets
+            sum += (double) step.forwardLoss(params, tokens, targets) * n;
+            counted += n;
         }
-        return (float) (sum / windows);
+        return counted == 0 ? Float.NaN : (float) (sum / counted);
     }
 }
