@@ -38,6 +38,10 @@ final class ExportCommand implements Callable<Integer> {
     String outPath;
     @Option(names = "--tokenizer", paramLabel = "FILE", description = "a llama2.c tokenizer.bin to include (default: the model's)")
     String tokenizer;
+    @Option(names = "--adapter", paramLabel = "DIR", description = "a LoRA adapter in the PEFT layout for --merge (default: a LoRA run's own)")
+    String adapter;
+    @Option(names = "--merge", description = "write the fused model: W + (alpha/r)·B·A of the LoRA adapter in place of each adapted W")
+    boolean merge;
 
     private final PrintStream out;
 
@@ -51,6 +55,11 @@ final class ExportCommand implements Callable<Integer> {
         if (format.equals("llama2c") && dtype != Safetensors.DType.F32)
             throw new CliException("llama2.c v0 files are float32; drop --dtype " + dtypeName + " or export --format safetensors");
         ModelSource src = ModelSource.open(run, checkpoint, model, tokenizer, "export");
+        var lora = AdapterSource.find(src, adapter);
+        if (merge && lora == null)
+            throw new CliException("--merge needs a LoRA adapter: give --adapter DIR (adapter_model.safetensors, adapter_config.json) or the --run of a LoRA training");
+        if (merge) src = AdapterSource.fused(src, lora, adapter != null ? adapter : src.runDir().resolve("adapter").toString());
+        else if (lora != null) out.println("note: exporting the base model without the LoRA adapter" + (adapter != null ? " " + adapter : " of this run (" + src.runDir().resolve("adapter") + ")") + "; add --merge for the fused model");
         Path dest = outPath != null ? Path.of(outPath) : defaultOut(src);
         refuseOverwritingTheSource(dest);
         if (format.equals("safetensors")) safetensors(src.params(), src.tokenizer(), dest, dtype, out);

@@ -38,6 +38,8 @@ final class GenerateCommand implements Callable<Integer> {
     long seed;
     @Option(names = "--tokenizer", paramLabel = "FILE", description = "a Hugging Face tokenizer.json or llama2.c tokenizer.bin (default: beside the model)")
     String tokenizer;
+    @Option(names = "--adapter", paramLabel = "DIR", description = "a LoRA adapter in the PEFT layout (adapter_model.safetensors, adapter_config.json) on the model; a LoRA run's own by default")
+    String adapter;
 
     private final PrintStream stdout, err;
 
@@ -55,6 +57,8 @@ final class GenerateCommand implements Callable<Integer> {
         Cli.inRange("--temperature", temperature, 0, 1e6);
         Cli.inRange("--top-p", topP, 0, 1);
         ModelSource src = ModelSource.open(run, checkpoint, model, tokenizer, "generate");
+        var lora = AdapterSource.find(src, adapter);
+        if (lora != null) src = AdapterSource.fused(src, lora, adapter != null ? adapter : src.runDir().resolve("adapter").toString());
         Tokenizer tok = src.tokenizer();
         int vocab = src.params().config().vocabSize();
         if (tok == null)

@@ -22,9 +22,9 @@ class CliTest {
     @Test
     void badOptionsAreOneLineNamingTheProblemAndTheFix() {
         oneLine(run("generate", "--top-k", "5"), Cli.FAILED, "ane4j generate: [cli] unknown option --top-k; options: --model, --run, --checkpoint, --prompt, "
-                + "--tokens, --temperature, --top-p, --seed, --tokenizer (ane4j generate --help)");
+                + "--tokens, --temperature, --top-p, --seed, --tokenizer, --adapter (ane4j generate --help)");
         oneLine(run("export", "--bogus=1"), Cli.FAILED, "ane4j export: [cli] unknown option --bogus; options: --run, --checkpoint, --model, --format, --dtype, "
-                + "--out, --tokenizer (ane4j export --help)");
+                + "--out, --tokenizer, --adapter, --merge (ane4j export --help)");
         oneLine(run("generate", "--prompt", "--model", "m.bin"), Cli.FAILED, "ane4j generate: [cli] --prompt has no value; give --prompt TEXT (or --prompt=TEXT)");
         oneLine(run("generate", "--seed", "1.5"), Cli.FAILED, "ane4j generate: [cli] --seed 1.5 is not a whole number");
         oneLine(run("generate", "--top-p", "lots"), Cli.FAILED, "ane4j generate: [cli] --top-p lots is not a number");
