@@ -266,6 +266,11 @@ public final class Trainer implements AutoCloseable {
 
     private static Parameters loadInit(Path file) { return ModelFiles.read(file); }
 
+    /** Targets whose mask is 0 become −1 (not counted in the loss), as mlx_lm's mask_prompt leaves only the completion. */
+    static void maskTargets(int[] targets, byte[] mask) {
+        for (int i = 0; i < targets.length; i++) if (mask[i] == 0) targets[i] = -1;
+    }
+
     private Path checkpointDir() { return o.runDir().resolve("checkpoints"); }
 
     /** Where a LoRA run keeps its adapters in the PEFT layout: {@code runDir/adapter}. */
@@ -396,6 +401,7 @@ public final class Trainer implements AutoCloseable {
         Listener l = listener != null ? listener : x -> {};
         int s = config.seqLen();
         int[] tokens = new int[s], targets = new int[s], window = new int[s + 1];
+        byte[] targetMask = data.masked() ? new byte[s] : null;
         long end = stopAfter > 0 ? Math.min(o.steps(), nextStep + stopAfter) : o.steps();
         while (nextStep < end) {
             if (stopRequested && atUpdateBoundary()) {
@@ -411,6 +417,11 @@ public final class Trainer implements AutoCloseable {
             data.read(pos, window, 0, s + 1);
             System.arraycopy(window, 0, tokens, 0, s);
             System.arraycopy(window, 1, targets, 0, s);
+            if (data.masked()) {
+                // prompt/completion data: a target whose token does not count (a prompt token) is −1, ignored by the loss
+                data.readMask(pos + 1, targetMask, 0, s);
+                maskTargets(targets, targetMask);
+            }
             float loss = step.forwardBackward(params.data(), grads, tokens, targets, scaler.scale());
             divergence.loss(loss);
             if (!Float.isFinite(loss)) lostLoss = loss;
