@@ -50,6 +50,7 @@ public final class Main implements Callable<Integer> {
                 .addSubcommand(new TrainEntry(out))
                 .addSubcommand(new GenerateCommand(out, err))
                 .addSubcommand(new ExportCommand(out))
+                .addSubcommand(new EvalCommand(out))
                 .addSubcommand(MilCommand.commandLine(out, err))
                 .addSubcommand(new DoctorCommand(out, err))
                 .addSubcommand(BenchCommand.commandLine(out))
