@@ -1,5 +1,6 @@
 package ane4j.bench;
 
+import ane4j.model.Json;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -151,7 +152,7 @@ public final class BenchResult {
         m.put("rows", rs);
         m.put("summary", summary);
         m.put("notes", notes);
-        return BenchJson.write(m);
+        return Json.pretty(m);
     }
 
     /** The terminal table: title, aligned columns, summary lines and notes. */

@@ -1,5 +1,6 @@
 package ane4j.bench;
 
+import ane4j.model.Json;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;
 import ane4j.blas.Sgemm;
@@ -233,7 +234,7 @@ public final class SgemmBench {
             Process p = new ProcessBuilder(python, script.toString(), "numpy").redirectError(ProcessBuilder.Redirect.DISCARD).start();
             String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
             if (p.waitFor() != 0 || out.isEmpty()) return "unknown: " + script + " numpy failed";
-            return BenchJson.parse(out.substring(out.lastIndexOf('\n') + 1));
+            return Json.parse(out.substring(out.lastIndexOf('\n') + 1));
         } catch (IOException | RuntimeException e) {
             return "unknown: " + e.getMessage();
         } catch (InterruptedException e) {

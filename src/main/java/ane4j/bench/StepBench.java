@@ -1,5 +1,6 @@
 package ane4j.bench;
 
+import ane4j.model.Json;
 import ane4j.backend.Backend;
 import ane4j.backend.ref.RefBackend;
 import ane4j.blas.Blas;
@@ -235,7 +236,7 @@ public final class StepBench {
                 throw new IllegalStateException("[bench] " + String.join(" ", cmd.subList(0, 2)) + " failed: " + last + " (is PyTorch installed for " + python + "?)");
             }
             String line = out.substring(out.lastIndexOf('\n') + 1);
-            Object parsed = BenchJson.parse(line);
+            Object parsed = Json.parse(line);
             if (!(parsed instanceof Map<?, ?> map)) throw new IllegalStateException("[bench] torch_train_step.py printed no JSON object: " + line);
             Map<String, Object> result = new LinkedHashMap<>();
             map.forEach((k, v) -> result.put(String.valueOf(k), v));

@@ -8,6 +8,7 @@ import ane4j.cli.DoctorCommand.Status;
 import ane4j.model.Json;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -255,57 +256,52 @@ final class DoctorReport {
     // --- the JSON report ---
 
     String json() {
-        StringBuilder sb = new StringBuilder("{\n  \"tool\": \"ane4j doctor\",\n  \"host\": {");
-        boolean first = true;
-        for (var e : host.entrySet()) {
-            sb.append(first ? "\n" : ",\n").append("    ").append(Json.quote(e.getKey())).append(": ").append(Json.quote(e.getValue()));
-            first = false;
-        }
-        sb.append("\n  },\n  \"aneAvailable\": ").append(aneAvailable).append(",\n  \"aneUnavailableReason\": ").append(str(reason))
-                .append(",\n  \"probes\": [");
-        for (int i = 0; i < results.size(); i++) {
-            Result r = results.get(i);
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("tool", "ane4j doctor");
+        m.put("host", host);
+        m.put("aneAvailable", aneAvailable);
+        m.put("aneUnavailableReason", reason);
+        List<Map<String, Object>> probes = new ArrayList<>();
+        for (Result r : results) {
             OutputDiff d = r.diff();
-            sb.append(i == 0 ? "\n" : ",\n").append("    {\"probe\": ").append(Json.quote(r.probe()))
-                    .append(", \"kind\": ").append(Json.quote(r.kind() == Probes.Kind.RUNG ? "rung" : "probe"))
-                    .append(", \"assumption\": ").append(str(r.assumption()))
-                    .append(", \"rule\": ").append(str(r.rule()))
-                    .append(", \"status\": ").append(Json.quote(r.status().toString()))
-                    .append(", \"backend\": ").append(Json.quote(r.backend()))
-                    .append(", \"reference\": ").append(Json.quote(r.reference()))
-                    .append(", \"compileMs\": ").append(jnum(r.compileMs()))
-                    .append(", \"loadMs\": ").append(jnum(r.loadMs()))
-                    .append(", \"evalMs\": ").append(jnum(r.evalMs()))
-                    .append(", \"maxAbsErr\": ").append(d == null ? "null" : jnum(d.maxAbs()))
-                    .append(", \"maxRelErr\": ").append(d == null ? "null" : jnum(r.maxRelErr()))
-                    .append(", \"meanAbsErr\": ").append(d == null ? "null" : jnum(d.meanAbs()))
-                    .append(", \"maxAbsRef\": ").append(d == null ? "null" : jnum(d.maxRef()))
-                    .append(", \"nonFinite\": ").append(d == null ? "null" : Long.toString(d.nonFinite()))
-                    .append(", \"allZero\": ").append(r.allZero())
-                    .append(", \"dialect\": ").append(str(r.dialect()))
-                    .append(", \"identifier\": ").append(str(r.identifier()))
-                    .append(", \"origin\": ").append(str(r.origin()))
-                    .append(", \"cacheHit\": ").append(r.cacheHit() == null ? "null" : r.cacheHit().toString())
-                    .append(", \"dirAfterUnload\": ").append(r.dirAfterUnload() == null ? "null" : r.dirAfterUnload().toString())
-                    .append(", \"ruleError\": ").append(r.ruleError())
-                    .append(", \"violations\": ").append(r.violations().stream().map(Json::quote).collect(Collectors.joining(", ", "[", "]")))
-                    .append(", \"passed\": ").append(r.passed())
-                    .append(", \"error\": ").append(str(r.error())).append('}');
+            Map<String, Object> p = new LinkedHashMap<>();
+            p.put("probe", r.probe());
+            p.put("kind", r.kind() == Probes.Kind.RUNG ? "rung" : "probe");
+            p.put("assumption", r.assumption());
+            p.put("rule", r.rule());
+            p.put("status", r.status().toString());
+            p.put("backend", r.backend());
+            p.put("reference", r.reference());
+            p.put("compileMs", r.compileMs());
+            p.put("loadMs", r.loadMs());
+            p.put("evalMs", r.evalMs());
+            p.put("maxAbsErr", d == null ? null : d.maxAbs());
+            p.put("maxRelErr", d == null ? null : r.maxRelErr());
+            p.put("meanAbsErr", d == null ? null : d.meanAbs());
+            p.put("maxAbsRef", d == null ? null : d.maxRef());
+            p.put("nonFinite", d == null ? null : d.nonFinite());
+            p.put("allZero", r.allZero());
+            p.put("dialect", r.dialect());
+            p.put("identifier", r.identifier());
+            p.put("origin", r.origin());
+            p.put("cacheHit", r.cacheHit());
+            p.put("dirAfterUnload", r.dirAfterUnload());
+            p.put("ruleError", r.ruleError());
+            p.put("violations", r.violations());
+            p.put("passed", r.passed());
+            p.put("error", r.error());
+            probes.add(p);
         }
-        sb.append("\n  ],\n  \"assumptions\": ").append(list(assumptions()))
-                .append(",\n  \"verdict\": ").append(list(verdict()))
-                .append(",\n  \"stopped\": ").append(str(stopped))
-                .append(",\n  \"chip\": ").append(chip == null ? "null" : Json.quote(chip.name()))
-                .append(",\n  \"tolerance\": {\"atol\": ").append(OutputDiff.FP16_ATOL).append(", \"rtol\": ").append(OutputDiff.FP16_RTOL)
-                .append("},\n  \"passed\": ").append(passed()).append("\n}\n");
-        return sb.toString();
+        m.put("probes", probes);
+        m.put("assumptions", assumptions());
+        m.put("verdict", verdict());
+        m.put("stopped", stopped);
+        m.put("chip", chip == null ? null : chip.name());
+        Map<String, Object> tolerance = new LinkedHashMap<>();
+        tolerance.put("atol", OutputDiff.FP16_ATOL);
+        tolerance.put("rtol", OutputDiff.FP16_RTOL);
+        m.put("tolerance", tolerance);
+        m.put("passed", passed());
+        return Json.pretty(m);
     }
-
-    private static String list(List<String> lines) {
-        return lines.stream().map(Json::quote).collect(Collectors.joining(",\n    ", "[\n    ", "\n  ]"));
-    }
-
-    private static String str(String s) { return s == null ? "null" : Json.quote(s); }
-
-    private static String jnum(double v) { return Double.isFinite(v) ? Double.toString(v) : "null"; }
 }

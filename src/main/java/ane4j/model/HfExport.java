@@ -5,7 +5,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -47,20 +46,11 @@ public final class HfExport {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("architectures", java.util.List.of(qwen ? "Qwen3ForCausalLM" : "LlamaForCausalLM"));
         m.put("model_type", qwen ? "qwen3" : "llama");
-        m.put("vocab_size", c.vocabSize());
-        m.put("hidden_size", c.dim());
-        m.put("intermediate_size", c.hiddenDim());
-        m.put("num_hidden_layers", c.nLayers());
-        m.put("num_attention_heads", c.nHeads());
-        m.put("num_key_value_heads", c.nKvHeads());
-        m.put("head_dim", c.headDim());
+        m.putAll(Safetensors.configKeys(c));   // the keys the reader takes back, from one place
         m.put("hidden_act", "silu");
         m.put("max_position_embeddings", c.seqLen());
         m.put("initializer_range", 0.02);
-        m.put("rms_norm_eps", c.normEps());
         m.put("use_cache", true);
-        m.put("tie_word_embeddings", c.tiedEmbedding());
-        m.put("rope_theta", c.ropeTheta());
         m.put("rope_scaling", null);
         m.put("attention_bias", false);
         m.put("attention_dropout", 0.0);
@@ -79,20 +69,6 @@ public final class HfExport {
         m.put("ane4j_name", c.name());
         m.put("ane4j_seq_len", c.seqLen());
         m.put("ane4j_residual_scale", c.residualScale());
-        StringBuilder b = new StringBuilder("{");
-        boolean first = true;
-        for (var e : m.entrySet()) {
-            b.append(first ? "\n  " : ",\n  ").append(Json.quote(e.getKey())).append(": ").append(value(e.getValue()));
-            first = false;
-        }
-        return b.append("\n}\n").toString();
-    }
-
-    private static String value(Object v) {
-        if (v == null) return "null";
-        if (v instanceof String s) return Json.quote(s);
-        if (v instanceof java.util.List<?> l) return "[" + String.join(", ", l.stream().map(HfExport::value).toList()) + "]";
-        if (v instanceof Float f) return String.format(Locale.ROOT, "%s", f); // the shortest decimal that reads back as the float
-        return v.toString();
+        return Json.pretty(m);
     }
 }

@@ -1,199 +1,151 @@
 package ane4j.model;
 
+import com.google.gson.FormattingStyle;
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonParseException;
+import com.google.gson.Strictness;
+import com.google.gson.ToNumberPolicy;
+import com.google.gson.TypeAdapter;
+import com.google.gson.TypeAdapterFactory;
+import com.google.gson.reflect.TypeToken;
+import com.google.gson.stream.JsonReader;
+import com.google.gson.stream.JsonToken;
+import com.google.gson.stream.JsonWriter;
+import java.io.IOException;
+import java.io.StringReader;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * A small strict JSON reader (RFC 8259) for safetensors headers, config.json and golden files.
- * Objects become {@code LinkedHashMap<String, Object>}, arrays {@code List<Object>}, numbers {@code Double}
- * (or {@code Long} when integral without exponent or fraction), and null becomes {@link #NULL}.
- * Errors are {@link IllegalArgumentException}s naming the character offset. {@link #quote} is the one JSON string
- * writer of the project (bench results, doctor reports).
+ * Every JSON file of the project (config.json, safetensors headers, metrics.jsonl, run records, bench results, doctor
+ * reports) is read and written here, through Gson, which the Jupyter protocol (jjava) already puts on the classpath.
+ * Reading is strict RFC 8259: objects become {@code Map<String, Object>} in file order, arrays {@code List<Object>},
+ * numbers {@code Long} when they fit, else {@code Double}, and null {@code null}. Writing takes maps, collections,
+ * arrays, numbers (NaN and ±∞ become null), booleans and strings; any other value is written as its {@code toString()}.
+ * A bad text is an {@link IllegalArgumentException} "JSON: … at line L column C path $.key".
  */
 public final class Json {
-    /** JSON null (so a map can tell a null value from a missing key). */
-    public static final Object NULL = new Object() {
+    private Json() {}
+
+    /**
+     * Numbers with NaN/±∞ as null (JSON has neither), values JSON knows as they are, anything else (a path, an enum, a
+     * record) as its {@code toString()}: nothing is written by reflection.
+     */
+    private static final TypeAdapterFactory PLAIN_VALUES = new TypeAdapterFactory() {
         @Override
-        public String toString() { return "null"; }
+        @SuppressWarnings("unchecked")
+        public <T> TypeAdapter<T> create(Gson gson, TypeToken<T> type) {
+            Class<?> raw = type.getRawType();
+            if (raw == Double.class || raw == double.class || raw == Float.class || raw == float.class)
+                return (TypeAdapter<T>) new TypeAdapter<Number>() {
+                    @Override public void write(JsonWriter out, Number v) throws IOException {
+                        if (v == null || !Double.isFinite(v.doubleValue())) out.nullValue();
+                        else out.value(v);
+                    }
+
+                    @Override public Number read(JsonReader in) { throw new UnsupportedOperationException(); }
+                };
+            if (raw == Object.class || Map.class.isAssignableFrom(raw) || Collection.class.isAssignableFrom(raw) || raw.isArray() || raw.isPrimitive()
+                    || Number.class.isAssignableFrom(raw) || raw == String.class || raw == Boolean.class || raw == Character.class
+                    || com.google.gson.JsonElement.class.isAssignableFrom(raw))
+                return null;
+            return (TypeAdapter<T>) new TypeAdapter<Object>() {
+                @Override public void write(JsonWriter out, Object v) throws IOException {
+                    if (v == null) out.nullValue();
+                    else out.value(v.toString());
+                }
+
+                @Override public Object read(JsonReader in) { throw new UnsupportedOperationException(); }
+            };
+        }
     };
 
-    private final String s;
-    private int pos;
+    private static final Gson READ = new GsonBuilder().setStrictness(Strictness.STRICT)
+            .setObjectToNumberStrategy(ToNumberPolicy.LONG_OR_DOUBLE).create();
+    private static final Gson COMPACT = writer().create();
+    private static final Gson PRETTY = writer().setFormattingStyle(FormattingStyle.PRETTY.withIndent("  ")).create();
+    private static final TypeToken<Object> ANY = TypeToken.get(Object.class);
 
-    private Json(String s) { this.s = s; }
+    private static GsonBuilder writer() {
+        return new GsonBuilder().serializeNulls().disableHtmlEscaping().registerTypeAdapterFactory(PLAIN_VALUES);
+    }
 
+    /** The value of a JSON text; duplicate keys: the last one wins (as Python's json and Gson read them). */
     public static Object parse(String text) {
-        Json j = new Json(text);
-        j.ws();
-        Object v = j.value(0);
-        j.ws();
-        if (j.pos != text.length()) throw j.error("unexpected '" + text.charAt(j.pos) + "' after the value");
-        return v;
-    }
-
-    private IllegalArgumentException error(String what) {
-        return new IllegalArgumentException("JSON at offset " + pos + ": " + what);
-    }
-
-    private void ws() {
-        while (pos < s.length() && (s.charAt(pos) == ' ' || s.charAt(pos) == '\n' || s.charAt(pos) == '\r' || s.charAt(pos) == '\t')) pos++;
-    }
-
-    private Object value(int depth) {
-        if (depth > 64) throw error("nesting deeper than 64");
-        if (pos >= s.length()) throw error("unexpected end of text");
-        char c = s.charAt(pos);
-        return switch (c) {
-            case '{' -> object(depth);
-            case '[' -> array(depth);
-            case '"' -> string();
-            case 't' -> literal("true", Boolean.TRUE);
-            case 'f' -> literal("false", Boolean.FALSE);
-            case 'n' -> literal("null", NULL);
-            default -> {
-                if (c == '-' || (c >= '0' && c <= '9')) yield number();
-                throw error("unexpected '" + c + "'");
-            }
-        };
-    }
-
-    private Object literal(String word, Object v) {
-        if (!s.startsWith(word, pos)) throw error("expected " + word);
-        pos += word.length();
-        return v;
-    }
-
-    private Map<String, Object> object(int depth) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        pos++;
-        ws();
-        if (peek() == '}') {
-            pos++;
-            return m;
-        }
-        while (true) {
-            ws();
-            if (peek() != '"') throw error("expected a string key");
-            String key = string();
-            if (m.containsKey(key)) throw error("duplicate key \"" + key + "\"");
-            ws();
-            expect(':');
-            ws();
-            m.put(key, value(depth + 1));
-            ws();
-            char c = next();
-            if (c == '}') return m;
-            if (c != ',') { pos--; throw error("expected ',' or '}'"); }
+        try {
+            Object v = READ.fromJson(text, ANY);
+            if (v == null && text.strip().isEmpty()) throw new IllegalArgumentException("JSON: no value (the text is empty)");
+            return v;
+        } catch (JsonParseException e) {
+            throw new IllegalArgumentException(message(e), e);
         }
     }
 
-    private List<Object> array(int depth) {
-        List<Object> list = new ArrayList<>();
-        pos++;
-        ws();
-        if (peek() == ']') {
-            pos++;
-            return list;
-        }
-        while (true) {
-            ws();
-            list.add(value(depth + 1));
-            ws();
-            char c = next();
-            if (c == ']') return list;
-            if (c != ',') { pos--; throw error("expected ',' or ']'"); }
+    /**
+     * The value of a JSON text in which no object has the same key twice (at any depth): the safetensors format requires
+     * it ("Duplicate keys are disallowed", huggingface/safetensors README, Format), since readers that keep the first and
+     * readers that keep the last would see different tensors. Nesting is limited to 64 levels.
+     */
+    public static Object parseNoDuplicateKeys(String text) {
+        try (JsonReader in = new JsonReader(new StringReader(text))) {
+            in.setStrictness(Strictness.STRICT);
+            Object v = readNoDuplicates(in, 0);
+            if (in.peek() != JsonToken.END_DOCUMENT) throw new IllegalArgumentException("JSON: text after the value " + where(in));
+            return v;
+        } catch (JsonParseException | IOException e) {
+            throw new IllegalArgumentException(message(e), e);
         }
     }
 
-    private String string() {
-        expect('"');
-        StringBuilder b = new StringBuilder();
-        while (true) {
-            if (pos >= s.length()) throw error("unterminated string");
-            char c = s.charAt(pos++);
-            if (c == '"') return b.toString();
-            if (c < 0x20) { pos--; throw error("control character in string"); }
-            if (c != '\\') {
-                b.append(c);
-                continue;
-            }
-            char e = next();
-            switch (e) {
-                case '"', '\\', '/' -> b.append(e);
-                case 'b' -> b.append('\b');
-                case 'f' -> b.append('\f');
-                case 'n' -> b.append('\n');
-                case 'r' -> b.append('\r');
-                case 't' -> b.append('\t');
-                case 'u' -> {
-                    if (pos + 4 > s.length()) throw error("short \\u escape");
-                    try {
-                        b.append((char) Integer.parseInt(s.substring(pos, pos + 4), 16));
-                    } catch (NumberFormatException ex) {
-                        throw error("bad \\u escape");
-                    }
-                    pos += 4;
+    private static Object readNoDuplicates(JsonReader in, int depth) throws IOException {
+        if (depth > 64) throw new IllegalArgumentException("JSON: nesting deeper than 64 " + where(in));
+        switch (in.peek()) {
+            case BEGIN_OBJECT -> {
+                Map<String, Object> m = new LinkedHashMap<>();
+                in.beginObject();
+                while (in.hasNext()) {
+                    String key = in.nextName();
+                    if (m.containsKey(key)) throw new IllegalArgumentException("JSON: duplicate key \"" + key + "\" " + where(in));
+                    m.put(key, readNoDuplicates(in, depth + 1));
                 }
-                default -> { pos--; throw error("bad escape \\" + e); }
+                in.endObject();
+                return m;
             }
-        }
-    }
-
-    private Object number() {
-        int start = pos;
-        if (peek() == '-') pos++;
-        if (peek() == '0') pos++;
-        else if (Character.isDigit(peek())) while (Character.isDigit(peek())) pos++;
-        else throw error("bad number");
-        boolean integral = true;
-        if (peek() == '.') {
-            integral = false;
-            pos++;
-            if (!Character.isDigit(peek())) throw error("bad number");
-            while (Character.isDigit(peek())) pos++;
-        }
-        if (peek() == 'e' || peek() == 'E') {
-            integral = false;
-            pos++;
-            if (peek() == '+' || peek() == '-') pos++;
-            if (!Character.isDigit(peek())) throw error("bad number");
-            while (Character.isDigit(peek())) pos++;
-        }
-        String t = s.substring(start, pos);
-        if (integral && t.length() < 19) return Long.parseLong(t);
-        return Double.parseDouble(t);
-    }
-
-    private char peek() { return pos < s.length() ? s.charAt(pos) : '\0'; }
-
-    private char next() {
-        if (pos >= s.length()) throw error("unexpected end of text");
-        return s.charAt(pos++);
-    }
-
-    private void expect(char c) {
-        if (peek() != c) throw error("expected '" + c + "'");
-        pos++;
-    }
-
-    /** A JSON string literal for {@code v} (quote, backslash and control characters escaped). */
-    public static String quote(String v) {
-        StringBuilder b = new StringBuilder("\"");
-        for (char c : v.toCharArray()) {
-            switch (c) {
-                case '"' -> b.append("\\\"");
-                case '\\' -> b.append("\\\\");
-                case '\n' -> b.append("\\n");
-                case '\r' -> b.append("\\r");
-                case '\t' -> b.append("\\t");
-                default -> {
-                    if (c < 0x20) b.append(String.format(java.util.Locale.ROOT, "\\u%04x", (int) c));
-                    else b.append(c);
-                }
+            case BEGIN_ARRAY -> {
+                List<Object> l = new ArrayList<>();
+                in.beginArray();
+                while (in.hasNext()) l.add(readNoDuplicates(in, depth + 1));
+                in.endArray();
+                return l;
             }
+            case STRING -> { return in.nextString(); }
+            case NUMBER -> { return ToNumberPolicy.LONG_OR_DOUBLE.readNumber(in); }
+            case BOOLEAN -> { return in.nextBoolean(); }
+            case NULL -> {
+                in.nextNull();
+                return null;
+            }
+            default -> throw new IllegalArgumentException("JSON: no value " + where(in));
         }
-        return b.append('"').toString();
     }
+
+    /** One line of JSON (metrics.jsonl records, safetensors headers). */
+    public static String compact(Object value) { return COMPACT.toJson(value); }
+
+    /** Indented by two spaces, one member per line, ending with a newline (files people read: config.json, reports). */
+    public static String pretty(Object value) { return PRETTY.toJson(value) + "\n"; }
+
+    /** Gson's message on one line, without its pointer to the troubleshooting guide. */
+    private static String message(Exception e) {
+        String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        if (m.startsWith("JSON: ")) return m;
+        m = m.replaceFirst("\\s*See https://github\\.com/google/gson/\\S*", "").replaceFirst("^com\\.google\\.gson\\.stream\\.MalformedJsonException: ", "");
+        return "JSON: " + m.strip().replace('\n', ' ');
+    }
+
+    private static String where(JsonReader in) { return in.toString().replaceFirst("^JsonReader", "").strip(); }
 }

@@ -8,7 +8,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
@@ -99,7 +98,7 @@ public final class Safetensors {
         MemorySegment.copy(seg, java.lang.foreign.ValueLayout.JAVA_BYTE, 8, hb, 0, hb.length);
         Object root;
         try {
-            root = Json.parse(new String(hb, StandardCharsets.UTF_8));
+            root = Json.parseNoDuplicateKeys(new String(hb, StandardCharsets.UTF_8));
         } catch (IllegalArgumentException e) {
             throw new ModelFormatException(TAG + file + ": malformed header: " + e.getMessage(), e);
         }
@@ -420,7 +419,7 @@ public final class Safetensors {
 
     private static Double numKey(Map<String, Object> cfg, String key, String file) {
         Object v = cfg.get(key);
-        if (v == null || v == Json.NULL) return null;
+        if (v == null) return null;
         if (v instanceof Number n) return n.doubleValue();
         try {
             return Double.parseDouble(v.toString());
@@ -454,28 +453,25 @@ public final class Safetensors {
     public static void write(Path file, Parameters params, DType dtype) {
         Parameters p = RopePermutation.convert(params, RopeStyle.HALF);
         ModelConfig c = p.config();
-        StringBuilder hdr = new StringBuilder("{\"__metadata__\":{");
+        Map<String, Object> header = new LinkedHashMap<>();
         Map<String, String> md = new LinkedHashMap<>();
         md.put("format", "pt");
         configKeys(c).forEach((k, v) -> md.put(k, v.toString()));
         md.put("ane4j_seq_len", Integer.toString(c.seqLen()));
         md.put("ane4j_name", c.name());
         md.put("ane4j_residual_scale", Float.toString(c.residualScale()));
-        boolean first = true;
-        for (var e : md.entrySet()) {
-            hdr.append(first ? "" : ",").append(Json.quote(e.getKey())).append(':').append(Json.quote(e.getValue()));
-            first = false;
-        }
-        hdr.append('}');
+        header.put("__metadata__", md);
         long offset = 0;
         for (ParameterView v : p.layout().views()) {
             long bytes = (long) v.size() * dtype.bytes;
-            hdr.append(',').append(Json.quote(hfName(v.name()))).append(":{\"dtype\":\"").append(dtype).append("\",\"shape\":")
-                    .append(v.isMatrix() ? "[" + v.rows() + "," + v.cols() + "]" : "[" + v.rows() + "]")
-                    .append(",\"data_offsets\":[").append(offset).append(',').append(offset + bytes).append("]}");
+            Map<String, Object> entry = new LinkedHashMap<>();
+            entry.put("dtype", dtype.toString());
+            entry.put("shape", v.isMatrix() ? List.of(v.rows(), v.cols()) : List.of(v.rows()));
+            entry.put("data_offsets", List.of(offset, offset + bytes));
+            header.put(hfName(v.name()), entry);
             offset += bytes;
         }
-        hdr.append('}');
+        StringBuilder hdr = new StringBuilder(Json.compact(header));
         while ((hdr.length() + 8) % 8 != 0) hdr.append(' '); // the data starts 8-byte aligned
         byte[] hb = hdr.toString().getBytes(StandardCharsets.UTF_8);
         try (LeFiles.Writer w = new LeFiles.Writer(file, "safetensors")) {
@@ -516,12 +512,10 @@ public final class Safetensors {
 
     /** A minimal Hugging Face config.json for a config (the keys {@link #read} uses). */
     public static String configJson(ModelConfig c) {
-        StringBuilder b = new StringBuilder("{\n  \"architectures\": [\"" + (c.qkNorm() ? "Qwen3ForCausalLM" : "LlamaForCausalLM") + "\"],\n");
-        b.append("  \"model_type\": \"").append(c.qkNorm() ? "qwen3" : "llama").append("\"");
-        for (var e : configKeys(c).entrySet()) {
-            Object v = e.getValue();
-            b.append(",\n  \"").append(e.getKey()).append("\": ").append(v instanceof Float f ? String.format(Locale.ROOT, "%s", f) : v.toString());
-        }
-        return b.append("\n}\n").toString();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("architectures", List.of(c.qkNorm() ? "Qwen3ForCausalLM" : "LlamaForCausalLM"));
+        m.put("model_type", c.qkNorm() ? "qwen3" : "llama");
+        m.putAll(configKeys(c));
+        return Json.pretty(m);
     }
 }

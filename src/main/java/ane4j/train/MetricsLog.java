@@ -135,7 +135,7 @@ public final class MetricsLog {
     private static float number(Map<?, ?> m, String key) {
         Object v = m.get(key);
         if (v instanceof Number n) return n.floatValue();
-        if (v == null || v == Json.NULL) return Float.NaN;
+        if (v == null) return Float.NaN;
         throw new IllegalArgumentException("\"" + key + "\" is not a number");
     }
 }

@@ -55,20 +55,30 @@ public final class Trainer implements AutoCloseable {
                     stagedActivationBytes, stagedWeightBytes, loss, ms);
         }
 
+        /** The metrics.jsonl line: floats as Java prints them (non-finite as null), times rounded to 0.01 ms (phases 0.001 ms). */
         public String json() {
-            StringBuilder sb = new StringBuilder("{\"type\":\"step\",\"step\":").append(step).append(",\"loss\":").append(num(loss))
-                    .append(",\"lr\":").append(num(lr)).append(",\"lossScale\":").append(num(lossScale)).append(",\"gradNorm\":").append(num(gradNorm))
-                    .append(",\"updated\":").append(updated).append(",\"skipped\":").append(skipped)
-                    .append(",\"ms\":").append(String.format(java.util.Locale.ROOT, "%.2f", msPerStep))
-                    .append(",\"tokensPerSecond\":").append(String.format(java.util.Locale.ROOT, "%.1f", tokensPerSecond));
-            phaseMs.forEach((k, v) -> sb.append(",\"t_").append(k).append("\":").append(String.format(java.util.Locale.ROOT, "%.3f", v)));
-            sb.append(",\"stagedActivationBytes\":").append(stagedActivationBytes).append(",\"stagedWeightBytes\":").append(stagedWeightBytes);
-            if (validated())
-                sb.append(",\"valLoss\":").append(num(valLoss)).append(",\"valMs\":").append(String.format(java.util.Locale.ROOT, "%.2f", valMs));
-            return sb.append('}').toString();
+            Map<String, Object> m = new java.util.LinkedHashMap<>();
+            m.put("type", "step");
+            m.put("step", step);
+            m.put("loss", loss);
+            m.put("lr", lr);
+            m.put("lossScale", lossScale);
+            m.put("gradNorm", gradNorm);
+            m.put("updated", updated);
+            m.put("skipped", skipped);
+            m.put("ms", rounded(msPerStep, 100));
+            m.put("tokensPerSecond", rounded(tokensPerSecond, 10));
+            phaseMs.forEach((k, v) -> m.put("t_" + k, rounded(v, 1000)));
+            m.put("stagedActivationBytes", stagedActivationBytes);
+            m.put("stagedWeightBytes", stagedWeightBytes);
+            if (validated()) {
+                m.put("valLoss", valLoss);
+                m.put("valMs", rounded(valMs, 100));
+            }
+            return ane4j.model.Json.compact(m);
         }
 
-        private static String num(float f) { return Float.isFinite(f) ? Float.toString(f) : "null"; }
+        private static double rounded(double v, double scale) { return Double.isFinite(v) ? Math.rint(v * scale) / scale : v; }
     }
 
     /** Receives progress; implemented by the CLI progress bar and the notebook's live plot. */

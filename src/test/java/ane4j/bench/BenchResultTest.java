@@ -1,5 +1,6 @@
 package ane4j.bench;
 
+import ane4j.model.Json;
 import static org.junit.jupiter.api.Assertions.*;
 
 import ane4j.model.ModelConfig;
@@ -46,7 +47,7 @@ class BenchResultTest {
     @Test
     @SuppressWarnings("unchecked")
     void jsonRoundTripsWithNonFiniteAsNull() {
-        Map<String, Object> m = (Map<String, Object>) BenchJson.parse(sample().json());
+        Map<String, Object> m = (Map<String, Object>) Json.parse(sample().json());
         assertEquals("demo", m.get("bench"));
         List<Map<String, Object>> rows = (List<Map<String, Object>>) m.get("rows");
         assertEquals(256L, rows.get(0).get("n"));

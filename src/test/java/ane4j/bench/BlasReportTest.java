@@ -1,5 +1,6 @@
 package ane4j.bench;
 
+import ane4j.model.Json;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -13,7 +14,7 @@ class BlasReportTest {
 
     @Test
     void summarisesTheLoadedLibraryAndTheEnvironment() {
-        Object blas = BenchJson.parse("{\"coretype_env\": null, \"libraries\": [{\"path\": \"/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblasp-r0.3.21.so\","
+        Object blas = Json.parse("{\"coretype_env\": null, \"libraries\": [{\"path\": \"/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblasp-r0.3.21.so\","
                 + " \"core\": \"Prescott\", \"config\": \"OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64\"}], \"config\": \"- BLAS_INFO=open\"}");
         assertEquals("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblasp-r0.3.21.so, OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64,"
                 + " core Prescott (OPENBLAS_CORETYPE unset)", StepBench.blasSummary(blas));

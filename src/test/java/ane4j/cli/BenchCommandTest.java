@@ -1,8 +1,8 @@
 package ane4j.cli;
 
+import ane4j.model.Json;
 import static org.junit.jupiter.api.Assertions.*;
 
-import ane4j.bench.BenchJson;
 import ane4j.bench.StepBench;
 import ane4j.model.ModelConfig;
 import java.io.ByteArrayOutputStream;
@@ -40,7 +40,7 @@ class BenchCommandTest {
         Result r = run(args.toArray(String[]::new));
         assertEquals(0, r.code(), r.err() + r.out());
         assertTrue(r.out().contains("wrote " + json), r.out());
-        Map<String, Object> m = (Map<String, Object>) BenchJson.parse(Files.readString(json));
+        Map<String, Object> m = (Map<String, Object>) Json.parse(Files.readString(json));
         assertEquals(name, m.get("bench"));
         Map<String, Object> machine = (Map<String, Object>) m.get("machine");
         for (String k : List.of("cpu", "cores", "os", "jdk", "blas")) assertNotNull(machine.get(k), k);
