@@ -158,7 +158,7 @@ final class ByteLevelBpe {
     }
 
     private static Normalizer.Form normalizer(Object n, String at) {
-        if (n == null || n == Json.NULL) return null;
+        if (n == null) return null;
         if (!(n instanceof Map<?, ?> m)) throw new ModelFormatException(at + "normalizer is not an object");
         Object type = m.get("type");
         if ("Sequence".equals(type) && m.get("normalizers") instanceof List<?> l) {
@@ -182,7 +182,7 @@ final class ByteLevelBpe {
     }
 
     private static void preTokenizer(Object p, List<Split> splits, boolean[] byteLevel, String at) {
-        if (p == null || p == Json.NULL) return;
+        if (p == null) return;
         if (!(p instanceof Map<?, ?> m)) throw new ModelFormatException(at + "pre_tokenizer is not an object");
         Object type = m.get("type");
         switch (String.valueOf(type)) {

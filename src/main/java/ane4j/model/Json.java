@@ -139,6 +139,9 @@ public final class Json {
     /** Indented by two spaces, one member per line, ending with a newline (files people read: config.json, reports). */
     public static String pretty(Object value) { return PRETTY.toJson(value) + "\n"; }
 
+    /** A JSON string literal (for writers that still assemble their text; new code writes maps with {@link #compact}/{@link #pretty}). */
+    public static String quote(String s) { return COMPACT.toJson(s); }
+
     /** Gson's message on one line, without its pointer to the troubleshooting guide. */
     private static String message(Exception e) {
         String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();

@@ -52,9 +52,7 @@ public final class RunJson {
             if (eq > 0) model.put(line.substring(0, eq), line.substring(eq + 3));
         }
         root.put("model", model);
-        StringBuilder sb = new StringBuilder();
-        write(sb, root, "");
-        return sb.append('\n').toString();
+        return Json.pretty(root);
     }
 
     private static Map<String, Object> command() {
@@ -167,28 +165,5 @@ public final class RunJson {
             // unreadable or hand-edited: every file is hashed again
         }
         return Map.of();
-    }
-
-    /** Pretty-printed JSON of maps, strings, numbers, booleans and null. */
-    private static void write(StringBuilder sb, Object v, String indent) {
-        switch (v) {
-            case null -> sb.append("null");
-            case Map<?, ?> m -> {
-                if (m.isEmpty()) { sb.append("{}"); return; }
-                sb.append("{\n");
-                String inner = indent + "  ";
-                int i = 0;
-                for (var e : m.entrySet()) {
-                    sb.append(inner).append(Json.quote(String.valueOf(e.getKey()))).append(": ");
-                    write(sb, e.getValue(), inner);
-                    sb.append(++i < m.size() ? ",\n" : "\n");
-                }
-                sb.append(indent).append('}');
-            }
-            case String s -> sb.append(Json.quote(s));
-            case Boolean b -> sb.append(b);
-            case Number n -> sb.append(n);
-            default -> sb.append(Json.quote(v.toString()));
-        }
     }
 }

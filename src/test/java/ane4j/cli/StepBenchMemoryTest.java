@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import ane4j.bench.BenchJson;
+import ane4j.model.Json;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,7 +25,7 @@ class StepBenchMemoryTest {
         assumeTrue(r.code() == 0 || !r.err().contains("failed"), "no PyTorch for /usr/bin/python3: " + r.err());
         assertEquals(0, r.code(), r.err() + r.out());
         assertTrue(r.out().contains("PyTorch's process"), r.out());
-        return (Map<String, Object>) BenchJson.parse(Files.readString(json));
+        return (Map<String, Object>) Json.parse(Files.readString(json));
     }
 
     private static double num(Map<String, Object> s, String key) { return ((Number) s.get(key)).doubleValue(); }
@@ -47,7 +47,7 @@ class StepBenchMemoryTest {
         var r = BenchCommandTest.run("bench", "step", "--quick", "--steps", "1", "--warmup", "0", "--backend", "ref", "--json", json.toString(),
                 "--compare-torch", "--torch-script", script.toString());
         assertEquals(0, r.code(), r.err() + r.out());
-        @SuppressWarnings("unchecked") var s = BenchCommandTest.summary((Map<String, Object>) BenchJson.parse(Files.readString(json)));
+        @SuppressWarnings("unchecked") var s = BenchCommandTest.summary((Map<String, Object>) Json.parse(Files.readString(json)));
         assertEquals(12.5, num(s, "torchMsPerStep"));
         assertTrue(!s.containsKey("torchPeakRssMB") && !r.out().contains("PyTorch's process"), r.out());
     }
