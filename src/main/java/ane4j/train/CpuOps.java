@@ -159,12 +159,13 @@ public final class CpuOps {
     private static final int SWIGLU_CHUNK = 1 << 14;
 
     // -----------------------------------------------------------------------------------------------------------------
-    // classifier loss: mean cross-entropy over the S positions
+    // classifier loss: mean cross-entropy over the counted positions
 
     /**
-     * logits (V,S) in, dlogits (V,S) out = (softmax − onehot)/S · gradScale (dlogits may be logits: computed in place);
-     * returns the mean loss. A target of −1 is ignored (no loss, no gradient) but still counted in S, as the seed's loss
-     * does for every position.
+     * logits (V,S) in, dlogits (V,S) out = (softmax − onehot)/n · gradScale (dlogits may be logits: computed in place);
+     * returns the mean loss over the n positions whose target is not −1. A target of −1 (a prompt token under a
+     * completion mask) is ignored: no loss, no gradient, not counted in n — torch's cross_entropy(ignore_index=-1).
+     * Without −1 targets n = S and the result is bit-identical to the plain mean.
      */
     public static float crossEntropy(float[] dlogits, float[] logits, int[] targets, int vocab, int seq, float gradScale) {
         // the vocabulary is cut into CE_BLOCKS row ranges (a fixed count: the result does not depend on the machine);
