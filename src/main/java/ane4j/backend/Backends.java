@@ -65,6 +65,40 @@ public final class Backends {
         };
     }
 
+    /**
+     * What a run asks of its backend, given explicitly instead of through system properties.
+     *
+     * @param choice        {@code ane} | {@code ref} | null: automatic ({@code -Dane4j.backend}, else {@code ANE4J_BACKEND}, else the ANE where available)
+     * @param fp32Storage   the reference backend keeps fp16-typed values in fp32
+     * @param compileBudget compiles before {@link CompileBudgetExceededException}, or null: the backend's default
+     */
+    public record Settings(String choice, boolean fp32Storage, Long compileBudget) {}
+
+    /**
+     * A new backend for these settings, never writing a system property: the implementation is loaded by name and given
+     * the settings through its {@code (Backends.Settings)} constructor. Logs nothing.
+     */
+    public static Selection create(Settings s) {
+        String property = s.choice() != null ? s.choice() : System.getProperty(PROPERTY);
+        Selection chosen = choose(property, s.choice() != null ? null : System.getenv(ENV), System.getProperty("os.name", ""),
+                System.getProperty("os.arch", ""), System.getProperty(LIBRARY_OVERRIDE_PROPERTY));
+        String name = chosen.backend().name();
+        if (name.equals("ref")) return new Selection(load(REF_CLASS, s), chosen.reason());
+        if (name.equals("ane") && s.compileBudget() != null) return new Selection(load(ANE_CLASS, s), chosen.reason());
+        return chosen;
+    }
+
+    private static Backend load(String className, Settings s) {
+        try {
+            return (Backend) Class.forName(className).getDeclaredConstructor(Settings.class).newInstance(s);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            if (e.getCause() instanceof RuntimeException r) throw r;
+            throw new BackendException("[backend] " + className + " failed to start: " + e.getCause());
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new BackendException("[backend] " + className + " cannot be loaded: " + e + "; is the ane4j jar complete?");
+        }
+    }
+
     /** A new reference backend (always on the class path: it is part of the same jar). */
     public static Backend reference() {
         try {

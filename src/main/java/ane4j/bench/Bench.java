@@ -3,7 +3,6 @@ package ane4j.bench;
 import ane4j.backend.Backend;
 import ane4j.backend.Backends;
 import ane4j.backend.CompileBudgetExceededException;
-import ane4j.backend.CountingBackend;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.ref.RefBackend;
@@ -242,16 +241,9 @@ public final class Bench {
 
     private static Map<String, TensorBuffer> outputsOrInputs(Kernel k, boolean inputs) { return inputs ? Bench.inputs(k) : outputs(k); }
 
-    /** A fresh backend of {@code b}'s kind with the given compile budget. */
+    /** A fresh backend of {@code b}'s kind with the given compile budget (no system property written). */
     static Backend withBudget(Backend b, long budget) {
         if (b instanceof RefBackend ref) return new RefBackend(ref.options().withCompileBudget(budget));
-        String old = System.getProperty(CountingBackend.BUDGET_PROPERTY);
-        System.setProperty(CountingBackend.BUDGET_PROPERTY, Long.toString(budget));
-        try {
-            return Backends.choose(b.name(), null, System.getProperty("os.name", ""), System.getProperty("os.arch", "")).backend();
-        } finally {
-            if (old == null) System.clearProperty(CountingBackend.BUDGET_PROPERTY);
-            else System.setProperty(CountingBackend.BUDGET_PROPERTY, old);
-        }
+        return Backends.create(new Backends.Settings(b.name(), false, budget)).backend();
     }
 }

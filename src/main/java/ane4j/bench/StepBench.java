@@ -11,6 +11,7 @@ import ane4j.mil.DType;
 import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Rng;
+import ane4j.session.RunSpec;
 import ane4j.train.AdamW;
 import ane4j.train.LossScaler;
 import ane4j.train.TrainingStep;
@@ -49,10 +50,9 @@ public final class StepBench {
         ModelConfig cfg = ModelConfig.parse(o.get("model", o.quick() ? "tiny" : "stories110m"));
         int steps = o.getInt("steps", o.quick() ? 2 : 10), warmup = o.getInt("warmup", o.quick() ? 1 : 2);
         if (steps < 1 || warmup < 0) throw new IllegalArgumentException("[bench] --steps must be ≥ 1 and --warmup ≥ 0");
-        String weights = o.get("weights", "dynamic");
-        if (!weights.equals("dynamic") && !weights.equals("static")) throw new IllegalArgumentException("[bench] --weights " + weights + " must be dynamic or static");
-        String storage = o.get("storage", "fp16");
-        if (!storage.equals("fp16") && !storage.equals("fp32")) throw new IllegalArgumentException("[bench] --storage " + storage + " must be fp16 or fp32");
+        // weights and storage are run keys: the run layer's table checks them as ane4j train and %%train do
+        String weights = RunSpec.KEYS.key("weights").check(o.get("weights", "dynamic"), "bench");
+        String storage = RunSpec.KEYS.key("storage").check(o.get("storage", "fp16"), "bench");
 
         // this machine's fp32 peak, measured first (before the model takes the memory bandwidth and the heap)
         double peakGflops = sgemmPeakGflops(o.quick() ? 512 : 2048);

@@ -1,170 +1,187 @@
 package ane4j.cli;
 
-import ane4j.backend.Backend;
-import ane4j.backend.Backends;
-import ane4j.backend.CompileBudgetExceededException;
-import ane4j.backend.ref.RefBackend;
-import ane4j.model.EmbeddedCorpus;
 import ane4j.model.Generator;
 import ane4j.model.ModelConfig;
-import ane4j.model.ParameterLayout;
 import ane4j.model.Parameters;
 import ane4j.model.Tokenizer;
+import ane4j.session.LocalSession;
+import ane4j.session.Run;
 import ane4j.train.Checkpoint;
-import ane4j.train.RunFolder;
+import ane4j.session.RunDirs;
+import ane4j.session.RunSpec;
+import ane4j.session.Session;
+import ane4j.session.Training;
+import ane4j.session.WorkerSession;
+import ane4j.train.Key;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.worker.Supervisor;
-import ane4j.worker.TrainingSession;
-import java.nio.file.Files;
-import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.knowm.xchart.BitmapEncoder;
-import org.knowm.xchart.XYChart;
-import org.knowm.xchart.XYChartBuilder;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
+import picocli.CommandLine.ParseResult;
 
-/** {@code ane4j train [--model tiny] [--steps N] …}: trains with a progress line, then writes a loss plot and a sample. */
+/**
+ * {@code ane4j train [--model tiny] [--steps N] …}: trains with a progress line, then writes a loss plot and a sample.
+ * The flags are the run layer's key table ({@link RunSpec#KEYS}, the keys of {@code %%train}), read by picocli; the
+ * run goes where {@code %%train}'s goes: a supervised worker JVM, or with {@code --in-process} this JVM, where the
+ * backend is replaced at the compile budget and the run resumes.
+ */
 final class TrainCommand {
     private TrainCommand() {}
 
-    static final String USAGE = "train [--model tiny|stories15m|stories110m|qwen3-0.6b|FILE] [--init FILE.bin|.safetensors] [--data TOKENS.bin] "
-            + "[--steps N] [--lr F] [--accum N] [--backend ane|ref] [--weights dynamic|static] [--storage fp16|fp32] "
-            + "[--loss-scaling static|dynamic|none] [--attention fused|threestage] [--compile-budget N] [--run-dir DIR] [--resume] [--restart-from-scratch] [--override] [--in-process]";
+    static final String USAGE = "train [--model tiny|stories15m|stories110m|qwen3-0.6b|FILE] [--dim N --n-layers N …] [--init FILE.bin|.safetensors] "
+            + "[--data TOKENS.bin] [--steps N] [--lr F] [--backend ane|ref] [--compile-budget N] [--in-process] [--run-dir DIR] [--resume] "
+            + "[--from-record run.json] … (ane4j train --help lists every option)";
+
+    /** The command line: one option per key of the table (kebab-case, and the camelCase key and its aliases too), --from-record and --help. */
+    static CommandLine commandLine() {
+        CommandSpec spec = CommandSpec.create().name("ane4j train");
+        for (Key k : RunSpec.KEYS.keys()) {
+            java.util.LinkedHashSet<String> names = new java.util.LinkedHashSet<>();
+            names.add(k.flag());
+            names.add("--" + k.name());
+            k.aliases().forEach(a -> names.add("--" + a));
+            OptionSpec.Builder b = OptionSpec.builder(names.toArray(String[]::new)).type(String.class).userObject(k.name()).description(k.help());
+            if (k.type() == Key.Type.BOOL) b.arity("0..1").fallbackValue("true").paramLabel("true|false");
+            else b.arity("1").paramLabel(k.type() == Key.Type.CHOICE ? String.join("|", k.allowed()) : k.type().label());
+            spec.addOption(b.build());
+        }
+        spec.addOption(OptionSpec.builder("--from-record").type(String.class).arity("1").paramLabel("run.json")
+                .description("rerun a recorded run: its options, with the flags given here over them").build());
+        spec.addOption(OptionSpec.builder("-h", "--help").usageHelp(true).description("this list").build());
+        CommandLine cl = new CommandLine(spec);
+        cl.setUnmatchedOptionsArePositionalParams(false);
+        return cl;
+    }
 
     static int run(String[] args, PrintStream out) {
-        if (java.util.Arrays.asList(args).contains("--help") || java.util.Arrays.asList(args).contains("-h")) {
-            out.println("usage: ane4j " + USAGE + "\n\noptions and defaults:");
-            TrainOptions.DEFAULTS.forEach((k, v) -> out.printf("  --%-16s %s%n", k, v.isEmpty() ? "(none)" : v));
-            out.println("  --compileBudget    (backend default: 100 on the ANE, unlimited on ref)");
-            out.println("  --inProcess        train in this JVM instead of a supervised worker JVM");
-            out.println("  --heap             the worker's -Xmx (e.g. 8g)");
+        CommandLine cl = commandLine();
+        ParseResult parsed;
+        try {
+            parsed = cl.parseArgs(args);
+        } catch (CommandLine.UnmatchedArgumentException e) {
+            String a = e.getUnmatched().isEmpty() ? "?" : e.getUnmatched().getFirst();
+            throw new CliException((a.startsWith("-") ? RunSpec.KEYS.unknown(a.replaceFirst("=.*", "")).getMessage() : "unexpected argument '" + a + "'")
+                    + "\n  usage: ane4j " + USAGE);
+        } catch (CommandLine.MissingParameterException e) {
+            String flag = e.getMissing().isEmpty() ? "an option" : ((OptionSpec) e.getMissing().getFirst()).longestName();
+            throw new CliException(flag + " has no value; give " + flag + " VALUE (or " + flag + "=VALUE)");
+        } catch (CommandLine.ParameterException e) {
+            throw new CliException(e.getMessage() + "\n  usage: ane4j " + USAGE);
+        }
+        if (parsed.isUsageHelpRequested()) {
+            out.println("usage: ane4j " + USAGE + "\n\noptions (also the keys of a %%train cell, key = value):");
+            out.print(RunSpec.usage());
+            out.println("  --from-record run.json        rerun a recorded run: its options, with the flags given here over them");
             return 0;
         }
-        Map<String, String> opts = parse(args);
-        String budget = opts.remove("compileBudget");
-        boolean inProcess = Boolean.parseBoolean(opts.remove("inProcess"));
-        String heap = opts.remove("heap");
-        if (budget != null && !budget.matches("[1-9]\\d{0,17}"))
-            throw new CliException("--compile-budget " + budget + " is not a positive whole number (e.g. --compile-budget 100)");
-        if (heap != null && !heap.matches("\\d+[kKmMgGtT]?"))
-            throw new CliException("--heap " + heap + " is not a JVM heap size (e.g. --heap 8g)");
-        boolean newRunFolder = !opts.containsKey("runDir") && !Boolean.parseBoolean(opts.getOrDefault("resume", "false"));
-        opts.put("runDir", runDir(opts));
-        try {
-            return run(opts, budget, inProcess, heap, newRunFolder, out);
-        } catch (RuntimeException | Error e) {
-            // a run that never reached step 0 leaves no empty folder behind (runs/latest still names the previous run)
-            if (newRunFolder) {
-                try {
-                    Path dir = Path.of(opts.get("runDir"));
-                    try (var files = Files.list(dir)) {   // the worker's run.lock alone is not something the user had
-                        if (files.allMatch(f -> f.getFileName().toString().equals(ane4j.train.RunFolder.LOCK_FILE)))
-                            Files.deleteIfExists(dir.resolve(ane4j.train.RunFolder.LOCK_FILE));
-                    }
-                    Files.deleteIfExists(dir);
-                } catch (IOException notEmpty) {
-                    // it holds something: kept
-                }
+        Map<String, String> given = new LinkedHashMap<>();
+        String record = null;
+        for (OptionSpec o : parsed.matchedOptions()) {
+            if (o.longestName().equals("--from-record")) record = o.getValue();
+            else if (o.userObject() instanceof String key) {
+                if (given.containsKey(key)) throw new CliException("--" + key + " is given twice; keep one");
+                given.put(key, o.getValue());
             }
+        }
+        if (record != null) {
+            try {
+                given = RunSpec.overRecord(Path.of(record), given);
+            } catch (IllegalArgumentException e) {
+                throw new CliException(e.getMessage());
+            }
+        }
+        RunSpec spec;
+        RunDirs.Placed placed;
+        try {
+            spec = RunSpec.of(given);
+            placed = RunDirs.place(spec);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(e.getMessage() + (e.getMessage().startsWith("[run]") ? "" : "\n  usage: ane4j " + USAGE));
+        }
+        try {
+            return run(placed, out);
+        } catch (RuntimeException | Error e) {
+            RunDirs.removeIfUnused(placed);   // a run that never reached step 0 leaves no empty folder behind
             throw e;
         }
     }
 
-    private static int run(Map<String, String> opts, String budget, boolean inProcess, String heap, boolean newRunFolder, PrintStream out) {
-        TrainOptions o;
-        try {
-            o = TrainOptions.of(opts);
-        } catch (IllegalArgumentException e) {
-            throw new CliException(e.getMessage() + "\n  usage: ane4j " + USAGE);
-        }
+    private static int run(RunDirs.Placed placed, PrintStream out) {
+        RunSpec spec = placed.spec();
+        TrainOptions o = spec.train();
         long t0 = System.nanoTime();
-        Progress progress = new Progress(out, newRunFolder ? () -> pointLatestAt(o.runDir()) : () -> {});
+        Progress progress = new Progress(out, placed.isNew() ? () -> RunDirs.pointLatestAt(o.runDir()) : () -> {});
         // shared tensor folders of launchers and kernels that died (SIGKILL) are this start's to remove
         Supervisor.removeStaleSharedMemory(progress::onMessage);
-        List<Trainer.StepMetrics> h;
-        Parameters params;
-        Tokenizer tokenizer;
-        boolean stopped;
-        Path checkpoint;
-        try (StopSignals signals = StopSignals.install(out)) {
-            if (inProcess) {
-                Backend backend = backend(o, budget);
-                out.printf("ane4j train: %s on %s (in process), %d steps, run dir %s%n", o.init() != null ? o.init() : o.model(), backend.name(), o.steps(), o.runDir());
-                try (Trainer trainer = new Trainer(o, backend, progress)) {
-                    describe(out, o, trainer.config(), trainer.parameters().data().length);
-                    signals.onStop(trainer::requestStop);
-                    h = trainer.run(progress, 0);
-                    params = trainer.adapters() != null ? trainer.adapters().fused(trainer.parameters()) : trainer.parameters();
-                    tokenizer = trainer.tokenizer();
-                    stopped = trainer.nextStep() < o.steps();
-                    checkpoint = trainer.lastCheckpoint();
-                } catch (OutOfMemoryError e) {
-                    throw new CliException(String.format(Locale.ROOT, "[train] out of Java heap (%s) training %s in this JVM (max heap %d MB): train in the "
-                            + "supervised worker (without --in-process) with --heap 8g, or give this JVM more with ANE4J_JAVA_OPTS=-Xmx8g",
-                            e.getMessage(), o.init() != null ? o.init() : o.model(), Runtime.getRuntime().maxMemory() >> 20));
-                } catch (CompileBudgetExceededException e) {
-                    throw new CliException(e.getMessage().replaceFirst(";.*", "") + "; train in the supervised worker (without --in-process, it restarts "
-                            + "and resumes), or raise --compile-budget");
-                }
-            } else {
-                // the worker's INFO records (e.g. which BLAS it loaded, once per worker) are noise here; warnings pass
-                Supervisor.Options so = Supervisor.Options.defaults().withLog(line -> { if (!line.startsWith("INFO: ")) progress.onMessage(line); })
-                        .withRefStorage(o.storage()).withHints(Supervisor.Hints.CLI);
-                if (o.backend() != null) so = so.withBackend(o.backend());
-                if (budget != null) so = so.withCompileBudget(Long.parseLong(budget));
-                if (heap != null) so = so.withHeap(heap);
-                out.printf("ane4j train: %s in a supervised worker JVM, %d steps, run dir %s%n", o.init() != null ? o.init() : o.model(), o.steps(), o.runDir());
-                try (Supervisor supervisor = new Supervisor(so)) {
-                    TrainingSession session = supervisor.startTraining(o, progress);
-                    signals.onStop(session::stop);
-                    h = session.await();
-                    stopped = session.status().state() == TrainingSession.State.STOPPED;
-                    Supervisor.Status st = supervisor.status();
-                    out.printf("worker: backend %s, %d compiles, %d restart%s%n", st.backend(), st.compileCount(), st.restarts(), st.restarts() == 1 ? "" : "s");
-                }
-                Checkpoint.Found found = Checkpoint.findNewest(o.runDir().resolve("checkpoints"));
-                found.unreadable().values().forEach(why -> progress.onMessage("[checkpoint] skipping " + why));
-                Checkpoint.Contents c = found.contents();
-                if (c == null) throw new CliException("training ended without a readable checkpoint in " + o.runDir().resolve("checkpoints"));
-                checkpoint = found.file();
-                params = new Parameters(new ParameterLayout(c.state().config()), c.params());
-                if (c.lora() != null) params = ane4j.train.LoraAdapters.of(params.config(), o, c.lora()).fused(params);
-                describe(out, o, c.state().config(), c.params().length);
-                tokenizer = o.data() == null ? EmbeddedCorpus.tokenizer() : tokenizerBeside(o.data());
+        try (StopSignals signals = StopSignals.install(out); Session session = session(spec, progress)) {
+            if (spec.inProcess()) out.printf("ane4j train: %s on %s (in process), %d steps, run dir %s%n", spec.modelName(), session.backendName(), o.steps(), o.runDir());
+            else out.printf("ane4j train: %s in a supervised worker JVM, %d steps, run dir %s%n", spec.modelName(), o.steps(), o.runDir());
+            Run run = Run.start(session, placed, progress);   // the run of %%train: same folder rule, budget restarts, loss.png
+            signals.onStop(run::stop);
+            try {
+                run.await();
+            } catch (OutOfMemoryError e) {
+                throw new CliException(String.format(Locale.ROOT, "[train] out of Java heap (%s) training %s in this JVM (max heap %d MB): train in the "
+                        + "supervised worker (without --in-process) with --heap 8g, or give this JVM more with ANE4J_JAVA_OPTS=-Xmx8g",
+                        e.getMessage(), spec.modelName(), Runtime.getRuntime().maxMemory() >> 20));
             }
+            List<Trainer.StepMetrics> h = run.history();
+            Training training = run.training();
             progress.finish();
-            if (stopped && signals.received() != null) {
-                if (!h.isEmpty()) plot(h, o.runDir().resolve("loss.png"));
+            if (session instanceof WorkerSession w) {
+                Supervisor.Status st = w.supervisor().status();
+                out.printf("worker: backend %s, %d compiles, %d restart%s%n", st.backend(), st.compileCount(), st.restarts(), st.restarts() == 1 ? "" : "s");
+            } else if (run.restarts() > 0) {
+                out.printf("in process: backend %s, %d restart%s at the compile budget%n", session.backendName(), run.restarts(), run.restarts() == 1 ? "" : "s");
+            }
+            if (run.state() == Run.State.STOPPED && signals.received() != null) {
+                Path checkpoint = training.checkpoint();
                 long at = h.isEmpty() ? 0 : h.getLast().step() + 1;
                 out.println("[train] stopped by " + signals.received() + " at step " + at + " of " + o.steps() + "; checkpoint " + checkpoint
                         + "; continue with: ane4j train --resume --run-dir " + o.runDir());
+                run.close();
                 return signals.exitCode();
             }
+            if (h.isEmpty()) return 0;
+            if (Checkpoint.findNewest(o.runDir().resolve("checkpoints")).contents() == null)
+                throw new CliException("training ended without a readable checkpoint in " + o.runDir().resolve("checkpoints"));
+            Parameters params = training.parameters();
+            describe(out, o, params.config(), params.data().length);
+            double secs = (System.nanoTime() - t0) / 1e9;
+            int window = Math.max(1, Math.min(10, h.size() / 2));
+            float first = mean(h, 0, window), last = mean(h, h.size() - window, h.size());
+            out.printf(Locale.ROOT, "loss %.3f → %.3f (mean of first/last %d steps) in %.1f s; metrics: %s%n", first, last, window, secs, o.runDir().resolve("metrics.jsonl"));
+            String validation = validationSummary(h);
+            if (validation != null) out.println(validation);
+            out.println("loss plot: " + o.runDir().resolve("loss.png"));
+            Tokenizer tokenizer = training.tokenizer();
+            if (tokenizer != null && tokenizer.vocabSize() <= params.config().vocabSize()) {
+                String sample = new Generator(params, tokenizer).generate("Once upon a time", Math.min(80, params.config().seqLen()), 0.8f, 0.9f, o.seed());
+                out.println("sample: " + sample.replace('\n', ' '));
+            } else {
+                out.println("sample: skipped (no tokenizer.bin matching the model next to the data)");
+            }
+            if (o.lora() > 0) out.println("LoRA adapter (PEFT layout): " + Trainer.adapterDir(o) + "; the sample and the export below are the fused model");
+            ExportCommand.exportRun(o.runDir(), params, tokenizer, out);
+            run.close();
         }
-        if (h.isEmpty()) return 0;
-        double secs = (System.nanoTime() - t0) / 1e9;
-        int window = Math.max(1, Math.min(10, h.size() / 2));
-        float first = mean(h, 0, window), last = mean(h, h.size() - window, h.size());
-        out.printf(Locale.ROOT, "loss %.3f → %.3f (mean of first/last %d steps) in %.1f s; metrics: %s%n", first, last, window, secs, o.runDir().resolve("metrics.jsonl"));
-        String validation = validationSummary(h);
-        if (validation != null) out.println(validation);
-        Path png = o.runDir().resolve("loss.png");
-        plot(h, png);
-        out.println("loss plot: " + png);
-        if (tokenizer != null && tokenizer.vocabSize() <= params.config().vocabSize()) {
-            String sample = new Generator(params, tokenizer).generate("Once upon a time", Math.min(80, params.config().seqLen()), 0.8f, 0.9f, o.seed());
-            out.println("sample: " + sample.replace('\n', ' '));
-        } else {
-            out.println("sample: skipped (no tokenizer.bin matching the model next to the data)");
-        }
-        if (o.lora() > 0) out.println("LoRA adapter (PEFT layout): " + Trainer.adapterDir(o) + "; the sample and the export below are the fused model");
-        ExportCommand.exportRun(o.runDir(), params, tokenizer, out);
         return 0;
+    }
+
+    /** Where the run trains: this JVM ({@code --in-process}), else a supervised worker JVM started with the run's settings. */
+    private static Session session(RunSpec spec, Progress progress) {
+        if (spec.inProcess()) return new LocalSession(spec.newBackend());
+        // the worker's INFO records (e.g. which BLAS it loaded, once per worker) are noise here; warnings pass
+        return new WorkerSession(spec.workerOptions(Supervisor.Options.defaults()
+                .withLog(line -> { if (!line.startsWith("INFO: ")) progress.onMessage(line); }).withHints(Supervisor.Hints.CLI)));
     }
 
     private static void describe(PrintStream out, TrainOptions o, ModelConfig c, int nParams) {
@@ -172,70 +189,7 @@ final class TrainCommand {
                 c.name(), nParams, c.dim(), c.nLayers(), c.nHeads(), c.seqLen(), o.weights(), o.storage(), o.lossScaling());
     }
 
-    private static Tokenizer tokenizerBeside(Path data) {
-        Path tok = data.resolveSibling("tokenizer.bin");
-        return Files.exists(tok) ? Tokenizer.read(tok) : null;
-    }
-
-    /**
-     * The run directory: the one given; with --resume and none given, the one runs/latest points at; otherwise a new
-     * runs/&lt;model&gt;-&lt;time&gt;, which runs/latest then points at.
-     */
-    static String runDir(Map<String, String> opts) {
-        if (opts.containsKey("runDir")) return opts.get("runDir");
-        Path runs = runsFolder(), latest = runs.resolve("latest");
-        if (Boolean.parseBoolean(opts.getOrDefault("resume", "false"))) {
-            if (!Files.exists(latest)) throw new CliException("--resume without --run-dir needs runs/latest; there is none (give --run-dir DIR)");
-            Path dir;
-            try {
-                dir = latest.toRealPath();
-            } catch (IOException e) {
-                throw new CliException("cannot resolve " + latest + ": " + RunFolder.reason(e));
-            }
-            if (Checkpoint.list(dir.resolve("checkpoints")).isEmpty())
-                throw new CliException("[run] --resume: " + latest + " is " + dir + ", which has no checkpoint to resume from; start a new run without "
-                        + "--resume, or give --run-dir DIR of a run that wrote checkpoints");
-            return dir.toString();
-        }
-        String model = Path.of(opts.getOrDefault("init", opts.getOrDefault("model", "tiny"))).getFileName().toString().replaceAll("[^A-Za-z0-9._-]", "_");
-        String stamp = java.time.LocalDateTime.now().format(java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
-        Path dir = runs.resolve(model + "-" + stamp);
-        try {
-            Files.createDirectories(dir);
-        } catch (IOException e) {
-            throw new CliException("[run] cannot create " + dir + ": " + RunFolder.reason(e) + "; give --run-dir DIR somewhere writable");
-        }
-        return dir.toString();
-    }
-
-    /** Where new run folders go: ./runs, or the folder the system property {@code ane4j.runs} names. */
-    static Path runsFolder() { return Path.of(System.getProperty("ane4j.runs", "runs")); }
-
-    /** runs/latest → {@code dir}, once its run has really started (its first step); a failed start leaves it alone. */
-    static void pointLatestAt(Path dir) {
-        Path latest = runsFolder().resolve("latest");
-        try {
-            Files.deleteIfExists(latest);
-            Files.createSymbolicLink(latest, dir.getFileName());
-        } catch (IOException | UnsupportedOperationException e) {
-            // symlinks are a convenience; the run directory is printed anyway
-        }
-    }
-
-    static Backend backend(TrainOptions o, String budget) {
-        Long b = budget == null ? null : Long.parseLong(budget);
-        if (o.backend() == null || o.backend().equals("ref")) {
-            if (o.backend() == null && !System.getProperty("os.name", "").toLowerCase(Locale.ROOT).contains("mac")) {
-                return new RefBackend(new RefBackend.Options(o.storage().equals("fp32"), false, b));
-            }
-            if (o.backend() != null) return new RefBackend(new RefBackend.Options(o.storage().equals("fp32"), false, b));
-        }
-        if (b != null) System.setProperty("ane4j.compileBudget", Long.toString(b));
-        if (o.backend() != null) System.setProperty(Backends.PROPERTY, o.backend());
-        return Backends.select();
-    }
-
-    /** {@code --steps 5 --resume --loss-scaling dynamic} → {steps=5, resume=true, lossScaling=dynamic}; a valued option without its value is refused. */
+    /** The option reader of {@code export} and {@code generate} until they are picocli commands too (train reads its flags with picocli). */
     static Map<String, String> parse(String[] args) {
         Map<String, String> m = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
@@ -265,6 +219,7 @@ final class TrainCommand {
         return sb.toString();
     }
 
+
     private static float mean(List<Trainer.StepMetrics> h, int from, int to) {
         double sum = 0;
         for (int i = from; i < to; i++) sum += h.get(i).loss();
@@ -282,26 +237,6 @@ final class TrainCommand {
         if (lastVal == null) return null;
         return String.format(Locale.ROOT, "validation loss %.3f (perplexity %.2f) after step %d; best %.3f after step %d",
                 lastVal.valLoss(), Math.exp(lastVal.valLoss()), lastVal.step() + 1, best.valLoss(), best.step() + 1);
-    }
-
-    static void plot(List<Trainer.StepMetrics> h, Path png) {
-        double[] x = new double[h.size()], y = new double[h.size()];
-        for (int i = 0; i < h.size(); i++) { x[i] = h.get(i).step(); y[i] = h.get(i).loss(); }
-        List<Trainer.StepMetrics> validated = h.stream().filter(Trainer.StepMetrics::validated).toList();
-        XYChart chart = new XYChartBuilder().width(720).height(360).title("training loss").xAxisTitle("step").yAxisTitle("loss").build();
-        chart.getStyler().setLegendVisible(!validated.isEmpty()).setMarkerSize(validated.isEmpty() ? 0 : 6);
-        chart.addSeries("train", x, y).setMarker(org.knowm.xchart.style.markers.SeriesMarkers.NONE);
-        // the validation loss (metrics.jsonl valLoss) after the steps where it ran: a second curve with markers
-        if (!validated.isEmpty()) {
-            double[] vx = validated.stream().mapToDouble(Trainer.StepMetrics::step).toArray(), vy = validated.stream().mapToDouble(Trainer.StepMetrics::valLoss).toArray();
-            chart.addSeries("validation", vx, vy).setMarker(org.knowm.xchart.style.markers.SeriesMarkers.CIRCLE);
-        }
-        try {
-            javax.imageio.ImageIO.setUseCache(false);   // its cache is a temp file: a full /tmp must not cost the plot
-            BitmapEncoder.saveBitmap(chart, png.toString(), BitmapEncoder.BitmapFormat.PNG);
-        } catch (IOException e) {
-            throw new CliException("cannot write " + png + ": " + RunFolder.reason(e));
-        }
     }
 
     /** One progress line, rewritten in place on a terminal and printed every 10% otherwise. */

@@ -150,6 +150,40 @@ public record ModelConfig(
                 10000f, RopeStyle.INTERLEAVED, false, true, 1e-5f, 1f);
     }
 
+    /**
+     * llama's FFN width for {@code dim} (llama2.c model.py, multiple_of 32): {@code 4·dim}, then {@code ⌊2/3⌋}, rounded up
+     * to a multiple of 32. It gives the Stories presets' 768 (dim 288), 1376 (512), 2048 (768) and tiny's 192 (64).
+     */
+    public static int llamaHiddenDim(int dim) {
+        int h = 2 * (4 * dim) / 3;
+        return 32 * ((h + 31) / 32);
+    }
+
+    /**
+     * {@code base} with some of dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim, seqLen, vocabSize replaced, and what
+     * follows from them re-derived unless given too: a new dim gives llama's hiddenDim ({@link #llamaHiddenDim}); a new
+     * dim or nHeads gives headDim = dim/nHeads; a new nHeads on an MHA base gives nKvHeads = nHeads. Checked as every
+     * config is.
+     */
+    public static ModelConfig override(ModelConfig base, Map<String, Integer> given) {
+        for (String k : given.keySet())
+            if (!List.of("dim", "hiddenDim", "nLayers", "nHeads", "nKvHeads", "headDim", "seqLen", "vocabSize").contains(k))
+                throw new IllegalArgumentException("[config] " + k + " is not a model setting");
+        if (given.isEmpty()) return base;
+        int dim = given.getOrDefault("dim", base.dim), nHeads = given.getOrDefault("nHeads", base.nHeads);
+        int hidden = given.getOrDefault("hiddenDim", given.containsKey("dim") ? llamaHiddenDim(dim) : base.hiddenDim);
+        int kv = given.getOrDefault("nKvHeads", given.containsKey("nHeads") && base.nKvHeads == base.nHeads ? nHeads : base.nKvHeads);
+        Integer head = given.get("headDim");
+        if (head == null && (given.containsKey("dim") || given.containsKey("nHeads"))) {
+            if (dim % nHeads != 0)
+                throw new IllegalArgumentException("[config] " + base.name + ": dim " + dim + " is not divisible by nHeads " + nHeads + "; set headDim too");
+            head = dim / nHeads;
+        }
+        return new ModelConfig(base.name, dim, hidden, given.getOrDefault("nLayers", base.nLayers), nHeads, kv, head == null ? base.headDim : head,
+                given.getOrDefault("vocabSize", base.vocabSize), given.getOrDefault("seqLen", base.seqLen), base.ropeTheta, base.ropeStyle,
+                base.qkNorm, base.tiedEmbedding, base.normEps, base.residualScale);
+    }
+
     // ----------------------------------------------------------------------------------------------
     // config files
 

@@ -2,7 +2,10 @@ package ane4j.notebook;
 
 import ane4j.mil.MilParser;
 import ane4j.mil.Program;
-import ane4j.train.TrainOptions;
+import ane4j.session.LocalSession;
+import ane4j.session.RunSpec;
+import ane4j.session.Session;
+import ane4j.session.WorkerSession;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -102,15 +105,18 @@ public final class Ane {
     }
 
     /**
-     * Trains with a {@code key = value} configuration (lines or {@code ;}-separated; keys of {@link TrainOptions}, plus
+     * Trains with a {@code key = value} configuration (lines or {@code ;}-separated; the keys of {@link RunSpec#KEYS}, e.g.
      * {@code compileBudget}), printing a progress line every 10%; returns the finished run.
      */
     public static TrainingRun train(String config) {
-        return TrainingRun.start(session(), config).follow(System.out);
+        return TrainingRun.start(session(), RunSpec.fromText(config)).follow(System.out);
     }
 
-    public static TrainingRun train(Map<String, String> config) {
-        return train(String.join("\n", config.entrySet().stream().map(e -> e.getKey() + " = " + e.getValue()).toList()));
+    /** {@link #train(String)} from a map: the same keys, in any spelling ({@code weight-decay}, {@code model.dim}). */
+    public static TrainingRun train(Map<String, ?> config) {
+        Map<String, String> m = new java.util.LinkedHashMap<>();
+        config.forEach((k, v) -> m.put(k, String.valueOf(v)));
+        return TrainingRun.start(session(), RunSpec.of(m)).follow(System.out);
     }
 
     /** The last training run of this JVM, or null. */
@@ -131,6 +137,6 @@ public final class Ane {
 
     /** The ane4j packages and classes a script imports (what the notebook kernel imports at start). */
     public static List<String> imports() {
-        return List.of("ane4j.mil.*", "ane4j.backend.*", "ane4j.train.*", "ane4j.notebook.Ane", "ane4j.notebook.CompiledProgram", "ane4j.notebook.TrainingRun");
+        return List.of("ane4j.mil.*", "ane4j.backend.*", "ane4j.train.*", "ane4j.session.*", "ane4j.notebook.Ane", "ane4j.notebook.CompiledProgram", "ane4j.notebook.TrainingRun");
     }
 }

@@ -1,5 +1,6 @@
 package ane4j.notebook;
 
+import ane4j.session.Session;
 import tech.tablesaw.api.StringColumn;
 import tech.tablesaw.api.Table;
 

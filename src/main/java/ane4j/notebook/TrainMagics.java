@@ -1,17 +1,17 @@
 package ane4j.notebook;
 
+import ane4j.session.RunSpec;
 import ane4j.train.TrainOptions;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import tech.tablesaw.api.Table;
 
 /** {@code %%train}, {@code %train status|stop|resume|plot|table|record} and {@code %generate}. */
 final class TrainMagics {
 
-    @Magic(value = "train", cell = true, help = "%%train [NAME] [--background] — the cell holds key = value lines (model, init, data, steps, lr, "
-            + "warmup, accum, clip, weightDecay, seed, backend, lossScaling, lossScale, storage, weights, runDir, checkpointEvery, keep, resume, "
-            + "compileBudget); trains with a live progress line and loss plot and returns the metrics table; NAME binds the TrainingRun")
+    @Magic(value = "train", cell = true, help = "%%train [NAME] [--background] — the cell holds key = value lines (the keys of ane4j train --help: "
+            + "model, dim, nLayers …, data, steps, lr, seed, backend, storage, weights, runDir, resume, compileBudget, inProcess …); trains with a live "
+            + "progress line and loss plot and returns the metrics table; NAME binds the TrainingRun")
     Object trainCell(MagicCall call) {
         String name = null;
         boolean background = false;
@@ -28,10 +28,7 @@ final class TrainMagics {
         if (cur != null && cur.running()) throw new MagicException("[%%train] a run is still running (" + cur.progressLine() + "); %train stop first");
         TrainingRun run;
         try {
-            Map<String, String> m = TrainingRun.parseConfig(config.toString());
-            Long budget = TrainingRun.compileBudget(m);
-            TrainOptions o = TrainOptions.of(TrainingRun.withDefaultRunDir(m));
-            run = TrainingRun.start(Ane.session(), o, budget);
+            run = TrainingRun.start(Ane.session(), RunSpec.fromText(config.toString()));
         } catch (IllegalArgumentException e) {
             throw new MagicException(e.getMessage(), e);
         }
@@ -86,9 +83,9 @@ final class TrainMagics {
                   table is the per-step metrics, record the run record (run.txt)
                 keys (default):
                 """);
-        int w = TrainOptions.DEFAULTS.keySet().stream().mapToInt(String::length).max().orElse(0);
-        TrainOptions.DEFAULTS.forEach((k, v) -> sb.append("  ").append(k).append(" ".repeat(w - k.length())).append(" = ").append(v).append('\n'));
-        sb.append("  ").append(TrainingRun.COMPILE_BUDGET).append(" ".repeat(Math.max(0, w - TrainingRun.COMPILE_BUDGET.length()))).append(" = the backend's\n");
+        int w = RunSpec.KEYS.names().stream().mapToInt(String::length).max().orElse(0);
+        for (var k : RunSpec.KEYS.keys())
+            sb.append("  ").append(k.name()).append(" ".repeat(w - k.name().length())).append(" = ").append(k.defaultValue().isEmpty() ? "(" + k.help() + ")" : k.defaultValue()).append('\n');
         return sb.toString().stripTrailing();
     }
 

@@ -1,6 +1,10 @@
 package ane4j.notebook;
 
-import ane4j.model.Generator;
+import ane4j.session.LossChart;
+import ane4j.session.Run;
+import ane4j.session.RunSpec;
+import ane4j.session.Session;
+import ane4j.session.Training;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.train.Trainer.StepMetrics;
@@ -9,67 +13,47 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.dflib.jjava.jupyter.kernel.BaseKernel;
 import org.knowm.xchart.XYChart;
-import org.knowm.xchart.XYChartBuilder;
 import tech.tablesaw.api.DoubleColumn;
 import tech.tablesaw.api.IntColumn;
 import tech.tablesaw.api.StringColumn;
 import tech.tablesaw.api.Table;
 
 /**
- * A training run started from a notebook ({@code %%train}) or from Java ({@link Ane#train}): it trains on a thread
- * of its own, one micro-step at a time, so it can be watched live, stopped between steps and resumed.
+ * A training run started from a notebook ({@code %%train}) or from Java ({@link Ane#train}): the run layer's {@link Run}
+ * (it trains on a thread of its own, one micro-step at a time, so it can be watched live, stopped between steps and
+ * resumed) with its notebook views: the live cell display, the loss chart and the tables.
  */
 public final class TrainingRun {
     public enum State { PREPARING, RUNNING, STOPPED, FINISHED, FAILED }
 
-    /** Keys a run configuration may have besides {@link TrainOptions#DEFAULTS}. */
-    public static final String COMPILE_BUDGET = "compileBudget";
-
     private static volatile TrainingRun current;
-    private static final AtomicInteger RUNS = new AtomicInteger();
 
-    private final Session session;
-    private final TrainOptions options;
-    private final Long compileBudget;
-    private final List<StepMetrics> history = new CopyOnWriteArrayList<>();
-    private final LinkedBlockingQueue<String> messages = new LinkedBlockingQueue<>();
-    private final List<String> allMessages = new CopyOnWriteArrayList<>();
-    private volatile Training training;
-    private volatile Thread thread;
-    private volatile State state = State.PREPARING;
-    private volatile boolean stopRequested;
-    private volatile Throwable failure;
+    private final Run run;
 
-    private TrainingRun(Session session, TrainOptions options, Long compileBudget) {
-        this.session = session;
-        this.options = options;
-        this.compileBudget = compileBudget;
+    private TrainingRun(Run run) {
+        this.run = run;
     }
 
-    /** Starts a run in the session; it becomes the {@link #current()} run. */
-    public static TrainingRun start(Session session, TrainOptions options, Long compileBudget) {
-        TrainingRun run = new TrainingRun(session, options, compileBudget);
-        current = run;
-        run.launch();
-        return run;
+    /**
+     * Starts a run in the session (or, with {@code inProcess = true}, in this JVM), in the run folder the one rule of
+     * {@link ane4j.session.RunDirs} gives it; it becomes the {@link #current()} run.
+     */
+    public static TrainingRun start(Session session, RunSpec spec) {
+        TrainingRun r = new TrainingRun(Run.start(session, spec, null));
+        current = r;
+        return r;
     }
 
-    /** Starts a run from {@code key = value} lines (see {@link #parseConfig}). */
+    /** Starts a run from {@code key = value} lines ({@link RunSpec#parseText}). */
     public static TrainingRun start(Session session, String config) {
-        Map<String, String> m = parseConfig(config);
-        Long budget = compileBudget(m);
-        return start(session, TrainOptions.of(withDefaultRunDir(m)), budget);
+        return start(session, RunSpec.fromText(config));
     }
 
     /** The last run started in this JVM, or null. */
@@ -77,179 +61,81 @@ public final class TrainingRun {
         return current;
     }
 
-    /**
-     * {@code key = value} pairs, one per line or separated by {@code ;}; blank lines and {@code #} comments are skipped.
-     * Key spelling as in {@link TrainOptions#of} ({@code weight-decay}, {@code weight_decay}, {@code weightDecay}).
-     */
-    public static Map<String, String> parseConfig(String text) {
-        Map<String, String> m = new LinkedHashMap<>();
-        int n = 0;
-        for (String raw : text.split("[\\n;]")) {
-            n++;
-            String line = raw.strip();
-            int hash = line.indexOf('#');
-            if (hash >= 0) line = line.substring(0, hash).strip();
-            if (line.isEmpty()) continue;
-            int eq = line.indexOf('=');
-            if (eq <= 0) throw new IllegalArgumentException("[train] line " + n + " '" + raw.strip() + "' is not 'key = value' (e.g. steps = 60)");
-            m.put(line.substring(0, eq).strip(), line.substring(eq + 1).strip());
-        }
-        return m;
-    }
-
-    /** Removes and returns {@code compileBudget} (any spelling) from the configuration; null when absent. */
-    static Long compileBudget(Map<String, String> m) {
-        String key = m.keySet().stream().filter(k -> k.replace("-", "").replace("_", "").equalsIgnoreCase(COMPILE_BUDGET)).findFirst().orElse(null);
-        if (key == null) return null;
-        String v = m.remove(key);
-        try {
-            long b = Long.parseLong(v.strip());
-            if (b < 1) throw new NumberFormatException();
-            return b;
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("[train] compileBudget = '" + v + "' is not a positive integer");
-        }
-    }
-
-    /** Without a runDir a run gets a fresh one under the temp directory, so runs never mix their checkpoints. */
-    static Map<String, String> withDefaultRunDir(Map<String, String> m) {
-        boolean given = m.keySet().stream().anyMatch(k -> k.replace("-", "").replace("_", "").equalsIgnoreCase("runDir"));
-        if (given) return m;
-        Map<String, String> out = new LinkedHashMap<>(m);
-        String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
-        out.put("runDir", Path.of(System.getProperty("java.io.tmpdir"), "ane4j-runs",
-                stamp + "-" + ProcessHandle.current().pid() + "-" + RUNS.incrementAndGet()).toString());
-        return out;
-    }
-
-    // ---- running
-
-    private void launch() {
-        stopRequested = false;
-        state = State.RUNNING;
-        Thread t = new Thread(this::loop, "ane4j-train");
-        t.setDaemon(true);
-        thread = t;
-        t.start();
-    }
-
-    private void loop() {
-        try {
-            if (training == null) {
-                training = session.train(options, compileBudget, new Trainer.Listener() {
-                    @Override public void onStep(StepMetrics m) { history.add(m); }
-
-                    @Override public void onMessage(String line) {
-                        allMessages.add(line);
-                        messages.add(line);
-                    }
-                });
-            }
-            if (!stopRequested) training.run(Long.MAX_VALUE);
-            if (training.finished()) {
-                state = State.FINISHED;
-                training.close();
-            } else {
-                state = State.STOPPED;
-            }
-        } catch (Throwable e) {
-            failure = e;
-            state = State.FAILED;
-            if (training != null) training.close();
-        }
-    }
+    /** The run layer's run under this view. */
+    public Run run() { return run; }
 
     /** Asks the run to stop after the current micro-step ({@link #resume()} continues it). */
     public TrainingRun stop() {
-        stopRequested = true;
-        Training t = training;
-        if (t != null) t.requestStop();
+        run.stop();
         return this;
     }
 
     /** Continues a stopped run. */
     public TrainingRun resume() {
-        switch (state) {
-            case RUNNING, PREPARING -> throw new IllegalStateException("[train] the run is still running (" + progressLine() + ")");
-            case FINISHED -> throw new IllegalStateException("[train] the run is finished (" + history.size() + " steps); start a new one with %%train");
-            case FAILED -> throw new IllegalStateException("[train] the run failed: " + failure.getMessage() + "; fix it and start a new one");
-            case STOPPED -> launch();
-        }
+        run.resume();
         return this;
     }
 
-    /** Waits until the run is finished, stopped or failed; rethrows a failure. */
+    /** Waits until the run is finished, stopped or failed; rethrows a failure (a one-line one as a {@link MagicException}). */
     public TrainingRun await() {
-        Thread t = thread;
         try {
-            if (t != null) t.join();
-        } catch (InterruptedException e) {
-            stop();
-            Thread.currentThread().interrupt();
+            run.await();
+        } catch (RuntimeException r) {
+            throw oneLine(r);
         }
-        rethrowFailure();
         return this;
     }
 
     void rethrowFailure() {
-        if (failure == null) return;
-        if (failure instanceof RuntimeException r && r.getMessage() != null && r.getMessage().startsWith("[")) throw new MagicException(r.getMessage(), r);
-        if (failure instanceof RuntimeException r) throw r;
-        if (failure instanceof Error err) throw err;
-        throw new IllegalStateException("[train] " + failure, failure);
+        try {
+            run.rethrowFailure();
+        } catch (RuntimeException r) {
+            throw oneLine(r);
+        }
     }
 
-    public boolean running() {
-        return state == State.RUNNING || state == State.PREPARING;
+    private static RuntimeException oneLine(RuntimeException r) {
+        return r.getMessage() != null && r.getMessage().startsWith("[") && !(r instanceof MagicException) ? new MagicException(r.getMessage(), r) : r;
     }
 
-    public State state() { return state; }
+    public boolean running() { return run.running(); }
 
-    public Throwable failure() { return failure; }
+    public State state() { return State.valueOf(run.state().name()); }
 
-    public TrainOptions options() { return options; }
+    public Throwable failure() { return run.failure(); }
 
-    public Long compileBudget() { return compileBudget; }
+    public TrainOptions options() { return run.options(); }
 
-    public Path runDir() { return options.runDir(); }
+    public Long compileBudget() { return run.compileBudget(); }
+
+    /** The run's whole description (every key, as the run record keeps it). */
+    public RunSpec spec() { return run.spec(); }
+
+    public Path runDir() { return run.runDir(); }
 
     /** The metrics of every step so far (restarts included). */
-    public List<StepMetrics> history() { return List.copyOf(history); }
+    public List<StepMetrics> history() { return run.history(); }
 
     /** The loss of every step so far. */
-    public double[] losses() {
-        return history.stream().mapToDouble(StepMetrics::loss).toArray();
-    }
+    public double[] losses() { return run.losses(); }
 
     /** Backend replacements so far (compile budget reached, worker died). */
-    public int restarts() {
-        Training t = training;
-        return t == null ? 0 : t.restarts();
-    }
+    public int restarts() { return run.restarts(); }
 
     /** One-line messages so far (restarts, skipped updates). */
-    public List<String> messages() { return List.copyOf(allMessages); }
+    public List<String> messages() { return run.messages(); }
 
     /** The underlying training (null until it has started). */
-    public Training training() { return training; }
-
-    // ---- watching
+    public Training training() { return run.training(); }
 
     /** Prints progress lines to {@code out} (at every 10% and for each message) until the run stops; returns this. */
     public TrainingRun follow(PrintStream out) {
-        long every = Math.max(1, options.steps() / 10), shown = 0;
-        while (true) {
-            boolean alive = running();
-            drainMessages(out);
-            int n = history.size();
-            if (n > shown && (n / every > shown / every || !alive)) {
-                out.println(progressLine());
-                shown = n;
-            }
-            if (!alive) break;
-            sleep(50);
+        try {
+            run.follow(out);
+        } catch (RuntimeException r) {
+            throw oneLine(r);
         }
-        return await();
+        return this;
     }
 
     /**
@@ -266,9 +152,9 @@ public final class TrainingRun {
         try {
             while (true) {
                 boolean alive = running();
-                drainMessages(System.out);
+                run.drainMessages(System.out);
                 long now = System.nanoTime();
-                int n = history.size();
+                int n = run.history().size();
                 if (n > shownLine && (now - lastLine > 200_000_000L || !alive)) {
                     line.update(progressLine());
                     shownLine = n;
@@ -289,13 +175,9 @@ public final class TrainingRun {
         line.update(progressLine());
         if (plot != null) plot.update(chart());
         rethrowFailure();
-        if (state == State.STOPPED) System.out.println("stopped at step " + history.size() + "/" + options.steps() + "; %train resume continues");
+        if (state() == State.STOPPED) System.out.println("stopped at step " + run.history().size() + "/" + options().steps() + "; %train resume continues");
         Notebook.display(kernel, runTable());
         return table();
-    }
-
-    private void drainMessages(PrintStream out) {
-        for (String m; (m = messages.poll()) != null; ) out.println(m);
     }
 
     private static void sleep(long ms) {
@@ -309,33 +191,14 @@ public final class TrainingRun {
     // ---- views
 
     /** {@code step 12/60  loss 4.2310  lr 2.40e-03  1054 tok/s  58.2 ms/step · restarts 1 · running} */
-    public String progressLine() {
-        if (history.isEmpty()) return "step 0/" + options.steps() + " · " + state.name().toLowerCase(Locale.ROOT) + (failure != null ? ": " + failure.getMessage() : "");
-        StepMetrics m = history.getLast();
-        int r = restarts();
-        return String.format(Locale.ROOT, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  %.1f ms/step%s · %s", history.size(), options.steps(),
-                m.loss(), m.lr(), m.tokensPerSecond(), m.msPerStep(), r > 0 ? " · restarts " + r : "", state.name().toLowerCase(Locale.ROOT));
-    }
+    public String progressLine() { return run.progressLine(); }
 
     /** State, progress and where the run writes. */
-    public String status() {
-        return progressLine() + "\nrun dir " + runDir() + (compileBudget != null ? " · compile budget " + compileBudget : "");
-    }
+    public String status() { return run.status(); }
 
-    /** The loss curve so far. */
+    /** The loss curve so far (x: the global 1-based step, as in the CLI's loss.png). */
     public XYChart chart() {
-        int n = history.size();
-        double[] x = new double[Math.max(1, n)], y = new double[Math.max(1, n)];
-        for (int i = 0; i < n; i++) {
-            x[i] = history.get(i).step() + 1;
-            y[i] = history.get(i).loss();
-        }
-        if (n == 0) y[0] = Double.NaN;
-        XYChart c = new XYChartBuilder().width(640).height(300).title("training loss · " + options.model() + " · seed " + options.seed())
-                .xAxisTitle("step").yAxisTitle("loss").build();
-        c.getStyler().setLegendVisible(false).setMarkerSize(0);
-        c.addSeries("loss", x, y);
-        return c;
+        return LossChart.of(run.history(), "training loss · " + options().model() + " · seed " + options().seed(), 640, 300);
     }
 
     /** The metrics of every step as a table named after the run. */
@@ -343,7 +206,7 @@ public final class TrainingRun {
         IntColumn step = IntColumn.create("step");
         DoubleColumn loss = DoubleColumn.create("loss"), lr = DoubleColumn.create("lr"), scale = DoubleColumn.create("lossScale"),
                 norm = DoubleColumn.create("gradNorm"), ms = DoubleColumn.create("ms"), tps = DoubleColumn.create("tok/s");
-        for (StepMetrics m : history) {
+        for (StepMetrics m : run.history()) {
             step.append((int) m.step() + 1);
             loss.append(m.loss());
             lr.append(m.lr());
@@ -352,8 +215,8 @@ public final class TrainingRun {
             ms.append(Math.round(m.msPerStep() * 10) / 10.0);
             tps.append(Math.round(m.tokensPerSecond()));
         }
-        String name = String.format(Locale.ROOT, "run %s · %s · seed %d · %d/%d steps · restarts %d", runDir().getFileName(), options.model(),
-                options.seed(), history.size(), options.steps(), restarts());
+        String name = String.format(Locale.ROOT, "run %s · %s · seed %d · %d/%d steps · restarts %d", runDir().getFileName(), options().model(),
+                options().seed(), run.history().size(), options().steps(), restarts());
         return Table.create(name, step, loss, lr, scale, norm, ms, tps);
     }
 
@@ -383,14 +246,14 @@ public final class TrainingRun {
             key.append(section + l.substring(0, eq).strip());
             value.append(l.substring(eq + 1).strip());
         }
-        Session.Status s = session.status();
+        Session.Status s = run.session().status();
         key.append("environment.chip");
         value.append(s.chip());
-        Training t = training;
+        Training t = run.training();
         key.append("environment.worker");
         value.append(t != null && t.worker() != null ? t.worker() : s.worker());
         key.append("environment.compileBudget");
-        value.append(compileBudget == null ? "backend default" : compileBudget.toString());
+        value.append(compileBudget() == null ? "backend default" : compileBudget().toString());
         key.append("environment.restarts");
         value.append(Integer.toString(restarts()));
         return Table.create("run record " + runDir().resolve("run.txt"), key, value);
@@ -398,15 +261,11 @@ public final class TrainingRun {
 
     /** Text from the run's current model (llama2.c-style sampling on the CPU). */
     public String generate(String prompt, int maxTokens, float temperature, float topP, long seed) {
-        Training t = training;
-        if (t == null) throw new IllegalStateException("[generate] the run has not started a model yet");
-        if (running()) throw new IllegalStateException("[generate] training is still running; %train stop (or wait) first");
-        if (t.tokenizer() == null) throw new IllegalStateException("[generate] the run's data came without tokenizer.bin next to it; nothing to decode with");
-        return new Generator(t.parameters(), t.tokenizer()).generate(prompt, maxTokens, temperature, topP, seed);
+        return run.generate(prompt, maxTokens, temperature, topP, seed);
     }
 
     @Override
     public String toString() {
-        return "training run " + runDir() + ": " + progressLine();
+        return run.toString();
     }
 }

@@ -1,200 +1,167 @@
 package ane4j.train;
 
+import ane4j.model.ModelConfig;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
-import java.util.Locale;
+import java.util.List;
 import java.util.Map;
 
 /**
- * A training run's configuration. The same keys serve the CLI ({@code --steps 200}), a {@code %%train} cell
- * ({@code steps = 200}) and the run record written next to the metrics.
+ * A training run's configuration: the training part of the run layer's key table ({@code ane4j.session.RunKeys} adds
+ * where and how the run is placed). One line of {@link #KEYS} is one key: a CLI flag ({@code --steps 200}), a
+ * {@code %%train} line ({@code steps = 200}), a map entry and a line of the run record. The value is the resolved
+ * map of every key ({@link #toMap}), which is also how it crosses to the worker JVM.
  */
-public record TrainOptions(
-        String model,          // preset name or a config file (ignored when init is given)
-        Path init,             // llama2.c .bin or safetensors checkpoint to start from, or null
-        Path data,             // token file (see dataDtype), or null for the embedded corpus
-        Path tokenizer,        // tokenizer.bin or tokenizer.json wherever it is, or null (next to data or init, else the embedded one)
-        String dataDtype,      // uint16 (llama2.c/llm.c shards, vocab ≤ 65536) | uint32 (larger vocabularies, e.g. qwen3's 151936)
-        int steps,             // micro-steps (one sequence each)
-        float lr,              // peak learning rate
-        int warmup,            // warm-up micro-steps
-        int accum,             // micro-steps per optimizer update
-        float clip,            // global gradient-norm clip (0: off)
-        float weightDecay,     // AdamW decay for matrices and embedding (norms: 0)
-        long seed,             // parameter init and data sampling
-        String backend,        // ane | ref | null (auto)
-        String lossScaling,    // dynamic (default: an fp16 overflow backs off, ane-audit.md F4) | static | none
-        float lossScale,       // initial/static scale; 0 = LossScaler.DEFAULT_SCALE (256, maderix's)
-        String storage,        // fp16 (as the ANE) | fp32 (the reference backend computes in fp32)
-        String weights,        // dynamic (compile once) | static (bake weights, recompile after every update)
-        String attention,      // fused (one kernel, explicit causal mask) | threestage (scores on the backend, softmax on the CPU)
-        Path runDir,           // checkpoints, metrics.jsonl, loss.png, run.txt
-        int checkpointEvery,   // micro-steps between checkpoints (0: only at the end)
-        int keep,              // checkpoints kept
-        int evalEvery,         // micro-steps between validation losses on held-out data, and at the end (0: off)
-        int evalTokens,        // held-out tokens per validation (whole windows of seqLen, at least one)
-        Path valData,          // held-out token file, or null: the embedded corpus's validation split, else the data file's tail
-        float valFraction,     // share of a data file held out at its end when no valData is given (0: none, no validation)
-        boolean resume,        // continue from the newest readable checkpoint in runDir
-        boolean restartFromScratch,  // set the run folder's checkpoints and metrics aside and start at step 0
-        boolean override,      // resume although optimiser/data settings differ from the run record (the change is recorded)
-        int lora,              // LoRA rank: 0 trains every weight; r > 0 freezes the base and trains rank-r adapters
-        float loraAlpha,       // adapter scale α/r (PEFT's lora_alpha)
-        String loraTargets,    // comma list of the adapted matrices, of q,k,v,o,w1,w2,w3 (PEFT's Llama default: q,v)
-        float loraDropout) {   // dropout on the adapters' input (PEFT's lora_dropout), in [0, 1)
+public final class TrainOptions {
+    public static final List<String> BACKENDS = List.of("ane", "ref");
+    public static final List<String> LORA_TARGETS = List.of("q", "k", "v", "o", "w1", "w2", "w3");
 
-    /** The matrices LoRA may adapt, in the order adapters are laid out. */
-    public static final java.util.List<String> LORA_TARGETS = java.util.List.of("q", "k", "v", "o", "w1", "w2", "w3");
+    /** The training keys, in the order of the run record. */
+    public static final KeyTable KEYS = new KeyTable("train", List.of(
+            Key.text("model", "tiny", "preset (" + String.join(", ", ModelConfig.PRESETS) + ") or a model config file; ignored with init"),
+            Key.path("init", "llama2.c .bin or safetensors checkpoint to start from"),
+            Key.path("data", "token file, see dataDtype (default: the embedded corpus)"),
+            Key.path("tokenizer", "tokenizer.bin or tokenizer.json wherever it is (default: next to data or init, else the embedded one)"),
+            Key.choice("dataDtype", "uint16", List.of("uint16", "uint32"), "token width of data: uint16 (llama2.c/llm.c shards, vocab ≤ 65536) or uint32"),
+            Key.integer("steps", 1, "2000", "micro-steps (one sequence each)"),
+            Key.positive("lr", "3e-3", "peak learning rate"),
+            Key.integer("warmup", 0, "50", "warm-up micro-steps"),
+            Key.integer("accum", 1, "1", "micro-steps per optimizer update"),
+            Key.number("clip", "1.0", "global gradient-norm clip (0: off)"),
+            Key.number("weightDecay", "0.1", "AdamW decay of matrices and embedding (norms: 0)"),
+            Key.longInt("seed", Long.MIN_VALUE, "42", "parameter init and data sampling"),
+            Key.choice("backend", "", BACKENDS, "backend (default: the ANE where it is available, else ref)"),
+            Key.choice("lossScaling", "dynamic", List.of("static", "dynamic", "none"), "dynamic: an fp16 overflow backs off (ane-audit.md F4)"),
+            Key.number("lossScale", "0", "initial/static loss scale (0: 256, maderix's)"),
+            Key.choice("storage", "fp16", List.of("fp16", "fp32"), "fp16 as the ANE; fp32: the reference backend computes in fp32"),
+            Key.choice("weights", "dynamic", List.of("dynamic", "static"), "dynamic: compile once; static: bake weights, recompile after every update"),
+            Key.choice("attention", "fused", List.of("fused", "threestage"), "fused: one kernel; threestage: softmax on the CPU"),
+            Key.path("runDir", "checkpoints, metrics.jsonl, loss.png, run.txt (default: a new runs/<model>-<time>)"),
+            Key.integer("checkpointEvery", 0, "100", "micro-steps between checkpoints (0: only at the end)"),
+            Key.integer("keep", 1, "3", "checkpoints kept"),
+            Key.integer("evalEvery", 0, "100", "micro-steps between validation losses on held-out data, and at the end (0: off)"),
+            Key.integer("evalTokens", 1, "4096", "held-out tokens per validation (whole windows of seqLen, at least one)"),
+            Key.path("valData", "held-out token file (default: the embedded corpus's validation split, else the data file's tail)"),
+            Key.fraction("valFraction", "0.1", "share of a data file held out at its end when no valData is given (0: none)"),
+            Key.bool("resume", "continue from the newest readable checkpoint in runDir (alone: runs/latest)"),
+            Key.bool("restartFromScratch", "set the run folder's checkpoints and metrics aside and start at step 0"),
+            Key.bool("override", "resume although optimiser/data settings differ from the run record (the change is recorded)"),
+            Key.integer("lora", 0, "0", "LoRA rank: 0 trains every weight; r > 0 freezes the base and trains rank-r adapters"),
+            Key.number("loraAlpha", "16", "adapter scale α/r (PEFT's lora_alpha)"),
+            Key.list("loraTargets", "q,v", List.of("q", "k", "v", "o", "w1", "w2", "w3"), "the adapted matrices (PEFT's Llama default: q,v)"),
+            Key.fraction("loraDropout", "0", "dropout on the adapters' input (PEFT's lora_dropout), in [0, 1)"),
+            // model settings over the preset (empty: the preset's; changing dim derives hiddenDim and headDim unless given)
+            Key.integer("dim", 1, "", "model width"),
+            Key.integer("hiddenDim", 1, "", "FFN width (default with dim: llama's rule, " + "4·dim·2/3 rounded up to 32)"),
+            Key.integer("nLayers", 1, "", "transformer blocks"),
+            Key.integer("nHeads", 1, "", "query heads"),
+            Key.integer("nKvHeads", 1, "", "key/value heads (GQA; default with nHeads: nHeads)"),
+            Key.integer("headDim", 1, "", "width of one head (default with dim or nHeads: dim/nHeads)"),
+            Key.integer("seqLen", 1, "", "sequence length").alias("seq"),
+            Key.integer("vocabSize", 1, "", "vocabulary size").alias("vocab")));
 
+    /** The model settings among {@link #KEYS}, as {@link ModelConfig#override} names them. */
+    public static final List<String> MODEL_KEYS = List.of("dim", "hiddenDim", "nLayers", "nHeads", "nKvHeads", "headDim", "seqLen", "vocabSize");
+
+    /** key → default value. */
     public static final Map<String, String> DEFAULTS = defaults();
 
     private static Map<String, String> defaults() {
         Map<String, String> m = new LinkedHashMap<>();
-        m.put("model", "tiny");
-        m.put("init", "");
-        m.put("data", "");
-        m.put("tokenizer", "");
-        m.put("dataDtype", "uint16");
-        m.put("steps", "2000");
-        m.put("lr", "3e-3");
-        m.put("warmup", "50");
-        m.put("accum", "1");
-        m.put("clip", "1.0");
-        m.put("weightDecay", "0.1");
-        m.put("seed", "42");
-        m.put("backend", "");
-        m.put("lossScaling", "dynamic");
-        m.put("lossScale", "0");
-        m.put("storage", "fp16");
-        m.put("weights", "dynamic");
-        m.put("attention", "fused");
-        m.put("runDir", "runs/latest");
-        m.put("checkpointEvery", "100");
-        m.put("keep", "3");
-        m.put("evalEvery", "100");
-        m.put("evalTokens", "4096");
-        m.put("valData", "");
-        m.put("valFraction", "0.1");
-        m.put("resume", "false");
-        m.put("restartFromScratch", "false");
-        m.put("override", "false");
-        m.put("lora", "0");
-        m.put("loraAlpha", "16");
-        m.put("loraTargets", "q,v");
-        m.put("loraDropout", "0");
+        for (Key k : KEYS.keys()) m.put(k.name(), k.defaultValue());
+        return java.util.Collections.unmodifiableMap(m);
+    }
+
+    private final Map<String, String> values;   // every key of KEYS, checked and canonical
+
+    private TrainOptions(Map<String, String> values) {
+        this.values = java.util.Collections.unmodifiableMap(values);
+    }
+
+    /** Options from key/value pairs (any spelling) over the defaults; unknown keys and bad values give a one-line error naming the key. */
+    public static TrainOptions of(Map<String, String> given) {
+        return new TrainOptions(KEYS.resolve(given));
+    }
+
+    /** Every key → its value as text: what {@link #of} reads back to equal options. */
+    public Map<String, String> toMap() { return values; }
+
+    /** The same options with one key changed. */
+    public TrainOptions with(String key, String value) {
+        Map<String, String> m = new LinkedHashMap<>(values);
+        m.put(key, value);
+        return of(m);
+    }
+
+    public String get(String key) {
+        String v = values.get(key);
+        if (v == null) throw KEYS.unknown(key);
+        return v;
+    }
+
+    public String model() { return get("model"); }
+    public Path init() { return path("init"); }
+    public Path data() { return path("data"); }
+    public int steps() { return integer("steps"); }
+    public float lr() { return number("lr"); }
+    public int warmup() { return integer("warmup"); }
+    public int accum() { return integer("accum"); }
+    public float clip() { return number("clip"); }
+    public float weightDecay() { return number("weightDecay"); }
+    public long seed() { return Long.parseLong(get("seed")); }
+    /** {@code ane}, {@code ref}, or null: automatic. */
+    public String backend() { return get("backend").isEmpty() ? null : get("backend"); }
+    public String lossScaling() { return get("lossScaling"); }
+    public float lossScale() { return number("lossScale"); }
+    public String storage() { return get("storage"); }
+    public String weights() { return get("weights"); }
+    public String attention() { return get("attention"); }
+    /** The run folder, or null before the run layer chose one. */
+    public Path runDir() { return path("runDir"); }
+    public int checkpointEvery() { return integer("checkpointEvery"); }
+    public int keep() { return integer("keep"); }
+    public Path tokenizer() { return path("tokenizer"); }
+    public String dataDtype() { return get("dataDtype"); }
+    public int lora() { return integer("lora"); }
+    public float loraAlpha() { return number("loraAlpha"); }
+    public String loraTargets() { return get("loraTargets"); }
+    public float loraDropout() { return number("loraDropout"); }
+    public int evalEvery() { return integer("evalEvery"); }
+    public int evalTokens() { return integer("evalTokens"); }
+    public Path valData() { return path("valData"); }
+    public float valFraction() { return number("valFraction"); }
+    public boolean resume() { return Boolean.parseBoolean(get("resume")); }
+    public boolean restartFromScratch() { return Boolean.parseBoolean(get("restartFromScratch")); }
+    public boolean override() { return Boolean.parseBoolean(get("override")); }
+
+    /** The model settings given (name → value), in {@link #MODEL_KEYS} order; empty: the preset as it is. */
+    public Map<String, Integer> modelSettings() {
+        Map<String, Integer> m = new LinkedHashMap<>();
+        for (String k : MODEL_KEYS) if (!get(k).isEmpty()) m.put(k, integer(k));
         return m;
     }
 
-    /** Options from key/value pairs over the defaults; unknown keys and bad values give a one-line error naming the key. */
-    public static TrainOptions of(Map<String, String> given) {
-        Map<String, String> m = new LinkedHashMap<>(DEFAULTS);
-        for (var e : given.entrySet()) {
-            String key = canonical(e.getKey());
-            if (!m.containsKey(key)) throw new IllegalArgumentException("[train] unknown option '" + e.getKey() + "' (options: " + String.join(", ", DEFAULTS.keySet()) + ")");
-            m.put(key, e.getValue().trim());
-        }
-        TrainOptions o = new TrainOptions(m.get("model"), path(m.get("init")), path(m.get("data")), path(m.get("tokenizer")), oneOf(m, "dataDtype", "uint16", "uint32"), integer(m, "steps", 1),
-                number(m, "lr"), integer(m, "warmup", 0), integer(m, "accum", 1), number(m, "clip"), number(m, "weightDecay"),
-                seed(m), m.get("backend").isEmpty() ? null : oneOf(m, "backend", "ane", "ref"),
-                oneOf(m, "lossScaling", "static", "dynamic", "none"), number(m, "lossScale"), oneOf(m, "storage", "fp16", "fp32"),
-                oneOf(m, "weights", "dynamic", "static"), oneOf(m, "attention", "fused", "threestage"), Path.of(m.get("runDir")), integer(m, "checkpointEvery", 0), integer(m, "keep", 1),
-                integer(m, "evalEvery", 0), integer(m, "evalTokens", 1), path(m.get("valData")), number(m, "valFraction"), bool(m, "resume"),
-                bool(m, "restartFromScratch"), bool(m, "override"), integer(m, "lora", 0), number(m, "loraAlpha"), loraTargets(m),
-                number(m, "loraDropout"));
-        if (o.valFraction >= 1) throw new IllegalArgumentException("[train] valFraction must be below 1 (the share of the data file held out for validation), got " + o.valFraction);
-        if (o.lr <= 0) throw new IllegalArgumentException("[train] lr must be positive, got " + o.lr);
-        if (o.loraDropout >= 1) throw new IllegalArgumentException("[train] loraDropout must be below 1, got " + o.loraDropout);
-        return o;
-    }
+    private Path path(String key) { return get(key).isEmpty() ? null : Path.of(get(key)); }
+    private int integer(String key) { return Integer.parseInt(get(key)); }
+    private float number(String key) { return Float.parseFloat(get(key)); }
 
-    /** {@code weight-decay} and {@code weight_decay} both mean {@code weightDecay}. */
-    static String canonical(String key) {
-        StringBuilder sb = new StringBuilder();
-        boolean up = false;
-        for (char ch : key.trim().toCharArray()) {
-            if (ch == '-' || ch == '_') { up = true; continue; }
-            sb.append(up ? Character.toUpperCase(ch) : ch);
-            up = false;
-        }
-        String k = sb.toString();
-        for (String d : DEFAULTS.keySet()) if (d.equalsIgnoreCase(k)) return d;
-        return k;
-    }
-
-    /** The options as key = value lines (the run record). */
+    /** The options as key = value lines (the run record); model settings left to the preset are left out. */
     public String describe() {
-        return String.join("\n", "model = " + model, "init = " + (init == null ? "" : init), "data = " + (data == null ? "embedded corpus" : data),
-                "tokenizer = " + (tokenizer == null ? "" : tokenizer),
-                "dataDtype = " + dataDtype,
-                "steps = " + steps, "lr = " + lr, "warmup = " + warmup, "accum = " + accum, "clip = " + clip, "weightDecay = " + weightDecay,
-                "seed = " + seed, "backend = " + (backend == null ? "auto" : backend), "lossScaling = " + lossScaling, "lossScale = " + lossScale,
-                "storage = " + storage, "weights = " + weights, "attention = " + attention, "runDir = " + runDir, "checkpointEvery = " + checkpointEvery, "keep = " + keep,
-                "evalEvery = " + evalEvery, "evalTokens = " + evalTokens, "valData = " + (valData == null ? "" : valData), "valFraction = " + valFraction, "resume = " + resume,
-                "restartFromScratch = " + restartFromScratch, "override = " + override, "lora = " + lora, "loraAlpha = " + loraAlpha,
-                "loraTargets = " + loraTargets, "loraDropout = " + loraDropout);
-    }
-
-    /** The targets as given, without spaces, each one of {@link #LORA_TARGETS} and none twice. */
-    private static String loraTargets(Map<String, String> m) {
-        java.util.List<String> given = new java.util.ArrayList<>();
-        for (String t : m.get("loraTargets").split(",")) {
-            String name = t.trim().toLowerCase(Locale.ROOT);
-            if (!LORA_TARGETS.contains(name) || given.contains(name))
-                throw new IllegalArgumentException("[train] loraTargets = '" + m.get("loraTargets") + "': '" + t.trim() + "' is " + (given.contains(name) ? "given twice" : "not one of " + String.join(",", LORA_TARGETS)));
-            given.add(name);
+        StringBuilder b = new StringBuilder();
+        for (var e : values.entrySet()) {
+            String k = e.getKey(), v = e.getValue();
+            if (MODEL_KEYS.contains(k) && v.isEmpty()) continue;
+            if (k.equals("data") && v.isEmpty()) v = "embedded corpus";
+            if (k.equals("backend") && v.isEmpty()) v = "auto";
+            if (!b.isEmpty()) b.append('\n');
+            b.append(k).append(" = ").append(v);
         }
-        return String.join(",", given);
+        return b.toString();
     }
 
-    private static Path path(String s) { return s.isEmpty() ? null : Path.of(s); }
+    @Override public boolean equals(Object o) { return o instanceof TrainOptions t && t.values.equals(values); }
 
-    private static String check(Map<String, String> m, String key, String regex) {
-        String v = m.get(key);
-        if (!v.matches(regex)) throw new IllegalArgumentException("[train] " + key + " = '" + v + "' is not valid");
-        return v;
-    }
+    @Override public int hashCode() { return values.hashCode(); }
 
-    private static long seed(Map<String, String> m) {
-        String v = check(m, "seed", "-?\\d+");
-        try {
-            return Long.parseLong(v);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("[train] seed = " + v + " is out of range (" + Long.MIN_VALUE + " to " + Long.MAX_VALUE + ")");
-        }
-    }
-
-    private static int integer(Map<String, String> m, String key, int min) {
-        int v;
-        try {
-            v = Integer.parseInt(m.get(key));
-        } catch (NumberFormatException e) {
-            if (m.get(key).matches("[-+]?\\d+"))
-                throw new IllegalArgumentException("[train] " + key + " = " + m.get(key) + " is out of range (at most " + Integer.MAX_VALUE + ")");
-            throw new IllegalArgumentException("[train] " + key + " = '" + m.get(key) + "' is not an integer");
-        }
-        if (v < min) throw new IllegalArgumentException("[train] " + key + " must be at least " + min + ", got " + v);
-        return v;
-    }
-
-    private static float number(Map<String, String> m, String key) {
-        try {
-            float v = Float.parseFloat(m.get(key));
-            if (!Float.isFinite(v) || v < 0) throw new NumberFormatException();
-            return v;
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("[train] " + key + " = '" + m.get(key) + "' is not a non-negative number");
-        }
-    }
-
-    private static boolean bool(Map<String, String> m, String key) {
-        String v = m.get(key).toLowerCase(Locale.ROOT);
-        if (v.equals("true") || v.equals("false")) return Boolean.parseBoolean(v);
-        throw new IllegalArgumentException("[train] " + key + " = '" + m.get(key) + "' is not true or false");
-    }
-
-    private static String oneOf(Map<String, String> m, String key, String... allowed) {
-        String v = m.get(key).toLowerCase(Locale.ROOT);
-        for (String a : allowed) if (a.equals(v)) return v;
-        throw new IllegalArgumentException("[train] " + key + " = '" + m.get(key) + "' is not one of " + String.join(", ", allowed));
-    }
+    @Override public String toString() { return "TrainOptions" + values; }
 }

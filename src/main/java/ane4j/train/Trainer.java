@@ -131,11 +131,15 @@ public final class Trainer implements AutoCloseable {
         Listener log = listener != null ? listener : m -> {};
         this.log = log;
         // model: from a checkpoint file (its config comes with it) or a preset/config file, initialised from the seed
+        if (o.runDir() == null) throw new IllegalArgumentException("[train] runDir is not set (the run layer, ane4j.session, chooses a new runs/<model>-<time>)");
         if (o.init() != null) {
+            if (!o.modelSettings().isEmpty())
+                throw new IllegalArgumentException("[train] " + String.join(", ", o.modelSettings().keySet()) + " shape a new model, but init " + o.init()
+                        + " brings its own; drop them or drop init");
             this.params = loadInit(o.init());
             this.config = params.config();
         } else {
-            ModelConfig c = resolveConfig(o.model());
+            ModelConfig c = ModelConfig.override(resolveConfig(o.model()), o.modelSettings());
             // the embedded corpus has a small vocabulary: rows of a larger one would never be trained (like maderix's
             // vocabulary compaction), so the model uses the corpus tokenizer's size
             int corpusVocab = o.data() == null ? EmbeddedCorpus.tokenizer().vocabSize() : c.vocabSize();

@@ -147,19 +147,9 @@ final class Protocol {
     // -----------------------------------------------------------------------------------------------------------------
     // training options and step metrics
 
-    /** The options as the key/value map {@link TrainOptions#of} reads back to an equal record (every component). */
+    /** The options as the explicit key → value map {@link TrainOptions#of} reads back to equal options (every key of the table). */
     static Map<String, String> toMap(TrainOptions o) {
-        Map<String, String> m = new LinkedHashMap<>();
-        for (java.lang.reflect.RecordComponent c : TrainOptions.class.getRecordComponents()) {
-            Object v;
-            try {
-                v = c.getAccessor().invoke(o);
-            } catch (ReflectiveOperationException e) {
-                throw new IllegalStateException("[worker] cannot read TrainOptions." + c.getName(), e);
-            }
-            m.put(c.getName(), v == null ? "" : v.toString());   // Float.toString round-trips exactly
-        }
-        return m;
+        return new LinkedHashMap<>(o.toMap());
     }
 
     static byte[] step(Trainer.StepMetrics m) {

@@ -45,9 +45,9 @@ class TrainCommandTest {
         assertTrue(r.err().contains("missing.bin: no such file"), r.err());
         r = run("train", "--compile-budget", "abc", "--run-dir", dir.toString());
         assertEquals(1, r.code());
-        assertTrue(r.err().startsWith("ane4j train: --compile-budget abc is not a positive whole number"), r.err());
+        assertTrue(r.err().startsWith("ane4j train: [train] compileBudget = 'abc' is not a whole number ≥ 1"), r.err());
         r = run("train", "--heap", "1q", "--run-dir", dir.toString());
         assertEquals(1, r.code());
-        assertTrue(r.err().startsWith("ane4j train: --heap 1q is not a JVM heap size"), r.err());
+        assertTrue(r.err().startsWith("ane4j train: [train] heap = '1q' is not a JVM heap size"), r.err());
     }
 }

@@ -1,5 +1,6 @@
 package ane4j.notebook;
 
+import ane4j.session.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import ane4j.backend.ref.RefBackend;

@@ -1,5 +1,6 @@
 package ane4j.notebook;
 
+import ane4j.session.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import ane4j.backend.ref.RefBackend;
@@ -25,14 +26,15 @@ class TrainingRunTest {
 
     @Test
     void configLinesCommentsAndErrors() {
-        Map<String, String> m = TrainingRun.parseConfig("steps = 20   # short\n\n# a comment\nlr=1e-3; seed = 9\nweight-decay = 0");
+        Map<String, String> m = RunSpec.parseText("steps = 20   # short\n\n# a comment\nlr=1e-3; seed = 9\nweight-decay = 0");
         assertEquals(Map.of("steps", "20", "lr", "1e-3", "seed", "9", "weight-decay", "0"), m);
-        var e = assertThrows(IllegalArgumentException.class, () -> TrainingRun.parseConfig("steps = 3\nsteps 4"));
+        var e = assertThrows(IllegalArgumentException.class, () -> RunSpec.parseText("steps = 3\nsteps 4"));
         assertEquals("[train] line 2 'steps 4' is not 'key = value' (e.g. steps = 60)", e.getMessage());
-        Map<String, String> b = new java.util.LinkedHashMap<>(Map.of("compile-budget", "40", "steps", "3"));
-        assertEquals(40L, TrainingRun.compileBudget(b));
-        assertEquals(Map.of("steps", "3"), b, "compileBudget is not a TrainOptions key and is taken out");
-        assertThrows(IllegalArgumentException.class, () -> TrainingRun.compileBudget(new java.util.HashMap<>(Map.of("compileBudget", "0"))));
+        RunSpec b = RunSpec.of(Map.of("compile-budget", "40", "steps", "3"));
+        assertEquals(40L, b.compileBudget());
+        assertEquals(3, b.train().steps());
+        assertFalse(b.train().toMap().containsKey("compileBudget"), "compileBudget is a run key, not a training key");
+        assertThrows(IllegalArgumentException.class, () -> RunSpec.of(Map.of("compileBudget", "0")));
         var u = assertThrows(IllegalArgumentException.class, () -> TrainingRun.start(ref(), "stepz = 3"));
         assertTrue(u.getMessage().startsWith("[train] unknown option 'stepz'"), u.getMessage());
     }

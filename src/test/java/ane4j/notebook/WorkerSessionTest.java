@@ -1,5 +1,6 @@
 package ane4j.notebook;
 
+import ane4j.session.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import ane4j.backend.ref.RefBackend;
@@ -136,8 +137,8 @@ class WorkerSessionTest {
     void runAFewStepsAtATime() {
         TrainingRun whole = train(new LocalSession(new RefBackend()), "whole", "steps = 8\nseed = 4\n");
         double[] plain = whole.losses();
-        Training t = session.train(ane4j.train.TrainOptions.of(java.util.Map.of("steps", "8", "seed", "4", "backend", "ref",
-                "runDir", dir.resolve("parts").toString())), null, null);
+        Training t = session.train(RunSpec.of(java.util.Map.of("steps", "8", "seed", "4", "backend", "ref",
+                "runDir", dir.resolve("parts").toString())), null);
         var first = t.run(3);
         assertTrue(first.size() == 3 || first.size() == 4, "3 steps, or one more when the stop reaches the worker late: " + first.size());
         assertEquals(first.size(), t.stepsDone());

@@ -75,6 +75,11 @@ public final class AneBackend extends CountingBackend {
 
     public AneBackend() { this(Options.fromSystemProperties()); }
 
+    /** The system properties' options with the settings' compile budget ({@link ane4j.backend.Backends#create}). */
+    public AneBackend(ane4j.backend.Backends.Settings s) {
+        this(s.compileBudget() == null ? Options.fromSystemProperties() : Options.fromSystemProperties().withCompileBudget(s.compileBudget()));
+    }
+
     public AneBackend(Options options) {
         super(options.compileBudget(), DEFAULT_BUDGET, false);
         this.options = options;

@@ -68,6 +68,11 @@ public final class RefBackend extends CountingBackend {
 
     public RefBackend() { this(Options.fromSystemProperties()); }
 
+    /** The system properties' options with the settings' storage and compile budget ({@link Backends#create}). */
+    public RefBackend(Backends.Settings s) {
+        this(new Options(s.fp32Storage(), Options.fromSystemProperties().honorSdpaMask(), s.compileBudget(), Options.fromSystemProperties().chip()));
+    }
+
     public RefBackend(Options options) {
         super(options.compileBudget(), UNLIMITED);
         this.options = options;

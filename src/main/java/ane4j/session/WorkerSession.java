@@ -1,7 +1,6 @@
-package ane4j.notebook;
+package ane4j.session;
 
 import ane4j.backend.Kernel;
-import ane4j.backend.ref.RefBackend;
 import ane4j.mil.Dialect;
 import ane4j.mil.Program;
 import ane4j.model.EmbeddedCorpus;
@@ -58,12 +57,12 @@ public final class WorkerSession implements Session {
      * Restart notices on stdout (they belong in the cell's output), the worker's warnings and errors on stderr; its
      * INFO lines (backend and BLAS chosen, at every start) are left out: {@code %ane} shows the backend.
      */
-    static void print(String line) {
+    public static void print(String line) {
         if (isRestart(line)) System.out.println(line);
         else if (!line.startsWith("INFO: ")) System.err.println(line);
     }
 
-    static boolean isRestart(String line) {
+    public static boolean isRestart(String line) {
         return line.startsWith("worker restarted");
     }
 
@@ -83,9 +82,9 @@ public final class WorkerSession implements Session {
     }
 
     @Override
-    public Training train(TrainOptions options, Long compileBudget, Trainer.Listener listener) {
+    public Training train(RunSpec run, Trainer.Listener listener) {
         if (closed) throw new IllegalStateException("[worker] the session is closed");
-        WorkerTraining t = new WorkerTraining(options, compileBudget, listener);
+        WorkerTraining t = new WorkerTraining(run, listener);
         List<WorkerTraining> earlier;
         synchronized (runs) {
             earlier = new ArrayList<>(runs);
@@ -143,13 +142,15 @@ public final class WorkerSession implements Session {
         main.close();
     }
 
-    /** The run's settings the worker is started with: backend, compile budget, reference storage. */
-    private boolean fitsMain(TrainOptions o, Long budget) {
-        if (budget != null) return false;
+    /** The run's settings the worker is started with: backend, compile budget, reference storage, heap. */
+    private boolean fitsMain(RunSpec run) {
+        TrainOptions o = run.train();
+        if (run.compileBudget() != null && !run.compileBudget().equals(options.compileBudget())) return false;
+        if (run.heap() != null && !run.heap().equals(options.heap())) return false;
         String b = mainBackend();
         if (o.backend() != null && !o.backend().equals(b)) return false;
         if (!"ref".equals(b)) return true;
-        String storage = options.refStorage() != null ? options.refStorage() : System.getProperty(RefBackend.STORAGE_PROPERTY, "fp16").strip();
+        String storage = options.refStorage() != null ? options.refStorage() : System.getProperty(ane4j.backend.Backends.REF_STORAGE_PROPERTY, "fp16").strip();
         return storage.equals(o.storage());
     }
 
@@ -160,6 +161,7 @@ public final class WorkerSession implements Session {
 
     /** A training run in a worker: the session's, or one of its own. */
     final class WorkerTraining implements Training {
+        private final RunSpec run;
         private final TrainOptions options;
         private final Long budget;
         private final Trainer.Listener listener;
@@ -172,9 +174,10 @@ public final class WorkerSession implements Session {
         private Parameters cached;
         private Path cachedFrom;
 
-        WorkerTraining(TrainOptions options, Long budget, Trainer.Listener listener) {
-            this.options = options;
-            this.budget = budget;
+        WorkerTraining(RunSpec run, Trainer.Listener listener) {
+            this.run = run;
+            this.options = run.train();
+            this.budget = run.compileBudget();
             this.listener = listener != null ? listener : m -> {};
         }
 
@@ -188,12 +191,9 @@ public final class WorkerSession implements Session {
         }
 
         private synchronized Supervisor supervisor() {
-            if (fitsMain(options, budget)) return main;
+            if (fitsMain(run)) return main;
             if (own == null) {
-                Supervisor.Options o = WorkerSession.this.options.withLog(line -> route(line, this)).withRefStorage(options.storage());
-                if (options.backend() != null) o = o.withBackend(options.backend());
-                if (budget != null) o = o.withCompileBudget(budget);
-                own = new Supervisor(o);
+                own = new Supervisor(run.workerOptions(WorkerSession.this.options.withLog(line -> route(line, this))));
                 synchronized (runs) {
                     if (!runs.contains(this)) runs.add(this);   // closed with the session
                 }
@@ -292,7 +292,7 @@ public final class WorkerSession implements Session {
             return parameters().config();
         }
 
-        /** The weights of the run's newest valid checkpoint (loaded again only when a newer one appears). */
+        /** The weights of the run's newest valid checkpoint, LoRA adapters fused in (loaded again only when a newer one appears). */
         @Override
         public synchronized Parameters parameters() {
             Path dir = options.runDir().resolve("checkpoints");
@@ -302,6 +302,7 @@ public final class WorkerSession implements Session {
             if (c == null) throw new IllegalStateException("[train] no checkpoint in " + dir + " yet: the worker writes one at the end of the run, "
                     + "when it is stopped, and every checkpointEvery steps");
             cached = new Parameters(new ParameterLayout(c.state().config()), c.params());
+            if (c.lora() != null) cached = ane4j.train.LoraAdapters.of(cached.config(), options, c.lora()).fused(cached);   // LoRA: the fused model
             cachedFrom = Checkpoint.pathFor(dir, c.state().step());
             return cached;
         }
@@ -315,6 +316,14 @@ public final class WorkerSession implements Session {
         }
 
         @Override public Path runDir() { return options.runDir(); }
+
+        /** The worker writes a checkpoint when it stops and at the end; the newest readable one. */
+        @Override
+        public Path checkpoint() {
+            Checkpoint.Found found = Checkpoint.findNewest(options.runDir().resolve("checkpoints"));
+            found.unreadable().values().forEach(why -> listener.onMessage("[checkpoint] skipping " + why));
+            return found.contents() == null ? null : found.file();
+        }
 
         @Override
         public int restarts() {

@@ -1,15 +1,14 @@
-package ane4j.notebook;
+package ane4j.session;
 
 import ane4j.backend.Kernel;
 import ane4j.mil.MilParser;
 import ane4j.mil.Program;
-import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 
 /**
- * Where a notebook's backend work runs: compiling MIL into kernels and training. {@link WorkerSession} (the default)
- * runs it in a supervised child JVM; {@link LocalSession} runs it in the notebook's own JVM. {@link Ane} holds the
- * notebook's current session.
+ * Where backend work runs: compiling MIL into kernels and training. {@link WorkerSession} (the default of notebooks and
+ * the CLI) runs it in a supervised child JVM; {@link LocalSession} runs it in this JVM. A notebook's {@code Ane} holds
+ * its current session; {@code ane4j train} makes one per run.
  */
 public interface Session extends AutoCloseable {
 
@@ -30,12 +29,12 @@ public interface Session extends AutoCloseable {
     }
 
     /**
-     * Prepares a training run (model, data, kernels) without running a step yet.
+     * Prepares a training run (model, data, kernels) without running a step yet. The run's description says its backend,
+     * storage and compile budget (compiles per backend process before it is replaced; null: the backend's default).
      *
-     * @param compileBudget compiles allowed per backend process before it is replaced (null: the backend's default)
-     * @param listener      receives every step and one-line messages (restarts, skipped updates)
+     * @param listener receives every step and one-line messages (restarts, skipped updates)
      */
-    Training train(TrainOptions options, Long compileBudget, Trainer.Listener listener);
+    Training train(RunSpec run, Trainer.Listener listener);
 
     Status status();
 

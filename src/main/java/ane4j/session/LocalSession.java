@@ -1,11 +1,9 @@
-package ane4j.notebook;
+package ane4j.session;
 
 import ane4j.backend.Backend;
 import ane4j.backend.Backends;
 import ane4j.backend.CompileBudgetExceededException;
-import ane4j.backend.CountingBackend;
 import ane4j.backend.Kernel;
-import ane4j.backend.ref.RefBackend;
 import ane4j.mil.Dialect;
 import ane4j.mil.Program;
 import ane4j.model.ModelConfig;
@@ -16,7 +14,6 @@ import ane4j.train.Trainer;
 import ane4j.train.Trainer.StepMetrics;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.lang.reflect.RecordComponent;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -51,14 +48,14 @@ public final class LocalSession implements Session {
     }
 
     @Override
-    public Training train(TrainOptions options, Long compileBudget, Trainer.Listener listener) {
-        return new LocalTraining(options, compileBudget, listener);
+    public Training train(RunSpec run, Trainer.Listener listener) {
+        return new LocalTraining(run, listener);
     }
 
     @Override
     public Status status() {
         return new Status(backend.name(), chip(), Dialect.fromProperty(Dialect.IOS18).name().toLowerCase(Locale.ROOT),
-                backend.compileCount(), backend.compileBudget(), "none: in-process session (backend in the notebook JVM)");
+                backend.compileCount(), backend.compileBudget(), "none: in-process session (backend in this JVM)");
     }
 
     @Override
@@ -70,7 +67,7 @@ public final class LocalSession implements Session {
     public void close() {}
 
     /** The Apple chip (macOS), else "none" with the OS and architecture. */
-    static String chip() {
+    public static String chip() {
         String os = System.getProperty("os.name", ""), arch = System.getProperty("os.arch", "");
         if (os.toLowerCase(Locale.ROOT).startsWith("mac")) {
             try {
@@ -86,49 +83,26 @@ public final class LocalSession implements Session {
         return "none (" + os + " " + arch + ")";
     }
 
-    /** A fresh backend for a training run: ref with the run's storage, or what {@link Backends} chooses. */
-    static Backend trainingBackend(TrainOptions o, Long budget) {
-        boolean mac = System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("mac");
-        if ("ref".equals(o.backend()) || (o.backend() == null && !mac && System.getProperty(Backends.PROPERTY) == null && System.getenv(Backends.ENV) == null)) {
-            return new RefBackend(new RefBackend.Options(o.storage().equals("fp32"), false, budget));
-        }
-        if (budget != null) System.setProperty(CountingBackend.BUDGET_PROPERTY, Long.toString(budget));
-        Backends.Selection s = Backends.choose(o.backend() != null ? o.backend() : System.getProperty(Backends.PROPERTY),
-                System.getenv(Backends.ENV), System.getProperty("os.name", ""), System.getProperty("os.arch", ""));
-        return s.backend();
-    }
-
-    /** The same options with {@code resume = true} (every other component copied, whatever the record holds). */
-    static TrainOptions resuming(TrainOptions o) {
-        try {
-            RecordComponent[] rc = TrainOptions.class.getRecordComponents();
-            Object[] args = new Object[rc.length];
-            Class<?>[] types = new Class<?>[rc.length];
-            for (int i = 0; i < rc.length; i++) {
-                types[i] = rc[i].getType();
-                args[i] = rc[i].getName().equals("resume") ? Boolean.TRUE : rc[i].getAccessor().invoke(o);
-            }
-            return TrainOptions.class.getDeclaredConstructor(types).newInstance(args);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("[train] cannot copy the options: " + e, e);
-        }
+    /** The same options with {@code resume = true}. */
+    public static TrainOptions resuming(TrainOptions o) {
+        return o.with("resume", "true");
     }
 
     /** A run in this JVM; replaces the backend when it reaches its compile budget. */
     static final class LocalTraining implements Training {
+        private final RunSpec run;
         private final TrainOptions options;
-        private final Long budget;
         private final Trainer.Listener listener;
         private Trainer trainer;
         private Backend backend;
         private int restarts;
         private volatile boolean stop;
 
-        LocalTraining(TrainOptions options, Long budget, Trainer.Listener listener) {
-            this.options = options;
-            this.budget = budget;
+        LocalTraining(RunSpec run, Trainer.Listener listener) {
+            this.run = run;
+            this.options = run.train();
             this.listener = listener != null ? listener : m -> {};
-            this.backend = trainingBackend(options, budget);
+            this.backend = run.newBackend();
             this.trainer = start(options, backend, false);
         }
 
@@ -185,7 +159,7 @@ public final class LocalSession implements Session {
             trainer.saveCheckpoint(last);
             trainer.close();
             restarts++;
-            backend = trainingBackend(options, budget);
+            backend = run.newBackend();
             trainer = start(resuming(options), backend, true);
             listener.onMessage(String.format(Locale.ROOT, "backend restarted: compile budget %d reached — restored step %d, kernels recompiled in %.1f s (in-process session, restart %d)",
                     e.budget(), step, (System.nanoTime() - t0) / 1e9, restarts));
@@ -199,13 +173,20 @@ public final class LocalSession implements Session {
 
         @Override public ModelConfig config() { return trainer.config(); }
 
-        @Override public Parameters parameters() { return trainer.parameters(); }
+        /** The current weights; with LoRA, the base with the adapters fused in. */
+        @Override public Parameters parameters() { return trainer.adapters() != null ? trainer.adapters().fused(trainer.parameters()) : trainer.parameters(); }
 
         @Override public Tokenizer tokenizer() { return trainer.tokenizer(); }
 
         @Override public Path runDir() { return options.runDir(); }
 
         @Override public int restarts() { return restarts; }
+
+        @Override
+        public Path checkpoint() {
+            if (trainer.history().isEmpty()) return trainer.lastCheckpoint();
+            return trainer.saveCheckpoint(trainer.history().getLast().loss());
+        }
 
         @Override public void close() { trainer.close(); }
     }

@@ -1,4 +1,4 @@
-package ane4j.notebook;
+package ane4j.session;
 
 import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
@@ -39,6 +39,9 @@ public interface Training extends AutoCloseable {
 
     /** The run directory: run.txt, metrics.jsonl, checkpoints. */
     Path runDir();
+
+    /** The newest checkpoint of the run, written now if the last step has none (a stopped run resumes from it); null before a step. */
+    Path checkpoint();
 
     /** How often the backend had to be replaced (compile budget reached, worker died). */
     int restarts();

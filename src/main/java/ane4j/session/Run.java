@@ -1,0 +1,262 @@
+package ane4j.session;
+
+import ane4j.model.Generator;
+import ane4j.train.TrainOptions;
+import ane4j.train.Trainer;
+import ane4j.train.Trainer.StepMetrics;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+
+/**
+ * A training run of every face ({@code ane4j train}, {@code %%train}, {@code Ane.train}): described by a {@link RunSpec},
+ * placed in the folder {@link RunDirs} gives it, trained in a {@link Session} (this JVM or a supervised worker) on a
+ * thread of its own, one micro-step at a time, so it can be watched, stopped between steps and resumed. At the end
+ * (and at a stop) it writes {@code loss.png} beside the run record.
+ */
+public final class Run {
+    public enum State { PREPARING, RUNNING, STOPPED, FINISHED, FAILED }
+
+    private final Session session;
+    private final RunDirs.Placed placed;
+    private final RunSpec spec;
+    private final TrainOptions options;
+    private final Trainer.Listener observer;
+    private final List<StepMetrics> history = new CopyOnWriteArrayList<>();
+    private final LinkedBlockingQueue<String> messages = new LinkedBlockingQueue<>();
+    private final List<String> allMessages = new CopyOnWriteArrayList<>();
+    private volatile Training training;
+    private volatile Thread thread;
+    private volatile State state = State.PREPARING;
+    private volatile boolean stopRequested;
+    private volatile Throwable failure;
+
+    private Run(Session session, RunDirs.Placed placed, Trainer.Listener observer) {
+        this.session = session;
+        this.placed = placed;
+        this.spec = placed.spec();
+        this.options = spec.train();
+        this.observer = observer;
+    }
+
+    /**
+     * Starts a run in {@code session} (with {@code inProcess = true}: in this JVM), in the folder the rule of {@link RunDirs}
+     * gives it. {@code observer} (or null) sees every step and message too, on the run's thread.
+     */
+    public static Run start(Session session, RunSpec spec, Trainer.Listener observer) {
+        return start(session, RunDirs.place(spec), observer);
+    }
+
+    /** {@link #start(Session, RunSpec, Trainer.Listener)} in a folder already placed. */
+    public static Run start(Session session, RunDirs.Placed placed, Trainer.Listener observer) {
+        RunSpec spec = placed.spec();
+        Session where = spec.inProcess() && !(session instanceof LocalSession) ? new LocalSession(spec.newBackend()) : session;
+        Run run = new Run(where, placed, observer);
+        run.launch();
+        return run;
+    }
+
+    // ---- running
+
+    private void launch() {
+        stopRequested = false;
+        state = State.RUNNING;
+        Thread t = new Thread(this::loop, "ane4j-train");
+        t.setDaemon(true);
+        thread = t;
+        t.start();
+    }
+
+    private void loop() {
+        try {
+            if (training == null) {
+                training = session.train(spec, new Trainer.Listener() {
+                    @Override public void onStep(StepMetrics m) {
+                        if (history.isEmpty() && placed.isNew()) RunDirs.pointLatestAt(placed.runDir());
+                        history.add(m);
+                        if (observer != null) observer.onStep(m);
+                    }
+
+                    @Override public void onMessage(String line) {
+                        message(line);
+                    }
+                });
+            }
+            if (!stopRequested) training.run(Long.MAX_VALUE);
+            if (!history.isEmpty()) {
+                try {
+                    LossChart.save(history(), runDir());
+                } catch (UncheckedIOException e) {
+                    message(e.getMessage());
+                }
+            }
+            if (training.finished()) {
+                state = State.FINISHED;
+                training.close();
+            } else {
+                state = State.STOPPED;
+            }
+        } catch (Throwable e) {
+            failure = e;
+            state = State.FAILED;
+            if (training != null) training.close();
+            else RunDirs.removeIfUnused(placed);   // a run that never reached step 0 leaves no empty folder behind
+        }
+    }
+
+    private void message(String line) {
+        allMessages.add(line);
+        messages.add(line);
+        if (observer != null) observer.onMessage(line);
+    }
+
+    /** Asks the run to stop after the current micro-step ({@link #resume()} continues it). */
+    public Run stop() {
+        stopRequested = true;
+        Training t = training;
+        if (t != null) t.requestStop();
+        return this;
+    }
+
+    /** Continues a stopped run. */
+    public Run resume() {
+        switch (state) {
+            case RUNNING, PREPARING -> throw new IllegalStateException("[train] the run is still running (" + progressLine() + ")");
+            case FINISHED -> throw new IllegalStateException("[train] the run is finished (" + history.size() + " steps); start a new one with %%train");
+            case FAILED -> throw new IllegalStateException("[train] the run failed: " + failure.getMessage() + "; fix it and start a new one");
+            case STOPPED -> launch();
+        }
+        return this;
+    }
+
+    /** Waits until the run is finished, stopped or failed; rethrows a failure. */
+    public Run await() {
+        Thread t = thread;
+        try {
+            if (t != null) t.join();
+        } catch (InterruptedException e) {
+            stop();
+            Thread.currentThread().interrupt();
+        }
+        rethrowFailure();
+        return this;
+    }
+
+    /** Throws the run's failure, if any, as it was. */
+    public void rethrowFailure() {
+        if (failure == null) return;
+        if (failure instanceof RuntimeException r) throw r;
+        if (failure instanceof Error err) throw err;
+        throw new IllegalStateException("[train] " + failure, failure);
+    }
+
+    /** Ends the run's training (a finished run keeps its checkpoints; its worker, if of its own, exits). */
+    public void close() {
+        Training t = training;
+        if (t != null) t.close();
+    }
+
+    public boolean running() {
+        return state == State.RUNNING || state == State.PREPARING;
+    }
+
+    public State state() { return state; }
+
+    public Throwable failure() { return failure; }
+
+    public RunSpec spec() { return spec; }
+
+    public TrainOptions options() { return options; }
+
+    public Long compileBudget() { return spec.compileBudget(); }
+
+    public Path runDir() { return options.runDir(); }
+
+    /** True when the rule of {@link RunDirs} created the run folder for this run. */
+    public boolean newRunDir() { return placed.isNew(); }
+
+    /** The session the run trains in. */
+    public Session session() { return session; }
+
+    /** The metrics of every step so far (restarts included). */
+    public List<StepMetrics> history() { return List.copyOf(history); }
+
+    /** The loss of every step so far. */
+    public double[] losses() {
+        return history.stream().mapToDouble(StepMetrics::loss).toArray();
+    }
+
+    /** Backend replacements so far (compile budget reached, worker died). */
+    public int restarts() {
+        Training t = training;
+        return t == null ? 0 : t.restarts();
+    }
+
+    /** One-line messages so far (restarts, skipped updates). */
+    public List<String> messages() { return List.copyOf(allMessages); }
+
+    /** Prints the messages not printed yet. */
+    public void drainMessages(PrintStream out) {
+        for (String m; (m = messages.poll()) != null; ) out.println(m);
+    }
+
+    /** The underlying training (null until it has started). */
+    public Training training() { return training; }
+
+    /** Prints progress lines to {@code out} (at every 10% and for each message) until the run stops; returns this. */
+    public Run follow(PrintStream out) {
+        long every = Math.max(1, options.steps() / 10), shown = 0;
+        while (true) {
+            boolean alive = running();
+            drainMessages(out);
+            int n = history.size();
+            if (n > shown && (n / every > shown / every || !alive)) {
+                out.println(progressLine());
+                shown = n;
+            }
+            if (!alive) break;
+            sleep(50);
+        }
+        return await();
+    }
+
+    static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** {@code step 12/60  loss 4.2310  lr 2.40e-03  1054 tok/s  58.2 ms/step · restarts 1 · running} */
+    public String progressLine() {
+        if (history.isEmpty()) return "step 0/" + options.steps() + " · " + state.name().toLowerCase(Locale.ROOT) + (failure != null ? ": " + failure.getMessage() : "");
+        StepMetrics m = history.getLast();
+        int r = restarts();
+        return String.format(Locale.ROOT, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  %.1f ms/step%s · %s", history.size(), options.steps(),
+                m.loss(), m.lr(), m.tokensPerSecond(), m.msPerStep(), r > 0 ? " · restarts " + r : "", state.name().toLowerCase(Locale.ROOT));
+    }
+
+    /** State, progress and where the run writes. */
+    public String status() {
+        return progressLine() + "\nrun dir " + runDir() + (compileBudget() != null ? " · compile budget " + compileBudget() : "");
+    }
+
+    /** Text from the run's current model (llama2.c-style sampling on the CPU). */
+    public String generate(String prompt, int maxTokens, float temperature, float topP, long seed) {
+        Training t = training;
+        if (t == null) throw new IllegalStateException("[generate] the run has not started a model yet");
+        if (running()) throw new IllegalStateException("[generate] training is still running; %train stop (or wait) first");
+        if (t.tokenizer() == null) throw new IllegalStateException("[generate] the run's data came without tokenizer.bin next to it; nothing to decode with");
+        return new Generator(t.parameters(), t.tokenizer()).generate(prompt, maxTokens, temperature, topP, seed);
+    }
+
+    @Override
+    public String toString() {
+        return "training run " + runDir() + ": " + progressLine();
+    }
+}
