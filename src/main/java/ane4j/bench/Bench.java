@@ -33,7 +33,7 @@ public final class Bench {
         BenchResult r = switch (name) {
             case "peak" -> peak(options);
             case "int8" -> int8(options);
-            case "step" -> StepBench.run(options, backend(options));
+            case "step" -> StepBench.run(options, StepBench.backend(backend(options), options));
             case "compile" -> compile(options);
             case "sgemm" -> SgemmBench.run(options);
             default -> throw new IllegalArgumentException("[bench] unknown benchmark '" + name + "'; use one of " + String.join(", ", NAMES));

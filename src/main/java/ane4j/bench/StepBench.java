@@ -2,6 +2,7 @@ package ane4j.bench;
 
 import ane4j.model.Json;
 import ane4j.backend.Backend;
+import ane4j.backend.Backends;
 import ane4j.backend.ref.RefBackend;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;
@@ -12,6 +13,7 @@ import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Rng;
 import ane4j.session.RunSpec;
+import ane4j.train.TrainOptions;
 import ane4j.train.AdamW;
 import ane4j.train.LossScaler;
 import ane4j.train.TrainingStep;
@@ -45,9 +47,24 @@ public final class StepBench {
     static final Map<String, Double> SPEEDUP_TARGET = Map.of("stories15m", 2.0, "stories110m", 3.0);
     static final double MEMORY_TARGET = 1.5;
 
+    /** The backend a training run with this storage gets ({@link RunSpec#newBackend}): the reference backend keeps fp32 when --storage fp32. */
+    static Backend backend(Backend chosen, BenchOptions o) {
+        String storage = RunSpec.KEYS.key("storage").check(o.get("storage", "fp16"), "bench");
+        if (!chosen.name().equals("ref")) return chosen;
+        return Backends.create(new Backends.Settings("ref", storage.equals("fp32"), null)).backend();
+    }
+
     public static BenchResult run(BenchOptions o, Backend backend) {
-        o.check("step", Set.of("model", "steps", "warmup", "weights", "storage", "python", "torch-script", "torch-threads", "seed"));
-        ModelConfig cfg = ModelConfig.parse(o.get("model", o.quick() ? "tiny" : "stories110m"));
+        Set<String> keys = new java.util.HashSet<>(Set.of("model", "steps", "warmup", "weights", "storage", "python", "torch-script", "torch-threads", "seed"));
+        for (String k : TrainOptions.MODEL_KEYS) keys.add(RunSpec.KEYS.key(k).flag().substring(2));
+        o.check("step", keys);
+        // model settings over the preset, as ane4j train and %%train read them (--dim 128 derives hiddenDim and headDim)
+        Map<String, Integer> settings = new LinkedHashMap<>();
+        for (String k : o.values().keySet()) {
+            String c = RunSpec.KEYS.canonical(k);
+            if (c != null && TrainOptions.MODEL_KEYS.contains(c)) settings.put(c, Integer.parseInt(RunSpec.KEYS.key(c).check(o.get(k, ""), "bench")));
+        }
+        ModelConfig cfg = ModelConfig.override(ModelConfig.parse(o.get("model", o.quick() ? "tiny" : "stories110m")), settings);
         int steps = o.getInt("steps", o.quick() ? 2 : 10), warmup = o.getInt("warmup", o.quick() ? 1 : 2);
         if (steps < 1 || warmup < 0) throw new IllegalArgumentException("[bench] --steps must be ≥ 1 and --warmup ≥ 0");
         // weights and storage are run keys: the run layer's table checks them as ane4j train and %%train do
