@@ -10,6 +10,7 @@ import javax.imageio.ImageIO;
 import ane4j.backend.TensorBuffer;
 import ane4j.mil.DType;
 import ane4j.mil.TensorType;
+import ane4j.session.Session;
 import org.dflib.jjava.jupyter.kernel.display.DisplayData;
 import org.dflib.jjava.jupyter.kernel.display.Renderer;
 import org.dflib.jjava.jupyter.kernel.display.mime.MIMEType;
