@@ -89,16 +89,7 @@ final class RunRecord {
      * loss scale and {@code resume} true only when this start resumed from a checkpoint.
      */
     static Map<String, String> options(TrainOptions o, boolean resumed) {
-        Map<String, String> m = new LinkedHashMap<>();
-        for (java.lang.reflect.RecordComponent c : TrainOptions.class.getRecordComponents()) {
-            Object v;
-            try {
-                v = c.getAccessor().invoke(o);
-            } catch (ReflectiveOperationException e) {
-                throw new IllegalStateException("[run] cannot read TrainOptions." + c.getName(), e);
-            }
-            m.put(c.getName(), v == null ? "" : v.toString());
-        }
+        Map<String, String> m = new LinkedHashMap<>(o.toMap());   // every key of the table, canonical
         m.put("lossScale", Float.toString(effectiveLossScale(o.lossScale())));
         m.put("resume", Boolean.toString(resumed));
         return m;
