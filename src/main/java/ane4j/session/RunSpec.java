@@ -86,7 +86,7 @@ public record RunSpec(TrainOptions train, Long compileBudget, boolean inProcess,
         if (!(options instanceof Map<?, ?> recorded))
             throw new IllegalArgumentException("[run] " + runJson + " has no \"options\" object; give the run.json of a run folder");
         Map<String, String> m = new LinkedHashMap<>();
-        recorded.forEach((k, v) -> m.put(String.valueOf(k), v == ane4j.model.Json.NULL ? "" : String.valueOf(v)));
+        recorded.forEach((k, v) -> m.put(String.valueOf(k), v == null ? "" : String.valueOf(v)));
         for (String k : List.of("runDir", "resume", "restartFromScratch", "override")) m.remove(k);
         for (var e : given.entrySet()) {
             String k = KEYS.canonical(e.getKey());
@@ -129,6 +129,11 @@ public record RunSpec(TrainOptions train, Long compileBudget, boolean inProcess,
     /** A new backend in this JVM for the run (no system property is read for the budget or written). */
     public Backend newBackend() {
         return Backends.create(backendSettings()).backend();
+    }
+
+    /** The backend a run of these training options gets, with the backend's default compile budget (ane4j eval). */
+    public static Backend newBackend(TrainOptions o) {
+        return new RunSpec(o, null, true, null).newBackend();
     }
 
     /** The supervised worker's options for the run: backend, reference storage, compile budget, heap. */
