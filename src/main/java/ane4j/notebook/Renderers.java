@@ -244,7 +244,8 @@ public final class Renderers {
 
     /** {@code step 12/60  loss 4.231  lr 2.4e-03  …}: the step 1-based, as in the tables and the progress line. */
     static String stepText(StepMetrics m) {
-        return "step " + (m.step() + 1) + "/" + m.steps() + "  loss " + Format.num(m.loss()) + "  lr " + Format.sci(m.lr())
+        return "step " + (m.step() + 1) + "/" + m.steps() + "  loss " + Format.num(m.loss())
+                + (m.validated() ? "  val loss " + Format.num(m.valLoss()) : "") + "  lr " + Format.sci(m.lr())
                 + "  grad norm " + Format.num(m.gradNorm()) + "  loss scale " + Format.num(m.lossScale())
                 + "  " + Math.round(m.tokensPerSecond()) + " tok/s  " + Format.num(m.msPerStep()) + " ms/step"
                 + (m.skipped() ? "  (update skipped)" : m.updated() ? "" : "  (accumulating)");
