@@ -89,6 +89,13 @@ public final class Renderers {
                     ctx.renderIfRequested(MIMEType.TEXT_HTML, () -> keyValueHtml("session", statusRows(s)));
                     ctx.renderIfRequested(MIMEType.TEXT_PLAIN, () -> statusText(s));
                 });
+        renderer.createRegistration(TrainingSummary.class)
+                .preferring(MIMEType.TEXT_HTML)
+                .supporting(MIMEType.TEXT_PLAIN)
+                .register((t, ctx) -> {
+                    ctx.renderIfRequested(MIMEType.TEXT_HTML, t::html);
+                    ctx.renderIfRequested(MIMEType.TEXT_PLAIN, t::toString);
+                });
         renderer.createRegistration(StepMetrics.class)
                 .preferring(MIMEType.TEXT_PLAIN)
                 .register((m, ctx) -> ctx.renderIfRequested(MIMEType.TEXT_PLAIN, () -> stepText(m)));
