@@ -1,0 +1,46 @@
+package ane4j.worker;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import ane4j.backend.ref.RefBackend;
+import ane4j.train.Checkpoint;
+import ane4j.train.TrainOptions;
+import ane4j.train.Trainer;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A LoRA run in the worker, restarted for the compile budget, ends bit-identical to the same run in this JVM. */
+class LoraSupervisedTest {
+    @TempDir Path dir;
+
+    @Test
+    void compileBudgetRestartsOfALoraRunEndBitIdentical() throws Exception {
+        // static weights: 10 compiles to start, 8 per update; a budget of 82 allows 10 steps per worker
+        Map<String, String> refOpts = new java.util.HashMap<>(WorkerTestSupport.trainOptions(dir, dir.resolve("ref"), 20, "static", 0));
+        refOpts.put("lora", "2");
+        refOpts.put("loraTargets", "q,v,o,w2");
+        float[] adapters, m, losses;
+        try (Trainer t = new Trainer(TrainOptions.of(refOpts), new RefBackend(RefBackend.Options.ANE_LIKE), null)) {
+            losses = SupervisedTrainingTest.losses(t.run(null, 0));
+            adapters = t.adapters().data().clone();
+            m = t.firstMoments().clone();
+        }
+        var log = new WorkerTestSupport.Log();
+        Path runDir = dir.resolve("supervised");
+        Map<String, String> opts = new java.util.HashMap<>(refOpts);
+        opts.put("runDir", runDir.toString());
+        try (Supervisor s = new Supervisor(WorkerTestSupport.options(log).withCompileBudget(82))) {
+            List<Trainer.StepMetrics> h = s.train(TrainOptions.of(opts), null);
+            assertEquals(1, s.status().restarts(), log.lines.toString());
+            Checkpoint.Contents c = Checkpoint.loadNewest(runDir.resolve("checkpoints"), w -> { throw new AssertionError(w); });
+            assertEquals(20, c.state().step());
+            assertArrayEquals(adapters, c.lora(), "adapters");
+            assertArrayEquals(m, c.m(), "the adapters' AdamW first moments");
+            assertArrayEquals(losses, SupervisedTrainingTest.losses(h), "loss curve");
+        }
+    }
+}
