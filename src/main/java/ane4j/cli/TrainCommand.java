@@ -189,37 +189,6 @@ final class TrainCommand {
                 c.name(), nParams, c.dim(), c.nLayers(), c.nHeads(), c.seqLen(), o.weights(), o.storage(), o.lossScaling());
     }
 
-    /** The option reader of {@code export} and {@code generate} until they are picocli commands too (train reads its flags with picocli). */
-    static Map<String, String> parse(String[] args) {
-        Map<String, String> m = new LinkedHashMap<>();
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            if (!a.startsWith("--")) throw new CliException("unexpected argument '" + a + "'\n  usage: ane4j " + USAGE);
-            String key = camel(a.substring(2));
-            int eq = key.indexOf('=');
-            if (eq > 0) m.put(key.substring(0, eq), a.substring(a.indexOf('=') + 1));
-            else if (i + 1 < args.length && !args[i + 1].startsWith("--")) m.put(key, args[++i]);
-            else if (SWITCHES.contains(key)) m.put(key, "true");
-            else throw new CliException(a + " has no value; give " + a + " VALUE (or --" + GenerateCommand.kebab(key) + "=VALUE)");
-        }
-        return m;
-    }
-
-    /** The options that stand alone; every other option takes a value. */
-    private static final java.util.Set<String> SWITCHES = java.util.Set.of("resume", "restartFromScratch", "override", "inProcess");
-
-    private static String camel(String s) {
-        StringBuilder sb = new StringBuilder();
-        boolean up = false;
-        for (char c : s.toCharArray()) {
-            if (c == '-') { up = true; continue; }
-            sb.append(up ? Character.toUpperCase(c) : c);
-            up = false;
-        }
-        return sb.toString();
-    }
-
-
     private static float mean(List<Trainer.StepMetrics> h, int from, int to) {
         double sum = 0;
         for (int i = from; i < to; i++) sum += h.get(i).loss();
