@@ -87,26 +87,26 @@ public final class Bench {
         int[][] wide = o.getPairs("wide", quick ? new int[][] {{64, 4}} : new int[][] {{512, 128}});   // the 64×64 variant (A3's fp16 twin)
         int warmup = o.getInt("warmup", quick ? 1 : 10), reps = o.getInt("reps", quick ? 3 : 50);
         double maxSeconds = o.getDouble("max-seconds", quick ? 2 : 15);
-        BenchPrograms.Io io = switch (o.get("io", "fp16")) {
-            case "fp16" -> BenchPrograms.Io.FP16;
-            case "fp32" -> BenchPrograms.Io.FP32_CAST;
+        AcceptancePrograms.Io io = switch (o.get("io", "fp16")) {
+            case "fp16" -> AcceptancePrograms.Io.FP16;
+            case "fp32" -> AcceptancePrograms.Io.FP32_CAST;
             default -> throw new IllegalArgumentException("[bench] --io " + o.get("io", "") + ": use fp16 (no cast, every chip) or fp32 (cast at both ends, as maderix's inmem_peak)");
         };
         BenchResult r = new BenchResult("peak", "Peak: chained 1×1 convs (A2), " + b.name() + " backend",
                 List.of("config", "channels", "layers", "spatial", "ms", "GFLOPS", "TOPS", "evals"));
         describe(r, b);
-        r.meta("io", io == BenchPrograms.Io.FP16 ? "fp16" : "fp32 with cast");
+        r.meta("io", io == AcceptancePrograms.Io.FP16 ? "fp16" : "fp32 with cast");
         double best = 0;
         for (int[] cfg : configs) {
             int c = cfg[0], n = cfg[1];
-            double[] t = timeProgram(b, BenchPrograms.a2PeakConvChain(c, spatial, n, io, BenchPrograms.WeightFiles.PER_WEIGHT), warmup, reps, maxSeconds);
+            double[] t = timeProgram(b, AcceptancePrograms.a2PeakConvChain(c, spatial, n, io, AcceptancePrograms.WeightFiles.PER_WEIGHT), warmup, reps, maxSeconds);
             double flops = 2.0 * c * c * spatial * n, sec = Timing.median(t);
             r.row(n + "×conv " + c + "ch sp" + spatial, c, n, String.valueOf(spatial), sec * 1e3, flops / sec / 1e9, flops / sec / 1e12, t.length);
             best = Math.max(best, flops / sec / 1e12);
         }
         for (int[] cfg : wide) {
             int c = cfg[0], n = cfg[1];
-            double[] t = timeProgram(b, BenchPrograms.a3Fp16Chain(c, 64, 64, n), Math.min(warmup, 2), reps, maxSeconds);
+            double[] t = timeProgram(b, AcceptancePrograms.a3Fp16Chain(c, 64, 64, n), Math.min(warmup, 2), reps, maxSeconds);
             double flops = 2.0 * c * c * 4096 * n, sec = Timing.median(t);
             r.row(n + "×conv " + c + "ch 64×64", c, n, "64x64", sec * 1e3, flops / sec / 1e9, flops / sec / 1e12, t.length);
             best = Math.max(best, flops / sec / 1e12);
@@ -157,22 +157,22 @@ public final class Bench {
         int[] hw = o.getPairs("spatial", new int[][] {quick ? new int[] {16, 16} : new int[] {64, 64}})[0];
         int warmup = o.getInt("warmup", quick ? 1 : 2), reps = o.getInt("reps", quick ? 3 : 10);
         double maxSeconds = o.getDouble("max-seconds", quick ? 2 : 20);
-        BenchPrograms.Int8BlobCode code = switch (o.getInt("blob-code", 4)) {
-            case 4 -> BenchPrograms.Int8BlobCode.CODE_4;
-            case 1 -> BenchPrograms.Int8BlobCode.CODE_1;
+        AcceptancePrograms.Int8BlobCode code = switch (o.getInt("blob-code", 4)) {
+            case 4 -> AcceptancePrograms.Int8BlobCode.CODE_4;
+            case 1 -> AcceptancePrograms.Int8BlobCode.CODE_1;
             default -> throw new IllegalArgumentException("[bench] --blob-code " + o.get("blob-code", "") + ": use 4 (coremltools' int8 code) or 1 (what maderix's ane_int8_bench wrote)");
         };
-        if (code == BenchPrograms.Int8BlobCode.CODE_1 && b instanceof RefBackend)
+        if (code == AcceptancePrograms.Int8BlobCode.CODE_1 && b instanceof RefBackend)
             throw new IllegalArgumentException("[bench] --blob-code 1 is for the ANE only (the reference backend refuses fp16-labelled int8 blobs); drop it or use --backend ane");
         BenchResult r = new BenchResult("int8", "INT8 W8A8 (A3) against FP16, " + b.name() + " backend",
                 List.of("config", "channels", "layers", "spatial", "fp16 ms", "fp16 TOPS", "int8 ms", "int8 TOPS", "int8/fp16 speed"));
         describe(r, b);
-        r.meta("int8BlobCode", code == BenchPrograms.Int8BlobCode.CODE_4 ? 4 : 1);
+        r.meta("int8BlobCode", code == AcceptancePrograms.Int8BlobCode.CODE_4 ? 4 : 1);
         for (int[] cfg : configs) {
             int c = cfg[0], n = cfg[1];
             double flops = 2.0 * c * c * hw[0] * hw[1] * n;
-            double f16 = Timing.median(timeProgram(b, BenchPrograms.a3Fp16Chain(c, hw[0], hw[1], n), warmup, reps, maxSeconds));
-            double i8 = Timing.median(timeProgram(b, BenchPrograms.a3Int8Chain(c, hw[0], hw[1], n, BenchPrograms.WeightFiles.PER_WEIGHT, code), warmup, reps, maxSeconds));
+            double f16 = Timing.median(timeProgram(b, AcceptancePrograms.a3Fp16Chain(c, hw[0], hw[1], n), warmup, reps, maxSeconds));
+            double i8 = Timing.median(timeProgram(b, AcceptancePrograms.a3Int8Chain(c, hw[0], hw[1], n, AcceptancePrograms.WeightFiles.PER_WEIGHT, code), warmup, reps, maxSeconds));
             r.row(n + "×conv " + c + "ch " + hw[0] + "×" + hw[1], c, n, hw[0] + "x" + hw[1], f16 * 1e3, flops / f16 / 1e12, i8 * 1e3, flops / i8 / 1e12, f16 / i8);
         }
         r.put("ratio (first config)", r.value(0, "int8/fp16 speed"));
@@ -218,7 +218,7 @@ public final class Bench {
         r.put("total compile ms", total);
         // the budget: a fresh backend of the same kind with a small budget, compiling until it refuses
         Backend limited = withBudget(b, budget);
-        Program small = BenchPrograms.a2PeakConvChain(64, 64, 1);
+        Program small = AcceptancePrograms.a2PeakConvChain(64, 64, 1);
         int done = 0;
         String refusal = "none";
         long tb = System.nanoTime();

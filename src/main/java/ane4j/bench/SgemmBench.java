@@ -157,7 +157,7 @@ public final class SgemmBench {
             int ic = d[0], seq = d[1], oc = d[2];
             int pairs = 30, rounds = 3;
             double[][] tk = new double[rounds][pairs], tg = new double[rounds][pairs], ratio = new double[rounds][pairs];
-            try (Arena arena = Arena.ofShared(); ane4j.backend.Kernel k = ref.compile(BenchPrograms.a4DynamicMatmul(ic, seq, oc))) {
+            try (Arena arena = Arena.ofShared(); ane4j.backend.Kernel k = ref.compile(AcceptancePrograms.a4DynamicMatmul(ic, seq, oc))) {
                 java.util.Map<String, ane4j.backend.TensorBuffer> in = Bench.inputs(k), out = Bench.outputs(k);
                 MemorySegment a = random(arena, ic * oc, 1), b = random(arena, ic * seq, 2), c = arena.allocate((long) oc * seq * 4, 64);
                 // out (OC,SEQ) = Wᵀ (OC,IC) · act (IC,SEQ), W stored (IC,OC)

@@ -2,7 +2,7 @@ package ane4j.cli;
 
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
-import ane4j.bench.BenchPrograms;
+import ane4j.bench.AcceptancePrograms;
 import ane4j.mil.FunctionBuilder;
 import ane4j.mil.Mil;
 import ane4j.mil.Program;
@@ -66,7 +66,7 @@ public final class Probes {
         l.add(Probe.probe("conv-reload", conv(C, S), null, "F2", null));
         l.add(Probe.rung("dynamic-matmul", dynamicMatmul(C, S, C), 1f));
         l.add(Probe.rung("attention-mask", attention(C, HEADS, S), 1f));
-        l.add(Probe.rung("a2-conv-chain", BenchPrograms.a2PeakConvChain(C, S, 4), 1f));
+        l.add(Probe.rung("a2-conv-chain", AcceptancePrograms.a2PeakConvChain(C, S, 4), 1f));
         l.addAll(assumptionProbes());
         for (TrainingKernels.Spec k : new TrainingKernels(model).all()) l.add(Probe.rung("train/" + k.name(), k.program(), TRAIN_SCALE));
         return l;
@@ -76,13 +76,13 @@ public final class Probes {
     static List<Probe> assumptionProbes() {
         List<Probe> l = new ArrayList<>();
         // F12: fp32 I/O with cast (maderix PR #6: not on M1/M2) and all weights in one file (maderix's report: FAIL on M1)
-        l.add(Probe.probe("a2-fp32-cast", BenchPrograms.a2PeakConvChain(C, S, 4, BenchPrograms.Io.FP32_CAST, BenchPrograms.WeightFiles.PER_WEIGHT), null, "F12", "cast"));
-        l.add(Probe.probe("a2-packed-blob", BenchPrograms.a2PeakConvChain(C, S, 4, BenchPrograms.Io.FP16, BenchPrograms.WeightFiles.PACKED), null, "F12", "packed-blob"));
+        l.add(Probe.probe("a2-fp32-cast", AcceptancePrograms.a2PeakConvChain(C, S, 4, AcceptancePrograms.Io.FP32_CAST, AcceptancePrograms.WeightFiles.PER_WEIGHT), null, "F12", "cast"));
+        l.add(Probe.probe("a2-packed-blob", AcceptancePrograms.a2PeakConvChain(C, S, 4, AcceptancePrograms.Io.FP16, AcceptancePrograms.WeightFiles.PACKED), null, "F12", "packed-blob"));
         // F12: the int8 blob's mil_dtype, coremltools' 4 and maderix's 1, on the same MIL (the reference runs code 4)
-        Program int8 = BenchPrograms.a3Int8Chain(64, 8, 8, 2);
+        Program int8 = AcceptancePrograms.a3Int8Chain(64, 8, 8, 2);
         l.add(Probe.probe("int8-blob-code4", int8, null, "F12", null));
         l.add(new Probe("int8-blob-code1", Kind.PROBE,
-                BenchPrograms.a3Int8Chain(64, 8, 8, 2, BenchPrograms.WeightFiles.PER_WEIGHT, BenchPrograms.Int8BlobCode.CODE_1),
+                AcceptancePrograms.a3Int8Chain(64, 8, 8, 2, AcceptancePrograms.WeightFiles.PER_WEIGHT, AcceptancePrograms.Int8BlobCode.CODE_1),
                 int8, null, 1f, "F12", null));
         // F8: matmul contraction 32 and 16 (maderix #47, M1: not a multiple of 32 silently gives zeros)
         l.add(Probe.probe("matmul-k32", dynamicMatmul(32, S, 64), null, "F8", null));
@@ -113,17 +113,8 @@ public final class Probes {
         }).build();
     }
 
-    /** x [1,ic,1,s+oc] = (act [ic,s] | W [ic,oc]); y [1,oc,1,s] = Wᵀ·act (contraction ic). */
-    public static Program dynamicMatmul(int ic, int s, int oc) {
-        return Mil.program().function("main", f -> {
-            var x = f.input("x", Mil.fp16(1, ic, 1, s + oc));
-            var act = f.sliceBySize(x, new int[] {0, 0, 0, 0}, new int[] {1, ic, 1, s});    // [1,IC,1,S]
-            var w = f.sliceBySize(x, new int[] {0, 0, 0, s}, new int[] {1, ic, 1, oc});     // [1,IC,1,OC]
-            var at = f.transpose(f.reshape(act, 1, 1, ic, s), 0, 1, 3, 2);                  // [1,1,S,IC]
-            var y = f.matmul(at, f.reshape(w, 1, 1, ic, oc));                               // [1,1,S,OC]
-            f.output(f.named("y", f.reshape(f.transpose(y, 0, 1, 3, 2), 1, oc, 1, s)));    // [1,OC,1,S]
-        }).build();
-    }
+    /** A4 of the acceptance programs: x [1,ic,1,s+oc] = (act [ic,s] | W [ic,oc]); y [1,oc,1,s] = Wᵀ·act (contraction ic). */
+    public static Program dynamicMatmul(int ic, int s, int oc) { return AcceptancePrograms.a4DynamicMatmul(ic, s, oc); }
 
     /** x [1,3·dim,1,s] = (q | k | v); y [1,dim,1,s] = softmax(q·kᵀ/√hd + causal mask)·v per head. */
     public static Program attention(int dim, int heads, int s) {

@@ -21,17 +21,17 @@ class W8A8ChainTest {
     @Test
     void refMatchesDirectComputationBitForBit() {
         float[] x0 = new float[C * P];
-        for (int i = 0; i < x0.length; i++) x0[i] = ((i * 37 % 251) - 125) * BenchPrograms.INT8_SCALE;   // k/8, |k| ≤ 125
+        for (int i = 0; i < x0.length; i++) x0[i] = ((i * 37 % 251) - 125) * AcceptancePrograms.INT8_SCALE;   // k/8, |k| ≤ 125
         float[] expected = direct(x0);
         float[] got;
-        try (Kernel k = new RefBackend(RefBackend.Options.ANE_LIKE).compile(BenchPrograms.a3Int8Chain(C, H, W, N))) {
+        try (Kernel k = new RefBackend(RefBackend.Options.ANE_LIKE).compile(AcceptancePrograms.a3Int8Chain(C, H, W, N))) {
             TensorBuffer x = k.allocateInput("x");
             x.copyFrom(x0);
             got = k.evaluate(Map.of("x", x)).values().iterator().next().toFloatArray();
         }
         TensorCheck.checkTensor("W8A8 chain against the direct computation", expected, got, 0, 0);
         // the fp16 twin without quantization must differ: the chain really quantizes
-        try (Kernel k = new RefBackend(RefBackend.Options.ANE_LIKE).compile(BenchPrograms.a3Fp16Chain(C, H, W, N))) {
+        try (Kernel k = new RefBackend(RefBackend.Options.ANE_LIKE).compile(AcceptancePrograms.a3Fp16Chain(C, H, W, N))) {
             TensorBuffer x = k.allocateInput("x");
             x.copyFrom(x0);
             float[] twin = k.evaluate(Map.of("x", x)).values().iterator().next().toFloatArray();
@@ -43,7 +43,7 @@ class W8A8ChainTest {
 
     @Test
     void maderixInt8BlobCodeIsForTheAneOnly() {
-        var p = BenchPrograms.a3Int8Chain(C, H, W, N, BenchPrograms.WeightFiles.PER_WEIGHT, BenchPrograms.Int8BlobCode.CODE_1);
+        var p = AcceptancePrograms.a3Int8Chain(C, H, W, N, AcceptancePrograms.WeightFiles.PER_WEIGHT, AcceptancePrograms.Int8BlobCode.CODE_1);
         var e = assertThrows(RuntimeException.class, () -> new RefBackend(RefBackend.Options.ANE_LIKE).compile(p).close());
         assertTrue(e.getMessage().startsWith("["), e.getMessage());
         assertFalse(e.getMessage().contains("\n"), e.getMessage());
@@ -58,11 +58,11 @@ class W8A8ChainTest {
         assertEquals(-128, quantize(-100f));
         // the test data above exercises both paths inside the chain
         float[] x0 = new float[C * P];
-        for (int i = 0; i < x0.length; i++) x0[i] = ((i * 37 % 251) - 125) * BenchPrograms.INT8_SCALE;
+        for (int i = 0; i < x0.length; i++) x0[i] = ((i * 37 % 251) - 125) * AcceptancePrograms.INT8_SCALE;
         int[] counts = new int[2];
         float[] y = conv(x0, 0);
         for (float v : y) {
-            float r = v / BenchPrograms.INT8_SCALE;
+            float r = v / AcceptancePrograms.INT8_SCALE;
             if (r - Math.floor(r) == 0.5) counts[0]++;
             if (r > 127.5f || r < -128.5f) counts[1]++;
         }
@@ -75,7 +75,7 @@ class W8A8ChainTest {
         float[] x = x0.clone();
         for (int l = 0; l < N; l++) {
             float[] y = conv(x, l);
-            if (l < N - 1) for (int i = 0; i < y.length; i++) y[i] = fp16(quantize(y[i]) * BenchPrograms.INT8_SCALE);
+            if (l < N - 1) for (int i = 0; i < y.length; i++) y[i] = fp16(quantize(y[i]) * AcceptancePrograms.INT8_SCALE);
             x = y;
         }
         return x;
@@ -83,12 +83,12 @@ class W8A8ChainTest {
 
     /** y[o,p] = fp16(Σ_c (q[o,c]·2^-3)·x[c,p]). */
     static float[] conv(float[] x, int layer) {
-        byte[] q = BenchPrograms.int8Weights(C, layer);
+        byte[] q = AcceptancePrograms.int8Weights(C, layer);
         float[] y = new float[C * P];
         for (int o = 0; o < C; o++)
             for (int p = 0; p < P; p++) {
                 double s = 0;
-                for (int c = 0; c < C; c++) s += q[o * C + c] * (double) BenchPrograms.INT8_SCALE * x[c * P + p];
+                for (int c = 0; c < C; c++) s += q[o * C + c] * (double) AcceptancePrograms.INT8_SCALE * x[c * P + p];
                 y[o * P + p] = fp16((float) s);
             }
         return y;
@@ -96,7 +96,7 @@ class W8A8ChainTest {
 
     /** coremltools quantize to int8: clip(round_half_even(v / scale), −128, 127). */
     static int quantize(float v) {
-        double r = Math.rint(v / BenchPrograms.INT8_SCALE);
+        double r = Math.rint(v / AcceptancePrograms.INT8_SCALE);
         return (int) Math.max(-128, Math.min(127, r));
     }
 

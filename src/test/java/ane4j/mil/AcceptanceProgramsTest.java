@@ -1,9 +1,11 @@
 package ane4j.mil;
 
-import static ane4j.mil.AcceptancePrograms.*;
+import static ane4j.bench.AcceptancePrograms.*;
+import static ane4j.mil.AcceptanceCases.goldenCases;
+import static ane4j.mil.AcceptanceCases.tinyCases;
 import static org.junit.jupiter.api.Assertions.*;
 
-import ane4j.bench.BenchPrograms;
+import ane4j.bench.AcceptancePrograms;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -29,7 +31,7 @@ class AcceptanceProgramsTest {
 
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("golden")
-    void writtenParsedAndGolden(Case c, Dialect d) throws IOException {
+    void writtenParsedAndGolden(AcceptanceCases.Case c, Dialect d) throws IOException {
         String text = MilWriter.write(c.program(), d);
         Program parsed = MilParser.parse(text);
         assertEquals(c.program(), parsed, "parse(write(p)) must equal p");
@@ -51,11 +53,11 @@ class AcceptanceProgramsTest {
         assertTrue(e.getMessage().contains("quantize (ios17)"), e.getMessage());
     }
 
-    static Stream<Case> tiny() { return tinyCases().stream(); }
+    static Stream<AcceptanceCases.Case> tiny() { return tinyCases().stream(); }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("tiny")
-    void tinyProgramsRoundTripWithTheirWeights(Case c, @TempDir Path dir) throws IOException {
+    void tinyProgramsRoundTripWithTheirWeights(AcceptanceCases.Case c, @TempDir Path dir) throws IOException {
         c.program().weights().writeTo(dir);
         for (Dialect d : Dialect.values()) {
             if (c.program().requiredOpset().compareTo(d.opset()) > 0) continue;
@@ -82,7 +84,7 @@ class AcceptanceProgramsTest {
     @Test
     void a2PeakChainAtRealSizeHasOneFileAtOffset64PerWeight() {
         int c = 512, n = 128;
-        for (Program p : List.of(a2PeakConvChain(c, 64, n), BenchPrograms.a2PeakConvChain(c, 64, n))) {
+        for (Program p : List.of(a2PeakConvChain(c, 64, n, Io.FP32_CAST, WeightFiles.PER_WEIGHT), a2PeakConvChain(c, 64, n))) {
             var files = p.weights().files();
             assertEquals(n, files.size());
             for (int i = 0; i < n; i++) {
@@ -94,7 +96,7 @@ class AcceptanceProgramsTest {
             for (Literal l : MilParser.blobLiterals(p)) assertEquals(64L, l.blobRef().offset());
         }
         // the acceptance form casts at both ends; the bench's default form has fp16 I/O and no cast (M1/M2: no cast)
-        Program fp32 = a2PeakConvChain(c, 64, n), fp16 = BenchPrograms.a2PeakConvChain(c, 64, n);
+        Program fp32 = a2PeakConvChain(c, 64, n, Io.FP32_CAST, WeightFiles.PER_WEIGHT), fp16 = a2PeakConvChain(c, 64, n);
         assertEquals(Mil.fp32(1, c, 1, 64), fp32.main().inputs().get(0).type());
         assertEquals(Mil.fp32(1, c, 1, 64), fp32.main().outputs().get(0).type());
         assertEquals(2, fp32.main().operations().stream().filter(o -> o.op() == Op.CAST).count());
@@ -106,7 +108,7 @@ class AcceptanceProgramsTest {
     @Test
     void a2PackedFormKeepsMaderixOffsets() {
         int c = 512, n = 128;
-        Program p = BenchPrograms.a2PeakConvChain(c, 64, n, BenchPrograms.Io.FP32_CAST, BenchPrograms.WeightFiles.PACKED);
+        Program p = AcceptancePrograms.a2PeakConvChain(c, 64, n, AcceptancePrograms.Io.FP32_CAST, AcceptancePrograms.WeightFiles.PACKED);
         var blobs = p.weights().files().get("@model_path/weights/weight.bin").blobs();
         assertEquals(n, blobs.size());
         for (int i = 0; i < n; i++) assertEquals(64L + i * (64L + (long) c * c * 2), blobs.get(i).metadataOffset(), "W" + i);
@@ -133,7 +135,7 @@ class AcceptanceProgramsTest {
     @Test
     void int8BlobCodes() {
         Program four = a3Int8Chain(64, 4, 4, 2);
-        Program one = BenchPrograms.a3Int8Chain(64, 4, 4, 2, BenchPrograms.WeightFiles.PER_WEIGHT, BenchPrograms.Int8BlobCode.CODE_1);
+        Program one = AcceptancePrograms.a3Int8Chain(64, 4, 4, 2, AcceptancePrograms.WeightFiles.PER_WEIGHT, AcceptancePrograms.Int8BlobCode.CODE_1);
         assertEquals(MilWriter.write(four, Dialect.IOS18), MilWriter.write(one, Dialect.IOS18), "the MIL text is the same");
         byte[] f4 = four.weights().encoded().get("@model_path/weights/W0.bin"), f1 = one.weights().encoded().get("@model_path/weights/W0.bin");
         assertEquals(4, java.nio.ByteBuffer.wrap(f4).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(68), "coremltools' Int8 code");

@@ -1,5 +1,6 @@
 package ane4j.mil;
 
+import ane4j.bench.AcceptancePrograms;
 import static org.junit.jupiter.api.Assertions.*;
 
 import java.time.Duration;
@@ -31,7 +32,7 @@ class MilParserFuzzTest {
 
     static List<String> bases() {
         List<String> b = new ArrayList<>();
-        for (var c : AcceptancePrograms.tinyCases())
+        for (var c : AcceptanceCases.tinyCases())
             for (Dialect d : Dialect.values())
                 if (c.program().requiredOpset().compareTo(d.opset()) <= 0) b.add(MilWriter.write(c.program(), d));
         b.add(MilParserTest.HAND_WRITTEN);

@@ -6,7 +6,8 @@ import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
 import ane4j.backend.ref.RefBackend;
 import ane4j.cli.Probes;
-import ane4j.mil.AcceptancePrograms;
+import ane4j.bench.AcceptancePrograms;
+import ane4j.mil.AcceptanceCases;
 import ane4j.mil.Program;
 import ane4j.model.ModelConfig;
 import ane4j.train.TrainingKernels;
@@ -84,7 +85,7 @@ class AneBackendAneTest {
     }
 
     static Stream<Arguments> acceptancePrograms() {
-        return AcceptancePrograms.goldenCases().stream().map(c -> Arguments.of(c.name(), c.program()));
+        return AcceptanceCases.goldenCases().stream().map(c -> Arguments.of(c.name(), c.program()));
     }
 
     @ParameterizedTest(name = "{0}")

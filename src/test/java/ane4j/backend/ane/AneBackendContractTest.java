@@ -7,7 +7,8 @@ import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
 import ane4j.backend.ane.ffm.FakeObjc;
 import ane4j.backend.ref.RefBackend;
-import ane4j.mil.AcceptancePrograms;
+import ane4j.bench.AcceptancePrograms;
+import ane4j.mil.AcceptanceCases;
 import ane4j.mil.DType;
 import ane4j.mil.Mil;
 import ane4j.mil.MilWriter;
@@ -75,7 +76,7 @@ class AneBackendContractTest extends FakeRuntimeFixture {
 
     @Test
     void everyTinyAcceptanceProgramRoundTripsThroughTheAnePath() {
-        for (AcceptancePrograms.Case c : AcceptancePrograms.tinyCases()) assertSameAsRef(c.name(), c.program());
+        for (AcceptanceCases.Case c : AcceptanceCases.tinyCases()) assertSameAsRef(c.name(), c.program());
     }
 
     @Test

@@ -3,7 +3,7 @@ package ane4j.backend.ref;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
 import ane4j.golden.TensorCheck;
-import ane4j.mil.AcceptancePrograms;
+import ane4j.bench.AcceptancePrograms;
 import ane4j.mil.Program;
 import org.junit.jupiter.api.Test;
 
@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
-import static ane4j.mil.AcceptancePrograms.TINY;
+import static ane4j.bench.AcceptancePrograms.TINY;
 import static org.junit.jupiter.api.Assertions.*;
 
 /** The acceptance programs A1–A10 (ane-facts.md §9) on the reference backend. */
@@ -40,7 +40,7 @@ class RefAcceptanceTest {
 
     @Test
     void everyProgramRunsAndItsFp16OutputsStayWithinFp16RoundingOfTheFp32Run() {
-        List<Program> all = List.of(AcceptancePrograms.a1Conv(16, 8), AcceptancePrograms.a2PeakConvChain(16, 8, 4),
+        List<Program> all = List.of(AcceptancePrograms.a1Conv(16, 8), AcceptancePrograms.a2PeakConvChain(16, 8, 4, AcceptancePrograms.Io.FP32_CAST, AcceptancePrograms.WeightFiles.PER_WEIGHT),
                 AcceptancePrograms.a3Int8Chain(16, 4, 4, 3), AcceptancePrograms.a3Fp16Chain(16, 4, 4, 3),
                 AcceptancePrograms.a4DynamicMatmul(16, 8, 24), AcceptancePrograms.a5TwoTermBackward(16, 8, 12),
                 AcceptancePrograms.a6SdpaForward(TINY), AcceptancePrograms.a7FfnFused(TINY),

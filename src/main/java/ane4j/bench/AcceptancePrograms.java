@@ -1,18 +1,40 @@
-package ane4j.mil;
+package ane4j.bench;
 
 import static ane4j.mil.Mil.fp16;
 import static ane4j.mil.Mil.fp32;
 
-import ane4j.bench.BenchPrograms;
+import ane4j.mil.Arg;
+import ane4j.mil.DType;
+import ane4j.mil.Fp16;
+import ane4j.mil.FunctionBuilder;
+import ane4j.mil.Literal;
+import ane4j.mil.Mil;
+import ane4j.mil.MilBlob;
+import ane4j.mil.Op;
+import ane4j.mil.Program;
+import ane4j.mil.ProgramBuilder;
+import ane4j.mil.Value;
+import ane4j.mil.Weights;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
- * The acceptance programs A1–A10 of ane-facts.md §9, built with the fluent API. Every factory takes the sizes, so the
- * same graph is available at Stories110M, Qwen3-0.6B and small test sizes. Weights are deterministic: identity or
- * uniform ±1/sqrt(fan-in) from a fixed seed; RoPE tables and the causal mask are the real ones (ane-facts.md §4.4).
+ * The acceptance programs A1–A10 of ane-facts.md §9, built with the fluent API: the one library that {@code ane4j bench}
+ * (A2 peak, A3 INT8 W8A8 and its fp16 twin, A4 in {@code bench sgemm}), {@code ane4j doctor}'s probe ladder and the golden
+ * MIL tests ({@code src/test/resources/golden/mil}) use, so a golden text pins exactly what a benchmark runs. Every
+ * factory takes the sizes, so the same graph is available at Stories110M, Qwen3-0.6B and small test sizes. Weights are
+ * deterministic from fixed seeds (identity, or uniform ±1/sqrt(fan-in); A2/A3 scaled so that activations stay finite on
+ * the reference backend, the ANE's timing does not depend on the values); RoPE tables and the causal mask are the real
+ * ones (ane-facts.md §4.4).
+ *
+ * <p>Weight files (audit F12): by default each weight is its own file {@code @model_path/weights/W<i>.bin} with one blob at
+ * offset 64, as every hardware-proven training kernel does (maderix {@code mil_dynamic.h}, Orion), because maderix's
+ * benchmark report ({@code benchmarks/ANE_BENCHMARK_REPORT.md}, M1/M1 Pro/M1 Max) lists "Single-blob weights FAIL" and
+ * "BLOBFILE offset refs FAIL" on M1. {@link WeightFiles#PACKED} keeps maderix's {@code inmem_peak.m}/{@code ane_int8_bench.m}
+ * form (all weights in one {@code weight.bin} at offsets 64 + i·(64 + size)), which ran on M4, for {@code doctor} to try.
  */
 public final class AcceptancePrograms {
     private AcceptancePrograms() {}
@@ -89,20 +111,6 @@ public final class AcceptancePrograms {
 
     /** A1 with the identity weight (y = x). */
     public static Program a1Conv(int c, int seq) { return a1Conv(c, seq, identity(c)); }
-
-    /**
-     * A2: n chained convs c0..c(n−1) with fp32 I/O and casts (acceptance text A2), one weight file per conv (audit F12).
-     * The one definition is {@link BenchPrograms}, which {@code ane4j bench peak} and {@code ane4j doctor} run.
-     */
-    public static Program a2PeakConvChain(int c, int seq, int n) {
-        return BenchPrograms.a2PeakConvChain(c, seq, n, BenchPrograms.Io.FP32_CAST, BenchPrograms.WeightFiles.PER_WEIGHT);
-    }
-
-    /** A3: the INT8 W8A8 chain of {@link BenchPrograms#a3Int8Chain(int, int, int, int)}. */
-    public static Program a3Int8Chain(int c, int h, int w, int n) { return BenchPrograms.a3Int8Chain(c, h, w, n); }
-
-    /** A3's fp16 twin ({@link BenchPrograms#a3Fp16Chain(int, int, int, int)}). */
-    public static Program a3Fp16Chain(int c, int h, int w, int n) { return BenchPrograms.a3Fp16Chain(c, h, w, n); }
 
     // ---------------------------------------------------------------------------------------------------------------
     // dynamic-weight kernels (weights staged in the spatial dimension)
@@ -394,62 +402,120 @@ public final class AcceptancePrograms {
     }
 
     // ---------------------------------------------------------------------------------------------------------------
+    // A2, A3: the benchmark chains
 
-    /** A named program for table-driven tests. */
-    public record Case(String name, Program program) {
-        @Override public String toString() { return name; }
+    /** The quantization scale of A3: weights, activations and dequantization all use 2^-3. */
+    public static final float INT8_SCALE = 0x1p-3f;
+
+    /** Where the weights go. */
+    public enum WeightFiles {
+        /** One file per weight, {@code W<i>.bin}, its blob at offset 64 (the default). */
+        PER_WEIGHT,
+        /** One {@code weight.bin} holding every blob (maderix's benchmarks; fails on M1 per maderix's benchmark report). */
+        PACKED
     }
 
-    /** Every acceptance program at the sizes whose golden text is committed (real model sizes where the text stays small). */
-    public static List<Case> goldenCases() {
-        List<Case> l = new ArrayList<>();
-        l.add(new Case("a1-conv", a1Conv(64, 64)));
-        l.add(new Case("a2-peak-conv-chain", a2PeakConvChain(64, 64, 8)));
-        l.add(new Case("a2-peak-conv-chain-fp16", BenchPrograms.a2PeakConvChain(64, 64, 8)));
-        l.add(new Case("a2-peak-conv-chain-packed", BenchPrograms.a2PeakConvChain(64, 64, 8, BenchPrograms.Io.FP32_CAST, BenchPrograms.WeightFiles.PACKED)));
-        l.add(new Case("a3-int8-chain", a3Int8Chain(64, 64, 64, 3)));
-        l.add(new Case("a3-fp16-chain", a3Fp16Chain(64, 64, 64, 3)));
-        l.add(new Case("a4-dynamic-matmul-stories110m-wo", a4DynamicMatmul(768, 256, 768)));
-        l.add(new Case("a4-dynamic-matmul-qwen3-wo", a4DynamicMatmul(2048, 256, 1024)));
-        l.add(new Case("a5-two-term-backward-stories110m", a5TwoTermBackward(2048, 256, 768)));
-        l.add(new Case("a5-two-term-backward-qwen3", a5TwoTermBackward(3072, 256, 1024)));
-        l.add(new Case("a6-sdpa-forward-qwen3", a6SdpaForward(QWEN3_06B)));
-        l.add(new Case("a6-sdpa-forward-stories110m", a6SdpaForward(STORIES110M)));
-        l.add(new Case("a7-ffn-fused-stories110m", a7FfnFused(STORIES110M)));
-        l.add(new Case("a7-ffn-fused-qwen3", a7FfnFused(QWEN3_06B)));
-        l.add(new Case("a8-sdpa-backward1-stories110m", a8SdpaBackward1(STORIES110M)));
-        l.add(new Case("a8-sdpa-backward1-qwen3", a8SdpaBackward1(QWEN3_06B)));
-        l.add(new Case("a8-sdpa-backward2-stories110m", a8SdpaBackward2(STORIES110M)));
-        l.add(new Case("a8-sdpa-backward2-qwen3", a8SdpaBackward2(QWEN3_06B)));
-        l.add(new Case("a9-static-attention-taps", a9StaticAttentionTaps(768, 12, 256)));
-        l.add(new Case("a10-rmsnorm-backward", a10RmsNormBackward(768, 256)));
-        l.add(new Case("a10-softmax-vocab", a10SoftmaxVocab(32000, 256)));
-        l.add(new Case("a10-classifier-backward", a10ClassifierBackward(64, 512, 32)));
-        l.add(new Case("a10-qkt", a10QkT(12, 256, 64)));
-        l.add(new Case("a10-fused-qkv", a10FusedQkv(64, 64)));
-        return l;
+    /** A2's input and output type. */
+    public enum Io {
+        /** fp16 in and out, no {@code cast}: runs on M1/M2 (maderix PR #6: "M1/M2 ANE can't do the cast op"). */
+        FP16,
+        /** fp32 in and out with a {@code cast} at each end: acceptance text A2/A1 and maderix's {@code inmem_peak.m}. */
+        FP32_CAST
     }
 
-    /** The same programs at tiny sizes (GQA included), for interpreter tests and the fuzzer. */
-    public static List<Case> tinyCases() {
-        List<Case> l = new ArrayList<>();
-        l.add(new Case("a1", a1Conv(8, 4)));
-        l.add(new Case("a2", a2PeakConvChain(8, 4, 3)));
-        l.add(new Case("a2fp16", BenchPrograms.a2PeakConvChain(8, 4, 3)));
-        l.add(new Case("a3", a3Int8Chain(8, 2, 2, 2)));
-        l.add(new Case("a3fp16", a3Fp16Chain(8, 2, 2, 2)));
-        l.add(new Case("a4", a4DynamicMatmul(8, 4, 6)));
-        l.add(new Case("a5", a5TwoTermBackward(6, 4, 8)));
-        l.add(new Case("a6", a6SdpaForward(TINY)));
-        l.add(new Case("a7", a7FfnFused(TINY)));
-        l.add(new Case("a8a", a8SdpaBackward1(TINY)));
-        l.add(new Case("a8b", a8SdpaBackward2(TINY)));
-        l.add(new Case("a9", a9StaticAttentionTaps(16, 4, 8)));
-        l.add(new Case("a10a", a10RmsNormBackward(8, 4)));
-        l.add(new Case("a10b", a10SoftmaxVocab(32, 4)));
-        l.add(new Case("a10c", a10ClassifierBackward(8, 32, 4)));
-        l.add(new Case("a10d", a10QkT(2, 4, 8)));
-        l.add(new Case("a10e", a10FusedQkv(8, 4)));
-        return l;
+    /**
+     * The {@code mil_dtype} an int8 blob's metadata carries. {@link #CODE_4} (the default) is coremltools' {@code
+     * BlobDataType::Int8} ({@code mlmodel/src/MILBlob/Blob/StorageFormat.hpp}), which coremltools writes and its reader
+     * checks against the tensor type. {@link #CODE_1} (fp16's code) is what maderix's {@code ane_int8_bench.m}
+     * ({@code buildWeightBlobInt8}: {@code chunk[4]=0x01}) wrote on int8 data, and that ran on M4 — with a wrong size
+     * field and data offset 0 as well, so the ANE compiler evidently takes type and size from the MIL text there. Which
+     * codes a given Mac accepts is what {@code ane4j doctor}'s {@code int8-blob-code4}/{@code int8-blob-code1} rungs answer.
+     */
+    public enum Int8BlobCode { CODE_4, CODE_1 }
+
+    /** Uniform in ±sqrt(3/c) (unit gain per 1×1 conv of c channels) from a seed. */
+    static float[] convWeights(long seed, int c) {
+        SplittableRandom r = new SplittableRandom(seed);
+        float[] w = new float[c * c];
+        double a = Math.sqrt(3.0 / c);
+        for (int i = 0; i < w.length; i++) w[i] = (float) ((r.nextDouble() * 2 - 1) * a);
+        return w;
+    }
+
+    /** The int8 weights of A3's layer i: [c, c] in −8..8 (times 2^-3: −1..1). */
+    public static byte[] int8Weights(int c, int layer) {
+        SplittableRandom r = new SplittableRandom(300 + layer);
+        byte[] q = new byte[c * c];
+        for (int k = 0; k < q.length; k++) q[k] = (byte) (r.nextInt(17) - 8);
+        return q;
+    }
+
+    private static ProgramBuilder program(WeightFiles files) {
+        return files == WeightFiles.PACKED ? Mil.program().packWeightsInto("weight.bin") : Mil.program();
+    }
+
+    /** A2 in the form that runs on every chip: fp16 I/O, one weight file per conv. */
+    public static Program a2PeakConvChain(int c, int s, int n) { return a2PeakConvChain(c, s, n, Io.FP16, WeightFiles.PER_WEIGHT); }
+
+    /**
+     * A2: x [1,c,1,s] (fp16, or fp32 → cast fp16) → n chained 1×1 convs with fp16 weights W0..W(n−1) → y (fp16, or cast
+     * fp32). FLOPs per evaluation: 2·c²·s·n.
+     */
+    public static Program a2PeakConvChain(int c, int s, int n, Io io, WeightFiles files) {
+        return program(files).function("main", f -> {
+            Value h = io == Io.FP16 ? f.input("x", fp16(1, c, 1, s)) : f.named("x16", f.cast(f.input("x", fp32(1, c, 1, s)), DType.FP16));
+            for (int i = 0; i < n; i++) {
+                String name = io == Io.FP16 && i == n - 1 ? "y" : "c" + i;   // fp16: the last conv is the output
+                h = f.named(name, f.conv(h, f.weight("W" + i, fp16(c, c, 1, 1), convWeights(100 + i, c))));
+            }
+            f.output(io == Io.FP16 ? h : f.named("y", f.cast(h, DType.FP32)));
+        }).build();
+    }
+
+    /** A3 with one int8 weight file per layer, mil_dtype 4. */
+    public static Program a3Int8Chain(int c, int h, int w, int n) { return a3Int8Chain(c, h, w, n, WeightFiles.PER_WEIGHT, Int8BlobCode.CODE_4); }
+
+    /**
+     * A3: x fp16 [1,c,h,w]; per layer Wi = constexpr_affine_dequantize(int8 [c,c,1,1], scale 2^-3, zero point 0, axis 0)
+     * → conv → (except the last) quantize to int8 (scale 2^-3) → dequantize (scale 2^-3). FLOPs: 2·c²·h·w·n.
+     * With {@link Int8BlobCode#CODE_1} the blobs say fp16 over int8 bytes: only the ANE reads such files (the reference
+     * backend refuses the mismatch), so compare them with the {@link Int8BlobCode#CODE_4} program.
+     */
+    public static Program a3Int8Chain(int c, int h, int w, int n, WeightFiles files, Int8BlobCode code) {
+        Program p = program(files).function("main", f -> {
+            Value cur = f.input("x", fp16(1, c, h, w));
+            for (int i = 0; i < n; i++) {
+                var wi = f.constexprAffineDequantize("W" + i, Mil.int8(c, c, 1, 1), int8Weights(c, i), Literal.fp16(INT8_SCALE), Literal.int8(0), 0, null);
+                cur = f.named("c" + i, f.conv(cur, wi));
+                if (i < n - 1) cur = f.named("dq" + i, f.dequantize(f.named("q" + i, f.quantize(cur, INT8_SCALE, DType.INT8)), INT8_SCALE));
+            }
+            f.output(cur);
+        }).build();
+        return code == Int8BlobCode.CODE_4 ? p : p.withWeights(int8AsCode1(p.weights()));
+    }
+
+    /** The same blobs with every int8 one re-labelled fp16 (mil_dtype 1), as maderix's int8 benchmark wrote them. */
+    static Weights int8AsCode1(Weights w) {
+        Map<String, Weights.File> files = new LinkedHashMap<>();
+        w.files().forEach((path, file) -> files.put(path, new Weights.File(path, file.blobs().stream()
+                .map(b -> b.dtype() == DType.INT8 ? new MilBlob.Entry(DType.FP16, b.data(), b.metadataOffset()) : b).toList())));
+        return new Weights(files);
+    }
+
+    /** A3's fp16 twin, one weight file per layer. */
+    public static Program a3Fp16Chain(int c, int h, int w, int n) { return a3Fp16Chain(c, h, w, n, WeightFiles.PER_WEIGHT); }
+
+    /** A3's fp16 twin: the same chain with fp16 weights (the int8 values times 2^-3) and no quantization. */
+    public static Program a3Fp16Chain(int c, int h, int w, int n, WeightFiles files) {
+        return program(files).function("main", f -> {
+            Value cur = f.input("x", fp16(1, c, h, w));
+            for (int i = 0; i < n; i++) {
+                byte[] q = int8Weights(c, i);
+                float[] wf = new float[q.length];
+                for (int k = 0; k < q.length; k++) wf[k] = q[k] * INT8_SCALE;
+                cur = f.named("c" + i, f.conv(cur, f.weight("W" + i, fp16(c, c, 1, 1), wf)));
+            }
+            f.output(cur);
+        }).build();
     }
 }
