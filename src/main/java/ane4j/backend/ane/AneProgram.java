@@ -1,5 +1,6 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.AneException;
 import ane4j.backend.ane.ffm.AneIOSurfaceObject;
 import ane4j.backend.ane.ffm.AneInMemoryModel;
 import ane4j.backend.ane.ffm.AneRequest;

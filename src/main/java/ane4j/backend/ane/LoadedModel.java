@@ -1,5 +1,7 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.FrameworkException;
+import ane4j.backend.AneException;
 import ane4j.backend.ane.ffm.AneInMemoryModel;
 import ane4j.backend.ane.ffm.AneInMemoryModelDescriptor;
 import ane4j.backend.ane.ffm.AutoreleasePool;

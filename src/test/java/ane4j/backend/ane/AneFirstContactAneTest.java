@@ -1,5 +1,7 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.FrameworkException;
+import ane4j.backend.AneException;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.ane.ffm.AneInMemoryModel;

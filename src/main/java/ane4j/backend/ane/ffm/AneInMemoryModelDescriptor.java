@@ -1,6 +1,6 @@
 package ane4j.backend.ane.ffm;
 
-import ane4j.backend.ane.AneException;
+import ane4j.backend.AneException;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;

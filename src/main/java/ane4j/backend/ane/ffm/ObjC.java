@@ -1,7 +1,7 @@
 package ane4j.backend.ane.ffm;
 
-import ane4j.backend.ane.AneException;
-import ane4j.backend.ane.FrameworkException;
+import ane4j.backend.AneException;
+import ane4j.backend.FrameworkException;
 
 import java.lang.foreign.AddressLayout;
 import java.lang.foreign.Arena;

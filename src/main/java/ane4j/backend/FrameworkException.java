@@ -1,4 +1,4 @@
-package ane4j.backend.ane;
+package ane4j.backend;
 
 /**
  * An Objective-C exception raised inside a framework call, caught by the {@code @try/@catch} trampoline and turned into a
