@@ -167,7 +167,7 @@ final class TrainCommand {
                 String sample = new Generator(params, tokenizer).generate("Once upon a time", Math.min(80, params.config().seqLen()), 0.8f, 0.9f, o.seed());
                 out.println("sample: " + sample.replace('\n', ' '));
             } else {
-                out.println("sample: skipped (no tokenizer.bin matching the model next to the data)");
+                out.println("sample: skipped (no tokenizer matching the model: give --tokenizer FILE, or put it next to the data)");
             }
             if (o.lora() > 0) out.println("LoRA adapter (PEFT layout): " + Trainer.adapterDir(o) + "; the sample and the export below are the fused model");
             ExportCommand.exportRun(o.runDir(), params, tokenizer, out);

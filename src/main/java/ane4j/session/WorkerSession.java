@@ -311,8 +311,8 @@ public final class WorkerSession implements Session {
         @Override
         public Tokenizer tokenizer() {
             if (options.data() == null) return EmbeddedCorpus.tokenizer();
-            Path tok = options.data().resolveSibling("tokenizer.bin");
-            return Files.exists(tok) ? Tokenizer.read(tok) : null;
+            Path tok = ane4j.model.ModelFiles.findTokenizer(options.tokenizer(), options.data(), options.init());
+            return tok != null ? Tokenizer.read(tok) : null;
         }
 
         @Override public Path runDir() { return options.runDir(); }

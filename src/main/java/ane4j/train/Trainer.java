@@ -256,8 +256,8 @@ public final class Trainer implements AutoCloseable {
         else in.add(RunJson.Input.memory("data", "embedded corpus, training stories of seed " + o.seed() + ", " + data.size() + " tokens (uint16)", tokenBytes(data)));
         if (o.valData() != null) in.add(RunJson.Input.file("valData", o.valData()));
         else if (o.data() == null && valShard != null) in.add(RunJson.Input.memory("valData", heldOut == null ? "embedded corpus validation stories" : heldOut.description() + ", " + valShard.size() + " tokens (uint16)", tokenBytes(valShard)));
-        if (o.tokenizer() != null) in.add(RunJson.Input.file("tokenizer", o.tokenizer()));
-        else if (o.data() != null && Files.exists(o.data().resolveSibling("tokenizer.bin"))) in.add(RunJson.Input.file("tokenizer", o.data().resolveSibling("tokenizer.bin")));
+        Path tok = o.data() == null ? null : ModelFiles.findTokenizer(o.tokenizer(), o.data(), o.init());
+        if (tok != null) in.add(RunJson.Input.file("tokenizer", tok));
         return in;
     }
 

@@ -35,6 +35,12 @@ class InputsCliTest {
     void trainsOnJsonLinesWithATokenizerJsonNamedAnywhere() throws Exception {
         Path init = tmp.resolve("mini.bin");
         ane4j.model.Llama2Bin.write(init, Parameters.init(MINI, 3));
+        // the supervised worker finds the tokenizer as the in-process trainer does
+        Path worker = tmp.resolve("worker");
+        var w = RunFolderTest.train("--init", init.toString(), "--data", jsonl().toString(), "--tokenizer", QWEN_TOKENIZER.toString(), "--steps", "2",
+                "--run-dir", worker.toString(), "--backend", "ref", "--heap", "256m");
+        assertEquals(0, w.code(), w.all());
+        assertTrue(w.out().contains("sample: Once upon a time") && Files.isRegularFile(worker.resolve("export/hf/tokenizer.json")), w.out());
         Path run = tmp.resolve("run");
         var r = RunFolderTest.train("--init", init.toString(), "--data", jsonl().toString(), "--tokenizer", QWEN_TOKENIZER.toString(), "--steps", "2",
                 "--run-dir", run.toString(), "--backend", "ref", "--in-process");
