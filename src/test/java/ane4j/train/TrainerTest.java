@@ -154,12 +154,12 @@ class TrainerTest {
         assertEquals(0.5f, TrainOptions.of(Map.of("weight-decay", "0.5")).weightDecay());
     }
 
-    /** Validation keys: on by default, every 100 micro-steps over 4096 held-out tokens; a data file's tail of 10% held out. */
+    /** Validation keys: on by default, every 100 micro-steps over 1024 held-out tokens; a data file's tail of 10% held out. */
     @Test
     void validationKeys() {
         TrainOptions d = TrainOptions.of(Map.of());
         assertEquals(100, d.evalEvery());
-        assertEquals(4096, d.evalTokens());
+        assertEquals(1024, d.evalTokens());
         assertEquals(null, d.valData());
         assertEquals(0.1f, d.valFraction());
         TrainOptions o = TrainOptions.of(Map.of("eval-every", "0", "eval_tokens", "64", "val-data", "val.bin", "valFraction", "0"));
