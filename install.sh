@@ -104,7 +104,23 @@ if [ -d "$HOME/.local/bin" ] || mkdir -p "$HOME/.local/bin" 2>/dev/null; then ln
 for f in tools/post-install-*.sh; do [ -f "$f" ] && . "$f"; done
 say "launcher: $ROOT/bin/ane4j"
 
+# The browser test's tools (tools/browser/browser-test.mjs, run by BrowserTest): Debian's Chromium, and the npm packages
+# pinned in tools/browser/package-lock.json (playwright-core, esbuild, JupyterLab's rendermime and output area).
+install_browser_test_tools() {
+  if [ "$SYSTEM_PACKAGES" = 1 ] && [ "$(uname -s)" = Linux ]; then
+    apt_install chromium
+    command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+  fi
+  if ! command -v npm >/dev/null 2>&1; then say "no npm: the browser test will say what is missing"; return 0; fi
+  local dir="$ROOT/tools/browser"
+  if [ ! "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+    say "installing the browser test's npm packages (tools/browser)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || say "npm ci in tools/browser failed (the browser test will say so)"
+  fi
+}
+
 if [ "$RUN_TESTS" = 1 ]; then
+  install_browser_test_tools
   say "running tests"
   mvn -B -Dstyle.color=never test
 fi
