@@ -154,10 +154,24 @@ async function classic(browser, base, token, name) {
   fs.mkdirSync(path.join(OUT, 'classic'), { recursive: true });
   await page.screenshot({ path: path.join(OUT, 'classic', name.replace(/\.ipynb$/, '.png')), fullPage: true });
   if (trainCells.length) {
-    const cell = (await page.$$('.cell.code_cell'))[trainCells[0][1]];
-    await cell.scrollIntoViewIfNeeded();
+    // the first %%train cell as a reader sees it after clicking its output open (the classic Notebook folds long
+    // outputs into a scrolled box): the code, the progress line, the plot and what follows it, at most 1100 px high
+    const index = trainCells[0][1];
+    const height = await page.evaluate(i => {
+      const cell = Jupyter.notebook.get_cells().filter(c => c.cell_type === 'code')[i];
+      cell.output_area.unscroll_area();
+      return cell.element[0].getBoundingClientRect().height;
+    }, index);
+    // the page scrolls inside #site, not the window: make the window tall enough for the cell, then bring it to the top
+    await page.setViewportSize({ width: 1100, height: Math.ceil(Math.min(height, 1100) + 200) });
+    const box = await page.evaluate(i => {
+      const el = Jupyter.notebook.get_cells().filter(c => c.cell_type === 'code')[i].element[0];
+      el.scrollIntoView();
+      const r = el.getBoundingClientRect();
+      return { x: r.left, y: r.top, width: r.width, height: Math.min(r.height, 1100) };
+    }, index);
     const shot = path.join(OUT, 'classic', name.replace(/\.ipynb$/, '-train-cell.png'));
-    await cell.screenshot({ path: shot });
+    await page.screenshot({ path: shot, clip: box });
     if (SCREENSHOT) {
       fs.copyFileSync(shot, SCREENSHOT);
       log(`screenshot of the first %%train cell: ${SCREENSHOT} (${(fs.statSync(SCREENSHOT).size / 1024).toFixed(0)} kB)`);
