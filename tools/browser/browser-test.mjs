@@ -152,7 +152,11 @@ async function classic(browser, base, token, name) {
   await page.evaluate(() => Jupyter.notebook.save_notebook());
   await page.waitForFunction(() => !Jupyter.notebook.dirty, null, { timeout: 30000 }).catch(() => {});
   fs.mkdirSync(path.join(OUT, 'classic'), { recursive: true });
-  await page.screenshot({ path: path.join(OUT, 'classic', name.replace(/\.ipynb$/, '.png')), fullPage: true });
+  // the whole notebook: the page scrolls inside #site, so the window is made as tall as the notebook first
+  const tall = await page.evaluate(() => document.querySelector('#header').offsetHeight + document.querySelector('#notebook').scrollHeight);
+  await page.setViewportSize({ width: 1100, height: Math.min(tall + 20, 12000) });
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: path.join(OUT, 'classic', name.replace(/\.ipynb$/, '.png')) });
   if (trainCells.length) {
     // the first %%train cell as a reader sees it after clicking its output open (the classic Notebook folds long
     // outputs into a scrolled box): the code, the progress line, the plot and what follows it, at most 1100 px high
@@ -164,9 +168,11 @@ async function classic(browser, base, token, name) {
     }, index);
     // the page scrolls inside #site, not the window: make the window tall enough for the cell, then bring it to the top
     await page.setViewportSize({ width: 1100, height: Math.ceil(Math.min(height, 1100) + 200) });
-    const box = await page.evaluate(i => {
+    await page.waitForTimeout(500); // the notebook re-sizes #site on the window's resize event
+    const box = await page.evaluate(async i => {
       const el = Jupyter.notebook.get_cells().filter(c => c.cell_type === 'code')[i].element[0];
       el.scrollIntoView();
+      await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
       const r = el.getBoundingClientRect();
       return { x: r.left, y: r.top, width: r.width, height: Math.min(r.height, 1100) };
     }, index);
@@ -235,7 +241,12 @@ async function lab(browser, base, token, executed) {
     await page.evaluate(() => { document.body.innerHTML = ''; });
   }
 
-  const live = await page.evaluate(([k, code, t]) => window.ane4jLab.execute(k, code, t), [KERNEL, LIVE_TRAIN, token]);
+  // live, in one kernel: a short %%train, then 01-mil-graphs' %%mil cell, its run (a tensor display) and its broken
+  // program (an error whose caret must stay under the declared type once Lab has turned the ANSI colours into HTML)
+  const mil = JSON.parse(fs.readFileSync(path.join(ROOT, 'notebooks', '01-mil-graphs.ipynb'), 'utf8')).cells;
+  const source = id => [].concat(mil.find(c => c.id === id).source).join('');
+  const [live, milCell, scoresCell, brokenCell] = await page.evaluate(([k, cells, t]) => window.ane4jLab.execute(k, cells, t),
+    [KERNEL, [LIVE_TRAIN, source('mil-scores'), source('scores-run'), source('mil-broken')], token]);
   const updates = live.trace.filter(t => t.msg === 'update_display_data');
   const most = Math.max(0, ...live.trace.map(t => t.children));
   const progress = new Set(live.trace.map(t => (t.text.match(/step \d+\/\d+/) || [])[0]).filter(Boolean));
@@ -244,7 +255,18 @@ async function lab(browser, base, token, executed) {
   check(most <= live.outputs.length && live.outputs.some(o => /step 24\/24/.test(o.text)),
     `Lab, live %%train: never more than its final ${live.outputs.length} outputs (most: ${most}), the line ends at step 24/24`);
   check(live.outputs.some(o => o.renderedAs === 'jp-RenderedImage'), 'Lab, live %%train: the loss plot is an image');
-  await page.screenshot({ path: path.join(OUT, 'lab', 'live-train.png'), fullPage: true });
+  check(milCell.status === 'ok' && milCell.outputs.some(o => o.renderedAs === 'jp-RenderedHTML' && o.html && o.html.rendered.span > 0),
+    'Lab, live %%mil: the compiled program renders as HTML');
+  check(scoresCell.status === 'ok' && scoresCell.outputs.some(o => /fp16/.test(o.text) && /\[1, ?1, ?4, ?4\]/.test(o.text)),
+    'Lab, live: the tensor display shows dtype and shape: ' + scoresCell.outputs.map(o => o.text.split('\n')[0]).join(' | ').slice(0, 160));
+  const errorText = (brokenCell.outputs.find(o => o.type === 'error') || { text: '' }).text;
+  const lines = errorText.split('\n');
+  const at = lines.findIndex(l => l.startsWith('line 5 │'));
+  const token0 = 'tensor<fp16, [1, 2, 8, 4]>';
+  const caret = at >= 0 && lines[at + 1] ? lines[at + 1].slice(lines[at].indexOf(token0), lines[at].indexOf(token0) + token0.length) : '';
+  check(brokenCell.status === 'error' && caret === '^' + '~'.repeat(token0.length - 1),
+    'Lab, live broken %%mil: the error renders with the caret under the declared type:\n       ' + lines.slice(0, 4).join('\n       '));
+  await page.screenshot({ path: path.join(OUT, 'lab', 'live.png'), fullPage: true });
   await page.close();
 }
 

@@ -66,25 +66,31 @@ window.ane4jLab = {
     return cells;
   },
 
-  async execute(kernelName, code, token) {
+  // Runs the cells one after another in one kernel, each in its own OutputArea; per cell: the reply's status, a trace
+  // of the output area after every IOPub message, and what its outputs became in the DOM.
+  async execute(kernelName, cells, token) {
     const serverSettings = ServerConnection.makeSettings({ baseUrl: location.origin + '/', wsUrl: location.origin.replace(/^http/, 'ws') + '/', token });
     const manager = new KernelManager({ serverSettings });
     const kernel = await manager.startNew({ name: kernelName });
+    const results = [];
     try {
-      const model = new OutputAreaModel({ trusted: true });
-      const area = new OutputArea({ model, rendermime });
-      Widget.attach(area, document.body);
-      // after every IOPub message of the cell: how many outputs the area holds and their text/plain
-      const trace = [];
-      kernel.iopubMessage.connect((_, msg) => {
-        queueMicrotask(() => trace.push({ msg: msg.header.msg_type, outputs: area.model.length, children: area.node.querySelectorAll(':scope > .jp-OutputArea-child').length,
+      for (const code of cells) {
+        const model = new OutputAreaModel({ trusted: true });
+        const area = new OutputArea({ model, rendermime });
+        Widget.attach(area, document.body);
+        // after every IOPub message of the cell: how many outputs the area holds and their text/plain
+        const trace = [];
+        const onMessage = (_, msg) => queueMicrotask(() => trace.push({ msg: msg.header.msg_type, outputs: area.model.length,
+          children: area.node.querySelectorAll(':scope > .jp-OutputArea-child').length,
           text: [...Array(area.model.length).keys()].map(i => String(area.model.get(i).data['text/plain'] || '').slice(0, 160)).join('\n') }));
-      });
-      const sessionContext = { session: { kernel } };
-      const reply = await OutputArea.execute(code, area, sessionContext);
-      await new Promise(r => setTimeout(r, 300));
-      await settle(area);
-      return { status: reply && reply.content.status, trace, outputs: outputsOf(area) };
+        kernel.iopubMessage.connect(onMessage);
+        const reply = await OutputArea.execute(code, area, { session: { kernel } });
+        await new Promise(r => setTimeout(r, 300));
+        await settle(area);
+        kernel.iopubMessage.disconnect(onMessage);
+        results.push({ status: reply && reply.content.status, trace, outputs: outputsOf(area) });
+      }
+      return results;
     } finally {
       await kernel.shutdown();
     }
