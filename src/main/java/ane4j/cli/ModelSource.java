@@ -48,7 +48,7 @@ record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom,
 
     static ModelSource fromRun(Path dir) {
         if (!Files.isDirectory(dir)) throw new CliException("[run] " + dir + ": no such run folder (give the --run-dir of a train, e.g. runs/latest)");
-        Checkpoint.Found f = Checkpoint.findNewest(dir.resolve("checkpoints"));
+        Checkpoint.Found f = Checkpoint.findNewestWeights(dir.resolve("checkpoints"));
         if (f.contents() == null)
             throw new CliException("[run] " + dir + ": no readable checkpoint in " + dir.resolve("checkpoints")
                     + (f.unreadable().isEmpty() ? "" : " (" + String.join("; ", f.unreadable().values()) + ")") + "; train it first (ane4j train --run-dir " + dir + ")");
@@ -56,7 +56,7 @@ record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom,
     }
 
     private static ModelSource fromCheckpoint(Path file, Path runDir) {
-        Checkpoint.Contents c = Checkpoint.load(file);
+        Checkpoint.Contents c = Checkpoint.loadWeights(file);
         ModelConfig config = c.state().config();
         Parameters p = new Parameters(new ParameterLayout(config), c.params());
         Path dir = runDir != null ? runDir : runDirOf(file);

@@ -151,7 +151,7 @@ final class TrainCommand {
                 return signals.exitCode();
             }
             if (h.isEmpty()) return 0;
-            if (Checkpoint.findNewest(o.runDir().resolve("checkpoints")).contents() == null)
+            if (Checkpoint.findNewestWeights(o.runDir().resolve("checkpoints")).contents() == null)
                 throw new CliException("training ended without a readable checkpoint in " + o.runDir().resolve("checkpoints"));
             Parameters params = training.parameters();
             describe(out, o, params.config(), params.data().length);

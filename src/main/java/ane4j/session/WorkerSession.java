@@ -298,7 +298,7 @@ public final class WorkerSession implements Session {
             Path dir = options.runDir().resolve("checkpoints");
             List<Path> all = Checkpoint.list(dir);
             if (!all.isEmpty() && all.getFirst().equals(cachedFrom)) return cached;
-            Checkpoint.Contents c = Checkpoint.loadNewest(dir, listener::onMessage);
+            Checkpoint.Contents c = Checkpoint.loadNewestWeights(dir, listener::onMessage);
             if (c == null) throw new IllegalStateException("[train] no checkpoint in " + dir + " yet: the worker writes one at the end of the run, "
                     + "when it is stopped, and every checkpointEvery steps");
             cached = new Parameters(new ParameterLayout(c.state().config()), c.params());
@@ -320,7 +320,7 @@ public final class WorkerSession implements Session {
         /** The worker writes a checkpoint when it stops and at the end; the newest readable one. */
         @Override
         public Path checkpoint() {
-            Checkpoint.Found found = Checkpoint.findNewest(options.runDir().resolve("checkpoints"));
+            Checkpoint.Found found = Checkpoint.findNewestWeights(options.runDir().resolve("checkpoints"));   // not the moments: 2.4 of qwen3-0.6b's 7.15 GB
             found.unreadable().values().forEach(why -> listener.onMessage("[checkpoint] skipping " + why));
             return found.contents() == null ? null : found.file();
         }

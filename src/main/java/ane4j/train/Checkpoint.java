@@ -100,7 +100,15 @@ public final class Checkpoint {
      * large model then holds one copy of it, not two), else into new arrays. A checkpoint that fails leaves those arrays
      * partly overwritten: the caller loads another one into them or gives up.
      */
-    public static Contents load(Path file, Contents reuse) {
+    public static Contents load(Path file, Contents reuse) { return read(file, reuse, true); }
+
+    /**
+     * The state, weights and LoRA adapters of one checkpoint, verified, without the AdamW moments (their sections are
+     * skipped, not read: export, generate and a notebook's weights need a third of the memory and time; m and v are null).
+     */
+    public static Contents loadWeights(Path file) { return read(file, null, false); }
+
+    private static Contents read(Path file, Contents reuse, boolean moments) {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
             ByteBuffer head = readFully(ch, 16, file, "header");
@@ -113,6 +121,7 @@ public final class Checkpoint {
             if (sections != 4 && sections != 5) throw new CheckpointFormatException(file + ": " + sections + " sections, expected 4 (5 with LoRA adapters)");
             TrainState state = null;
             float[] params = null, m = null, v = null, lora = null;
+            long mFloats = -1, vFloats = -1;
             for (int i = 0; i < sections; i++) {
                 ByteBuffer sh = readFully(ch, 16, file, "section header");
                 int tag = sh.getInt();
@@ -129,15 +138,21 @@ public final class Checkpoint {
                         state = TrainState.decode(StandardCharsets.UTF_8.decode(payload).toString(), file);
                     }
                     case TAG_PARAMS -> params = readFloats(ch, tag, len, crc, reuse == null ? null : reuse.params(), file);
-                    case TAG_M -> m = readFloats(ch, tag, len, crc, reuse == null ? null : reuse.m(), file);
-                    case TAG_V -> v = readFloats(ch, tag, len, crc, reuse == null ? null : reuse.v(), file);
+                    case TAG_M, TAG_V -> {
+                        if (len % 4 != 0) throw new CheckpointFormatException(file + ": a float section of " + len + " bytes (not a multiple of 4)");
+                        if (tag == TAG_M) mFloats = len / 4;
+                        else vFloats = len / 4;
+                        if (!moments) ch.position(ch.position() + len);
+                        else if (tag == TAG_M) m = readFloats(ch, tag, len, crc, reuse == null ? null : reuse.m(), file);
+                        else v = readFloats(ch, tag, len, crc, reuse == null ? null : reuse.v(), file);
+                    }
                     case TAG_LORA -> lora = readFloats(ch, tag, len, crc, reuse == null ? null : reuse.lora(), file);
                     default -> throw new CheckpointFormatException(file + ": unknown section tag " + tag);
                 }
             }
-            if (state == null || params == null || m == null || v == null) throw new CheckpointFormatException(file + ": a section is missing");
+            if (state == null || params == null || mFloats < 0 || vFloats < 0) throw new CheckpointFormatException(file + ": a section is missing");
             int trained = lora != null ? lora.length : params.length;
-            if (m.length != trained || v.length != trained) throw new CheckpointFormatException(file + ": moment sizes differ from the " + (lora != null ? "adapters" : "parameters"));
+            if (mFloats != trained || vFloats != trained) throw new CheckpointFormatException(file + ": moment sizes differ from the " + (lora != null ? "adapters" : "parameters"));
             if (state.config().parameterCount() != params.length)
                 throw new CheckpointFormatException(file + ": " + params.length + " parameters, but its model config has " + state.config().parameterCount());
             return new Contents(state, params, m, v, lora);
@@ -165,8 +180,12 @@ public final class Checkpoint {
      * The newest checkpoint that loads and verifies, or null when there is none; each skipped file is reported to
      * {@code warn} (one line naming the file and why).
      */
-    public static Contents loadNewest(Path dir, java.util.function.Consumer<String> warn) {
-        Found f = findNewest(dir);
+    public static Contents loadNewest(Path dir, java.util.function.Consumer<String> warn) { return warned(findNewest(dir), warn); }
+
+    /** {@link #loadNewest} without the moments ({@link #loadWeights}). */
+    public static Contents loadNewestWeights(Path dir, java.util.function.Consumer<String> warn) { return warned(findNewestWeights(dir), warn); }
+
+    private static Contents warned(Found f, java.util.function.Consumer<String> warn) {
         for (String why : f.unreadable().values()) warn.accept("[checkpoint] skipping " + why + "; using the previous one");
         return f.contents();
     }
@@ -180,11 +199,16 @@ public final class Checkpoint {
     public static Found findNewest(Path dir) { return findNewest(dir, null); }
 
     /** {@link #findNewest(Path)}, each candidate read into {@code reuse}'s arrays (see {@link #load(Path, Contents)}). */
-    public static Found findNewest(Path dir, Contents reuse) {
+    public static Found findNewest(Path dir, Contents reuse) { return newestOf(dir, p -> load(p, reuse)); }
+
+    /** {@link #findNewest(Path)} with {@link #loadWeights}: the newest checkpoint whose state and weights verify, without moments. */
+    public static Found findNewestWeights(Path dir) { return newestOf(dir, Checkpoint::loadWeights); }
+
+    private static Found newestOf(Path dir, java.util.function.Function<Path, Contents> loader) {
         java.util.Map<Path, String> bad = new java.util.LinkedHashMap<>();
         for (Path p : list(dir)) {
             try {
-                return new Found(load(p, reuse), p, bad);
+                return new Found(loader.apply(p), p, bad);
             } catch (CheckpointFormatException e) {
                 bad.put(p, e.getMessage().replaceFirst("^\\[checkpoint\\] ", ""));
             }
