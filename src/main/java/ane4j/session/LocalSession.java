@@ -188,6 +188,13 @@ public final class LocalSession implements Session {
             return trainer.saveCheckpoint(trainer.history().getLast().loss());
         }
 
-        @Override public void close() { trainer.close(); }
+        private boolean closed;
+
+        /** Closes the trainer once (a run closes it when it finishes; its owner may close it again). */
+        @Override public synchronized void close() {
+            if (closed) return;
+            closed = true;
+            trainer.close();
+        }
     }
 }
