@@ -13,7 +13,8 @@ import time
 from jupyter_client.manager import start_new_kernel
 
 KERNEL = sys.argv[1] if len(sys.argv) > 1 else "ane4j"
-from kernel_client import ANSI, check, finish, of, run
+from kernel_client import ANSI, check, finish, interrupt_cell, of, run, thread_cpu_seconds
+import tempfile
 
 
 def result(msgs):
@@ -99,6 +100,36 @@ def main():
               "%train help before any run lists the keys:\n" + text[:400])
         reply, msgs = run(kc, "%%train --help\nsteps = 3")
         check(result(msgs).get("text/plain", "") == text, "%%train --help is the same text and trains nothing")
+
+        # training displays (in-process session): live line, plot, one summary; a resume keeps global steps and history
+        runs = tempfile.mkdtemp(prefix="ane4j-displays-")
+        reply, msgs = run(kc, f"%%train first\nsteps = 4\nseed = 1\nbackend = ref\nevalEvery = 2\ncheckpointEvery = 2\nrunDir = {runs}/a", timeout=300)
+        summary = result(msgs).get("text/plain", "")
+        updates = [u["data"].get("text/plain", "") for u in of(msgs, "update_display_data")]
+        check(reply["status"] == "ok" and "finished at step 4/4" in summary and "validation loss" in summary and "tokens/s" in summary
+              and f"{runs}/a" in summary, "%%train ends with one summary (train and validation loss, tokens/s, run dir):\n" + summary + str(of(msgs, "error"))[:400])
+        check(any(u.startswith("step 4/4") for u in updates), "the live line reaches step 4/4: " + str(updates[-3:]))
+        charts = [u["data"]["text/plain"] for u in of(msgs, "display_data") + of(msgs, "update_display_data") if "image/png" in u["data"]]
+        check(charts and "train (raw) (4 points)" in charts[-1] and "validation" in charts[-1], "the plot has the raw, EMA and validation curves: " + str(charts[-1:]))
+        reply, msgs = run(kc, f"%%train again\nsteps = 6\nseed = 1\nbackend = ref\nevalEvery = 2\nrunDir = {runs}/a\nresume = true", timeout=300)
+        summary = result(msgs).get("text/plain", "")
+        updates = [u["data"].get("text/plain", "") for u in of(msgs, "update_display_data")]
+        check("at step 6/6" in summary and any(u.startswith("step 6/6") for u in updates) and not any(u.startswith("step 2/6") for u in updates),
+              "a resumed run counts global steps (5, 6 after 4), not 1, 2: " + str(updates[-3:]) + "\n" + summary)
+        reply, msgs = run(kc, "again.chart().getSeriesMap().get(\"train (raw)\").getXData()[0] + \" \" + again.fullHistory().size()")
+        check(result(msgs).get("text/plain") == "1.0 6", "after a resume the plot shows the whole history from step 1: " + str(result(msgs)))
+        reply, msgs = run(kc, "%train plot log")
+        check("image/png" in result(msgs), "%train plot log gives a PNG")
+        reply, msgs = run(kc, "again.chart().getStyler().isYAxisLogarithmic()")
+        check(result(msgs).get("text/plain") == "true", "with a log-scale loss axis")
+
+        # Interrupt around Ane.train stops the run; the cell thread does not spin
+        pid = km.provisioner.pid
+        err, latency, busy = interrupt_cell(km, kc, f'Ane.train("steps = 100000; seed = 2; backend = ref; runDir = {runs}/b");', after=4.0, timeout=120)
+        idle = thread_cpu_seconds(pid, "ane4j-cell", 1.0)
+        reply, msgs = run(kc, "Ane.lastRun().state()")
+        check(result(msgs).get("text/plain") == "STOPPED" and latency < 20, f"Interrupt stops Ane.train: {result(msgs).get('text/plain')} after {latency:.1f} s")
+        check(idle < 0.05, f"and the cell thread is idle afterwards ({idle:.2f} CPU s in 1 s)")
 
         # stop_on_error: a failing cell aborts the cells queued behind it (Run All), as IPython does
         t0 = time.monotonic()

@@ -85,14 +85,23 @@ def main():
         check(len(restarts) >= 1 and all(l.startswith("worker restarted: compile budget 40 reached — restored step ") for l in restarts),
               f"the worker restarts on its compile budget, one line each ({len(restarts)}):\n" + out)
         res = of(msgs, "execute_result")
-        html = res[0]["data"].get("text/html", "") if res else ""
-        check("<th>loss</th>" in html and html.count("<tr>") == 9, "the cell returns the metrics table as text/html (8 rows)")
-        check(any("run record" in d["data"].get("text/html", "") and "seed" in d["data"].get("text/html", "") for d in dd),
-              "the run record (run.txt) is shown with the metrics")
+        summary = res[0]["data"].get("text/plain", "") if res else ""
+        check(summary.startswith("run ") and "finished at step 8/8" in summary and "train loss" in summary and "tokens/s" in summary
+              and "run dir" in summary and len(summary.splitlines()) <= 8, "the cell ends with one compact summary:\n" + summary)
+        check(not any("run record" in d["data"].get("text/html", "") for d in dd) and "<th>loss</th>" not in str(res),
+              "no wall: the run record and the per-step table are not printed by the cell")
+        reply, tmsgs = run(kc, "%train table")
+        thtml = of(tmsgs, "execute_result")[0]["data"].get("text/html", "") if of(tmsgs, "execute_result") else ""
+        check("<th>loss</th>" in thtml and thtml.count("<tr>") == 9 and "00000" not in thtml, "%train table: the 8 steps, numbers rounded")
+        reply, rmsgs = run(kc, "%train record")
+        rhtml = of(rmsgs, "execute_result")[0]["data"].get("text/html", "") if of(rmsgs, "execute_result") else ""
+        check("run record" in rhtml and "seed" in rhtml, "%train record: the run record")
         print(f"%%train of 8 static-weight steps with restarts took {took:.1f} s", flush=True)
 
         reply, msgs = run(kc, "small.restarts() == " + str(len(restarts)))
         check(result_text(msgs) == "true", "one printed line per restart")
+        reply, msgs = run(kc, 'small.markers().stream().filter(m -> m.label().equals("restart")).count() == small.restarts()')
+        check(result_text(msgs) == "true", "the loss plot marks every restart")
         reply, msgs = run(kc, "%train status")
         check("step 8/8" in result_text(msgs) and "finished" in result_text(msgs), "%train status: " + result_text(msgs))
         reply, msgs = run(kc, "%train plot")

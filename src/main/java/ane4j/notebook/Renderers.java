@@ -262,7 +262,7 @@ public final class Renderers {
     static String chartText(Chart<?, ?> chart) {
         List<String> series = new ArrayList<>();
         for (Map.Entry<String, ? extends Series> e : chart.getSeriesMap().entrySet()) {
-            series.add(e.getKey() + points(e.getValue()));
+            if (e.getValue().isShowInLegend()) series.add(e.getKey() + points(e.getValue()));
         }
         String title = chart.getTitle() == null || chart.getTitle().isBlank() ? "" : " \"" + chart.getTitle() + "\"";
         return chart.getClass().getSimpleName() + title + " " + chart.getWidth() + "×" + chart.getHeight()

@@ -11,7 +11,7 @@ final class TrainMagics {
 
     @Magic(value = "train", cell = true, help = "%%train [NAME] [--background] — the cell holds key = value lines (the keys of ane4j train --help: "
             + "model, dim, nLayers …, data, steps, lr, seed, backend, storage, weights, runDir, resume, compileBudget, inProcess …); trains with a live "
-            + "progress line and loss plot and returns the metrics table; NAME binds the TrainingRun")
+            + "progress line and loss plot and ends with one summary; NAME binds the TrainingRun; --help lists the keys")
     Object trainCell(MagicCall call) {
         String name = null;
         boolean background = false;
@@ -41,7 +41,7 @@ final class TrainMagics {
         return run.followInNotebook(call.kernel());
     }
 
-    @Magic(value = "train", help = "%train status|stop|resume|plot|table|record|help — the current training run (record: run.txt with seed, backend, JDK, OS; help: the keys of %%train)")
+    @Magic(value = "train", help = "%train status|stop|resume|plot [log]|table|record|help — the current training run (plot log: a log-scale loss axis; table: every step; record: run.txt with seed, backend, JDK, OS; help: the keys of %%train)")
     Object train(MagicCall call) {
         String what = call.args().isEmpty() ? "status" : call.args().getFirst();
         if (what.equals("help") || what.equals("--help") || what.equals("-h")) return help();
@@ -52,7 +52,7 @@ final class TrainMagics {
             case "stop" -> {
                 if (!run.running()) yield "not running: " + run.progressLine();
                 run.stop().await();
-                yield "stopped at step " + run.history().size() + "/" + run.options().steps() + "; %train resume continues";
+                yield "stopped at step " + run.lastStep() + "/" + run.options().steps() + "; %train resume continues";
             }
             case "resume" -> {
                 try {
@@ -64,7 +64,7 @@ final class TrainMagics {
             }
             case "plot" -> {
                 if (run.history().isEmpty()) throw new MagicException("[%train] no steps yet to plot");
-                yield run.chart();
+                yield run.logScale(call.args().contains("log") || call.args().contains("--log")).chart();
             }
             case "table", "metrics" -> run.table();
             case "record" -> run.runTable();
@@ -78,14 +78,15 @@ final class TrainMagics {
                 %%train [NAME] [--background] [key=value …]
                   the cell holds key = value lines (or ; between them, # comments); trains with a live progress line and
                   loss plot and ends with a summary; NAME binds the run (a TrainingRun) for the next cells
-                %train status | stop | resume | plot | table | record | help
+                %train status | stop | resume | plot [log] | table | record | help
                   stop ends a running run after its current step (also from another cell); resume continues it;
                   table is the per-step metrics, record the run record (run.txt)
                 keys (default):
                 """);
-        int w = RunSpec.KEYS.names().stream().mapToInt(String::length).max().orElse(0);
-        for (var k : RunSpec.KEYS.keys())
-            sb.append("  ").append(k.name()).append(" ".repeat(w - k.name().length())).append(" = ").append(k.defaultValue().isEmpty() ? "(" + k.help() + ")" : k.defaultValue()).append('\n');
+        List<String> left = RunSpec.KEYS.keys().stream().map(k -> k.name() + " = " + (k.defaultValue().isEmpty() ? "…" : k.defaultValue())).toList();
+        int w = left.stream().mapToInt(String::length).max().orElse(0);
+        for (int i = 0; i < left.size(); i++)
+            sb.append("  ").append(left.get(i)).append(" ".repeat(w - left.get(i).length())).append("  ").append(RunSpec.KEYS.keys().get(i).help()).append('\n');
         return sb.toString().stripTrailing();
     }
 

@@ -36,6 +36,14 @@ public final class TrainingRun {
     private static volatile TrainingRun current;
 
     private final Run run;
+    private final long started = System.nanoTime();
+    private volatile long ended;
+    /** Restarts, stops and resumes, at the global step after which they happened: the chart's markers. */
+    private final List<LossChart.Marker> markers = new CopyOnWriteArrayList<>();
+    private volatile int messagesSeen;
+    /** The steps before this run's first one, read from the run folder's metrics.jsonl (a resumed run). */
+    private volatile List<StepMetrics> earlier;
+    private volatile boolean logY;
 
     private TrainingRun(Run run) {
         this.run = run;
@@ -73,6 +81,20 @@ public final class TrainingRun {
     /** Continues a stopped run. */
     public TrainingRun resume() {
         run.resume();
+        ended = 0;
+        markers.add(new LossChart.Marker(lastStep(), "resume"));
+        return this;
+    }
+
+    /** The global 1-based step of the last step so far (0 before the first). */
+    long lastStep() {
+        List<StepMetrics> h = run.history();
+        return h.isEmpty() ? 0 : h.getLast().step() + 1;
+    }
+
+    /** Shows the loss axis of {@link #chart()} on a log scale (or not). */
+    public TrainingRun logScale(boolean on) {
+        logY = on;
         return this;
     }
 
@@ -142,7 +164,7 @@ public final class TrainingRun {
      * Shows the run live in the current notebook cell: a progress line and a loss plot updated in place, restarts as
      * one printed line each. Interrupting the cell stops the run after its current step.
      */
-    Table followInNotebook(BaseKernel kernel) {
+    TrainingSummary followInNotebook(BaseKernel kernel) {
         DisplayHandle line = Notebook.display(kernel, progressLine());
         DisplayHandle plot = null;
         Runnable onInterrupt = this::stop;
@@ -153,6 +175,7 @@ public final class TrainingRun {
             while (true) {
                 boolean alive = running();
                 run.drainMessages(System.out);
+                noteRestarts();
                 long now = System.nanoTime();
                 int n = run.history().size();
                 if (n > shownLine && (now - lastLine > 200_000_000L || !alive)) {
@@ -167,25 +190,59 @@ public final class TrainingRun {
                     lastPlot = System.nanoTime();
                 }
                 if (!alive) break;
-                sleep(50);
+                if (!Run.waitOrInterrupted(50)) stop();   // the interrupt stops the run; then wait for its step to end
             }
         } finally {
             Notebook.removeInterrupt(onInterrupt);
         }
+        ended = System.nanoTime();
+        noteRestarts();
+        if (state() == State.STOPPED) markers.add(new LossChart.Marker(lastStep(), "stop"));
         line.update(progressLine());
         if (plot != null) plot.update(chart());
         rethrowFailure();
-        if (state() == State.STOPPED) System.out.println("stopped at step " + run.history().size() + "/" + options().steps() + "; %train resume continues");
-        Notebook.display(kernel, runTable());
-        return table();
+        if (state() == State.STOPPED) System.out.println("stopped at step " + lastStep() + "/" + options().steps() + "; %train resume continues");
+        return summary();
     }
 
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+    /** A marker for each restart message not seen yet, at the step it restored ("… restored step 36 …"). */
+    private void noteRestarts() {
+        List<String> all = run.messages();
+        for (int i = messagesSeen; i < all.size(); i++) {
+            String m = all.get(i);
+            if (!m.startsWith("worker restarted")) continue;
+            var at = java.util.regex.Pattern.compile("restored step (\\d+)").matcher(m);
+            markers.add(new LossChart.Marker(at.find() ? Long.parseLong(at.group(1)) : lastStep(), "restart"));
         }
+        messagesSeen = all.size();
+    }
+
+    /** The compact block a training cell ends with (the record and the table stay behind %train record / table). */
+    public TrainingSummary summary() {
+        long end = ended != 0 ? ended : System.nanoTime();
+        return TrainingSummary.of(state().name().toLowerCase(Locale.ROOT), fullHistory(), options().steps(), (end - started) / 1e9,
+                restarts(), runDir(), null);
+    }
+
+    /**
+     * Every step of the run folder's history: a resumed run's earlier steps (from its metrics.jsonl, as the resume
+     * truncated it) and this run's; global steps.
+     */
+    public List<StepMetrics> fullHistory() {
+        List<StepMetrics> live = run.history();
+        if (live.isEmpty()) return live;
+        List<StepMetrics> before = earlier;
+        if (before == null) {
+            long first = live.getFirst().step();
+            Path metrics = runDir().resolve("metrics.jsonl");
+            before = first == 0 || !Files.exists(metrics) ? List.of()
+                    : ane4j.train.MetricsLog.read(metrics, options().steps(), w -> {}).stream().filter(m -> m.step() < first).toList();
+            earlier = before;
+        }
+        if (before.isEmpty()) return live;
+        List<StepMetrics> all = new java.util.ArrayList<>(before);
+        all.addAll(live);
+        return all;
     }
 
     // ---- views
@@ -198,8 +255,12 @@ public final class TrainingRun {
 
     /** The loss curve so far (x: the global 1-based step, as in the CLI's loss.png). */
     public XYChart chart() {
-        return LossChart.of(run.history(), "training loss · " + options().model() + " · seed " + options().seed(), 640, 300);
+        return LossChart.of(fullHistory(), List.copyOf(markers),
+                new LossChart.Style("training loss · " + options().model() + " · seed " + options().seed(), 640, 300, logY));
     }
+
+    /** The markers of the chart so far: restarts, stops, resumes. */
+    public List<LossChart.Marker> markers() { return List.copyOf(markers); }
 
     /** The metrics of every step as a table named after the run. */
     public Table table() {

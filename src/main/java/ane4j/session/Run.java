@@ -210,6 +210,7 @@ public final class Run {
     /** Prints progress lines to {@code out} (at every 10% and for each message) until the run stops; returns this. */
     public Run follow(PrintStream out) {
         long every = Math.max(1, options.steps() / 10), shown = 0;
+        boolean interrupted = false;
         while (true) {
             boolean alive = running();
             drainMessages(out);
@@ -219,9 +220,25 @@ public final class Run {
                 shown = n;
             }
             if (!alive) break;
-            sleep(50);
+            // an interrupt (Ctrl-C in jshell, Kernel > Interrupt around Ane.train) stops the run after its current
+            // step; the loop then waits for that without spinning on the interrupt flag
+            if (!waitOrInterrupted(50) && !interrupted) {
+                interrupted = true;
+                stop();
+            }
         }
-        return await();
+        if (interrupted) Thread.currentThread().interrupt();
+        return interrupted ? this : await();
+    }
+
+    /** Sleeps {@code ms}; false when interrupted (the flag cleared). */
+    public static boolean waitOrInterrupted(long ms) {
+        try {
+            Thread.sleep(ms);
+            return true;
+        } catch (InterruptedException e) {
+            return false;
+        }
     }
 
     static void sleep(long ms) {
@@ -234,10 +251,12 @@ public final class Run {
 
     /** {@code step 12/60  loss 4.2310  lr 2.40e-03  1054 tok/s  58.2 ms/step · restarts 1 · running} */
     public String progressLine() {
-        if (history.isEmpty()) return "step 0/" + options.steps() + " · " + state.name().toLowerCase(Locale.ROOT) + (failure != null ? ": " + failure.getMessage() : "");
+        if (history.isEmpty()) return "step 0/" + options.steps() + " · " + (running() ? "starting: " + (training == null ? "worker, model and kernel compiles" : "first step")
+                : state.name().toLowerCase(Locale.ROOT)) + (failure != null ? ": " + failure.getMessage() : "");
         StepMetrics m = history.getLast();
         int r = restarts();
-        return String.format(Locale.ROOT, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  %.1f ms/step%s · %s", history.size(), options.steps(),
+        // the global step (a resumed run goes on from its checkpoint's step, as the table and metrics.jsonl count)
+        return String.format(Locale.ROOT, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  %.1f ms/step%s · %s", m.step() + 1, options.steps(),
                 m.loss(), m.lr(), m.tokensPerSecond(), m.msPerStep(), r > 0 ? " · restarts " + r : "", state.name().toLowerCase(Locale.ROOT));
     }
 

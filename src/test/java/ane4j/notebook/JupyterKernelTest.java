@@ -161,7 +161,7 @@ class JupyterKernelTest {
         String cell = (String) kernel.run("%%train --help\nsteps = 5");
         assertEquals(line, cell, "%train help and %%train --help are the same text");
         for (String k : ane4j.train.TrainOptions.DEFAULTS.keySet()) assertTrue(line.contains("\n  " + k + " "), k + " in\n" + line);
-        assertTrue(line.contains("%train status | stop | resume | plot | table | record | help"), line);
+        assertTrue(line.contains("%train status | stop | resume | plot [log] | table | record | help"), line);
         assertNull(TrainingRun.current(), "--help starts no run");
     }
 
