@@ -123,7 +123,7 @@ class RunLayerAcceptanceTest {
     @Test
     void theLossChartCountsGlobalOneBasedSteps() throws Exception {
         TrainingRun run = cell("steps = 3\nevalEvery = 0\nrunDir = " + dir.resolve("chart"));
-        double[] x = run.chart().getSeriesMap().get("loss").getXData();
+        double[] x = run.chart().getSeriesMap().get("train (raw)").getXData();
         assertArrayEquals(new double[] {1, 2, 3}, x, 0.0);
         assertEquals(x[0], ane4j.session.LossChart.x(run.history().getFirst()), "the CLI's loss.png uses the same x");
     }
