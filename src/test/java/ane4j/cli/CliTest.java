@@ -59,7 +59,7 @@ class CliTest {
             for (var o : c.getValue().getCommandSpec().options()) assertTrue(r.out().contains(o.longestName()), c.getKey() + " --help lacks " + o.longestName());
             checked.add(c.getKey());
         }
-        assertEquals(List.of("ane4j", "ane4j generate", "ane4j export", "ane4j mil", "ane4j mil check", "ane4j mil fmt", "ane4j mil run", "ane4j doctor", "ane4j bench"), checked);
+        assertEquals(List.of("ane4j", "ane4j generate", "ane4j export", "ane4j eval", "ane4j mil", "ane4j mil check", "ane4j mil fmt", "ane4j mil run", "ane4j doctor", "ane4j bench"), checked);
         Result top = run();
         assertEquals(0, top.code());
         for (String cmd : List.of("train", "generate", "export", "mil", "doctor", "bench")) assertTrue(top.out().contains("  " + cmd + " "), top.out());

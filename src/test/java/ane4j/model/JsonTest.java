@@ -87,6 +87,18 @@ class JsonTest {
     }
 
     @Test
+    void deepNestingIsRefusedByEveryReaderInOneLine() {
+        String ok = "[".repeat(Json.MAX_DEPTH + 1) + "]".repeat(Json.MAX_DEPTH + 1);
+        assertEquals(1, ((List<?>) Json.parse(ok)).size());
+        String hostile = "[".repeat(100_000);   // a metrics.jsonl line the fuzz test writes: refused, not 100,000 lists built
+        for (var read : List.<java.util.function.Function<String, Object>>of(Json::parse, Json::parseNoDuplicateKeys)) {
+            var e = assertThrows(IllegalArgumentException.class, () -> read.apply(hostile));
+            assertTrue(e.getMessage().startsWith("JSON: nesting deeper than 64"), e.getMessage());
+            assertFalse(e.getMessage().contains("\n"), e.getMessage());
+        }
+    }
+
+    @Test
     void duplicateKeysAreRefusedOnlyWhereTheFormatSaysSo() {
         assertEquals(Map.of("a", 2L), Json.parse("{\"a\": 1, \"a\": 2}"));   // config.json: the last wins, as Python's json reads it
         var top = assertThrows(IllegalArgumentException.class, () -> Json.parseNoDuplicateKeys("{\"a\": 1, \"a\": 2}"));
