@@ -26,6 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNEL = sys.argv[1] if len(sys.argv) > 1 else "ane4j"
 PATHS = sys.argv[2:] or sorted(glob.glob(os.path.join(ROOT, "notebooks", "*.ipynb")))
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+RAW_TOSTRING = re.compile(r"^[\w.$]+@[0-9a-f]{4,}$")
 NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 
@@ -217,6 +218,9 @@ def main():
         cells = {c.get("id"): Cell(c) for c in nb.cells if c.cell_type == "code"}
         checks = [(any(o.output_type == "error" for o in c.outputs), f"cell {i} ({c.get('id')}) is tagged raises-exception and raised")
                   for i, c in enumerate(nb.cells) if c.cell_type == "code" and "raises-exception" in c.metadata.get("tags", [])]
+        raw = [f"{cid}: {o.data['text/plain']}" for cid, c in cells.items() for o in c.outputs
+               if "data" in o and RAW_TOSTRING.match(o.data.get("text/plain", ""))]
+        checks.append((not raw, "no output is a bare Object.toString (Class@hash)" + "".join("\n" + r for r in raw)))
         try:
             checks += EXPECT[name](cells)
         except (KeyError, TypeError, ValueError) as e:

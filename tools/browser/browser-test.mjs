@@ -128,6 +128,8 @@ async function classic(browser, base, token, name) {
   check(snap.cells.every(c => typeof c.prompt === 'number'), `${name}: Restart & Run All ran all ${snap.cells.length} code cells (${took.toFixed(1)} s)`);
   const errors = snap.cells.filter(c => c.outputs.some(o => o.error) && !c.tags.includes('raises-exception'));
   check(errors.length === 0, `${name}: no error output outside cells tagged raises-exception` + errors.map(c => `\n       ${c.source}: ${c.outputs.find(o => o.error).text}`).join(''));
+  const raw = snap.cells.flatMap(c => c.outputs.filter(o => /^[\w.$]+@[0-9a-f]{4,}$/.test(o.text.trim())).map(o => `${c.source.split('\n')[0]}: ${o.text.trim()}`));
+  check(raw.length === 0, `${name}: no output is a bare Object.toString (Class@hash)` + raw.map(r => `\n       ${r}`).join(''));
   const expected = snap.cells.filter(c => c.tags.includes('raises-exception'));
   check(expected.every(c => c.outputs.some(o => o.error)), `${name}: every cell tagged raises-exception shows its error (${expected.length})`);
 
