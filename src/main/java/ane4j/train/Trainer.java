@@ -184,7 +184,7 @@ public final class Trainer implements AutoCloseable {
         // (a text file's tail starts at a document)
         long tail = o.data() == null || o.valData() != null ? 0 : data.size() - data.splitPoint(o.valFraction());
         if (tail > 0 && (tail < seq + 1 || data.size() - tail < seq + 1)) {
-            log.onMessage("[eval] " + o.data().getFileName() + ": " + data.size() + " tokens are too few to hold out " + o.valFraction() + " of them (" + tail
+            if (!o.resume()) log.onMessage("[eval] " + o.data().getFileName() + ": " + data.size() + " tokens are too few to hold out " + o.valFraction() + " of them (" + tail
                     + ") and keep one window of " + (seq + 1) + " for each side; training on all of them, no validation (give --val-data FILE)");
             tail = 0;
         }
@@ -208,12 +208,13 @@ public final class Trainer implements AutoCloseable {
         }
         this.valShard = valShard;
         boolean validate = held != null && o.evalEvery() > 0 && !o.weights().equals("static");
-        if (held != null && o.evalEvery() > 0 && !validate)
+        // said once per run: a restarted worker (and --resume) resumes, and stays quiet
+        if (held != null && o.evalEvery() > 0 && !validate && !o.resume())
             log.onMessage("[eval] weights = static: no validation during training (each would recompile every weight-bearing kernel); "
                     + "evaluate the run afterwards with ane4j eval --run " + o.runDir());
         this.heldOut = validate ? held : null;
         this.valWindows = validate ? Validation.windows(held, seq, o.evalTokens()) : 0;
-        if (validate)
+        if (validate && !o.resume())
             log.onMessage("[eval] validation loss every " + o.evalEvery() + " steps and at the end: " + valWindows + " windows of " + seq + " tokens of " + held.description());
         this.rng = new Rng(o.seed() ^ 0x9E3779B97F4A7C15L);
         this.adamw = new AdamW(0.9f, 0.95f, 1e-8f, o.weightDecay());
@@ -545,6 +546,8 @@ public final class Trainer implements AutoCloseable {
 
     /** Closes the kernels and releases the run folder. */
     @Override public void close() {
+        if (closed) return;   // a second close (the session's and a try-with-resources) is a no-op: the data's mapping closes once
+        closed = true;
         try {
             step.close();
         } finally {
@@ -553,4 +556,6 @@ public final class Trainer implements AutoCloseable {
             if (folder != null) folder.close();
         }
     }
+
+    private boolean closed;
 }
