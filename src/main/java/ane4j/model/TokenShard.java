@@ -173,8 +173,9 @@ public final class TokenShard implements AutoCloseable {
         }
     }
 
+    /** Unmaps the file; a second close does nothing (a trainer and the run around it may both close their data). */
     @Override
     public void close() {
-        if (arena != null) arena.close();
+        if (arena != null && arena.scope().isAlive()) arena.close();
     }
 }
