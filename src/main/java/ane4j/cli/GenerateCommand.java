@@ -107,7 +107,4 @@ final class GenerateCommand implements Callable<Integer> {
         err.printf(Locale.ROOT, "[generate] %d tokens in %.2f s (%.1f tokens/s), %s%n", made, secs, made / Math.max(secs, 1e-9), src.description());
         return 0;
     }
-
-    /** {@code topP} → {@code top-p}: an option key as the user typed it. */
-    static String kebab(String key) { return key.replaceAll("([A-Z])", "-$1").toLowerCase(Locale.ROOT); }
 }
