@@ -106,13 +106,17 @@ public final class LocalSession implements Session {
             this.trainer = start(options, backend, false);
         }
 
+        private final java.util.Set<String> said = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
         private Trainer start(TrainOptions o, Backend b, boolean restarting) {
             // a restart reports itself in one line: the trainer's own "resumed from" note is left out
             Trainer.Listener quiet = new Trainer.Listener() {
                 @Override public void onStep(StepMetrics m) { listener.onStep(m); }
 
                 @Override public void onMessage(String line) {
-                    if (!(restarting && line.startsWith("[train] resumed from"))) listener.onMessage(line);
+                    if (restarting && (line.startsWith("[train] resumed from") || said.contains(line))) return;
+                    said.add(line);   // a restart sets the run up again: its setup notes were said at the start
+                    listener.onMessage(line);
                 }
             };
             try {

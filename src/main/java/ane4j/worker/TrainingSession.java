@@ -70,12 +70,16 @@ public final class TrainingSession {
 
     /**
      * The worker always starts training with {@code resume = true}; its "resumed from"/"no checkpoint" line is news only
-     * when the user asked for a resume, and only the first time (a restart says it in its own line).
+     * when the user asked for a resume, and only the first time (a restart says it in its own line). A restarted worker
+     * sets the run up again: the notes of that setup (e.g. "[eval] validation loss every …") were said at the start.
      */
     private boolean hides(String line) {
         boolean resumeLine = line.startsWith("[train] resumed from step") || line.startsWith("[train] no checkpoint in");
-        return resumeLine && (attachments > 1 || !options.resume());
+        if (resumeLine) return attachments > 1 || !options.resume();
+        return !said.add(line) && attachments > 1;
     }
+
+    private final java.util.Set<String> said = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     WorkerProcess worker() { return worker; }
 
