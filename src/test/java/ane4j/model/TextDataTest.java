@@ -108,6 +108,7 @@ class TextDataTest {
             int[] v = all(s.validation());
             assertArrayEquals(Arrays.copyOfRange(toks, 75, 100), v);
             assertFalse(s.validation().masked());
+            d.close();   // closing twice is harmless (the run layer closes the training, then the run)
         }
     }
 
