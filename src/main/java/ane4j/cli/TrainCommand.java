@@ -36,6 +36,9 @@ import picocli.CommandLine.ParseResult;
 final class TrainCommand {
     private TrainCommand() {}
 
+    /** Errors are one line; the usage is one flag away. */
+    private static final String HELP_HINT = " (ane4j train --help lists every option)";
+
     static final String USAGE = "train [--model tiny|stories15m|stories110m|qwen3-0.6b|FILE] [--dim N --n-layers N …] [--init FILE.bin|.safetensors] "
             + "[--data TOKENS.bin] [--steps N] [--lr F] [--backend ane|ref] [--compile-budget N] [--in-process] [--run-dir DIR] [--resume] "
             + "[--from-record run.json] … (ane4j train --help lists every option)";
@@ -69,12 +72,12 @@ final class TrainCommand {
         } catch (CommandLine.UnmatchedArgumentException e) {
             String a = e.getUnmatched().isEmpty() ? "?" : e.getUnmatched().getFirst();
             throw new CliException((a.startsWith("-") ? RunSpec.KEYS.unknown(a.replaceFirst("=.*", "")).getMessage() : "unexpected argument '" + a + "'")
-                    + "\n  usage: ane4j " + USAGE);
+                    + HELP_HINT);
         } catch (CommandLine.MissingParameterException e) {
             String flag = e.getMissing().isEmpty() ? "an option" : ((OptionSpec) e.getMissing().getFirst()).longestName();
             throw new CliException(flag + " has no value; give " + flag + " VALUE (or " + flag + "=VALUE)");
         } catch (CommandLine.ParameterException e) {
-            throw new CliException(e.getMessage() + "\n  usage: ane4j " + USAGE);
+            throw new CliException(e.getMessage() + HELP_HINT);
         }
         if (parsed.isUsageHelpRequested()) {
             out.println("usage: ane4j " + USAGE + "\n\noptions (also the keys of a %%train cell, key = value):");
@@ -104,7 +107,7 @@ final class TrainCommand {
             spec = RunSpec.of(given);
             placed = RunDirs.place(spec);
         } catch (IllegalArgumentException e) {
-            throw new CliException(e.getMessage() + (e.getMessage().startsWith("[run]") ? "" : "\n  usage: ane4j " + USAGE));
+            throw new CliException(e.getMessage() + (e.getMessage().startsWith("[run]") ? "" : HELP_HINT));
         }
         try {
             return run(placed, out);
