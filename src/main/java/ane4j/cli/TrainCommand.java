@@ -107,7 +107,7 @@ final class TrainCommand {
             spec = RunSpec.of(given);
             placed = RunDirs.place(spec);
         } catch (IllegalArgumentException e) {
-            throw new CliException(e.getMessage() + (e.getMessage().startsWith("[run]") ? "" : HELP_HINT));
+            throw new CliException(e.getMessage());
         }
         try {
             return run(placed, out);

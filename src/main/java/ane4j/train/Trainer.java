@@ -184,7 +184,7 @@ public final class Trainer implements AutoCloseable {
         // (a text file's tail starts at a document)
         long tail = o.data() == null || o.valData() != null ? 0 : data.size() - data.splitPoint(o.valFraction());
         if (tail > 0 && (tail < seq + 1 || data.size() - tail < seq + 1)) {
-            if (!o.resume()) log.onMessage("[eval] " + o.data().getFileName() + ": " + data.size() + " tokens are too few to hold out " + o.valFraction() + " of them (" + tail
+            log.onMessage("[eval] " + o.data().getFileName() + ": " + data.size() + " tokens are too few to hold out " + o.valFraction() + " of them (" + tail
                     + ") and keep one window of " + (seq + 1) + " for each side; training on all of them, no validation (give --val-data FILE)");
             tail = 0;
         }
@@ -208,13 +208,13 @@ public final class Trainer implements AutoCloseable {
         }
         this.valShard = valShard;
         boolean validate = held != null && o.evalEvery() > 0 && !o.weights().equals("static");
-        // said once per run: a restarted worker (and --resume) resumes, and stays quiet
-        if (held != null && o.evalEvery() > 0 && !validate && !o.resume())
+        // said at every start; a restart of the same run does not repeat them (TrainingSession, LocalSession)
+        if (held != null && o.evalEvery() > 0 && !validate)
             log.onMessage("[eval] weights = static: no validation during training (each would recompile every weight-bearing kernel); "
                     + "evaluate the run afterwards with ane4j eval --run " + o.runDir());
         this.heldOut = validate ? held : null;
         this.valWindows = validate ? Validation.windows(held, seq, o.evalTokens()) : 0;
-        if (validate && !o.resume())
+        if (validate)
             log.onMessage("[eval] validation loss every " + o.evalEvery() + " steps and at the end: " + valWindows + " windows of " + seq + " tokens of " + held.description());
         this.rng = new Rng(o.seed() ^ 0x9E3779B97F4A7C15L);
         this.adamw = new AdamW(0.9f, 0.95f, 1e-8f, o.weightDecay());
