@@ -21,10 +21,11 @@ public final class Generator {
 
     /**
      * The prompt followed by up to {@code maxTokens} generated tokens, as text. Generation stops early at the tokenizer's BOS or
-     * EOS, or when the sequence reaches seqLen. Same seed, same text.
+     * EOS, or when the sequence reaches seqLen. Same seed, same text. Bytes that are not UTF-8 (a short run's model
+     * emits byte tokens in any order) show as {@code \xNN} escapes, never as U+FFFD.
      */
     public String generate(String prompt, int maxTokens, float temperature, float topP, long seed) {
-        return tokenizer.decode(generateTokens(tokenizer.encode(prompt, true, false), maxTokens, temperature, topP, seed));
+        return tokenizer.decodeVisible(generateTokens(tokenizer.encode(prompt, true, false), maxTokens, temperature, topP, seed));
     }
 
     /** The prompt tokens (starting with BOS, usually) followed by the generated tokens. */

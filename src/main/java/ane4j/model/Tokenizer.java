@@ -214,9 +214,20 @@ public final class Tokenizer {
 
     /**
      * Text of a token sequence; llama2.c's BOS and EOS print nothing, a tokenizer.json's added tokens print as their text
-     * (Hugging Face's decode without skip_special_tokens). Invalid UTF-8 becomes U+FFFD (generate prints escapes instead).
+     * (Hugging Face's decode without skip_special_tokens). Invalid UTF-8 becomes U+FFFD, as Hugging Face's decode gives it;
+     * {@link #decodeVisible} shows such bytes as escapes instead.
      */
     public String decode(int[] tokens) {
+        return bytes(tokens).toString(StandardCharsets.UTF_8);
+    }
+
+    /** Text of a token sequence for people to read: bytes that are not UTF-8 show as {@code \xNN} escapes, as ane4j generate prints them. */
+    public String decodeVisible(int[] tokens) {
+        Utf8Stream text = new Utf8Stream();
+        return text.push(bytes(tokens).toByteArray()) + text.finish();
+    }
+
+    private ByteArrayOutputStream bytes(int[] tokens) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         int prev = -1;
         for (int t : tokens) {
@@ -224,7 +235,7 @@ public final class Tokenizer {
             if (bpe != null || (t != bos && t != eos)) out.writeBytes(decodePiece(prev, t));
             prev = t;
         }
-        return out.toString(StandardCharsets.UTF_8);
+        return out;
     }
 
     // ----------------------------------------------------------------------------------------------

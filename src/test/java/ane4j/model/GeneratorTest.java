@@ -2,6 +2,7 @@ package ane4j.model;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,6 +27,24 @@ class GeneratorTest {
         assertTrue(t1.length <= prompt.length + 30);
         // the sequence never exceeds seqLen
         assertTrue(g.generateTokens(prompt, 1000, 1f, 1f, 3).length <= c.seqLen());
+    }
+
+    @Test
+    void textThatIsNotUtf8ShowsAsEscapesNotReplacementCharacters() {
+        // an untrained model samples byte tokens in any order: the plain decode has U+FFFD, generate's text never does
+        Parameters p = Parameters.init(ModelConfig.parse("tiny"), 1);
+        Tokenizer tok = EmbeddedCorpus.tokenizer();
+        Generator g = new Generator(p, tok);
+        int broken = 0;
+        for (long seed = 1; seed <= 8; seed++) {
+            int[] ids = g.generateTokens(tok.encode("Lily", true, false), 60, 2f, 1f, seed);
+            if (tok.decode(ids).contains("\uFFFD")) broken++;
+            String text = g.generate("Lily", 60, 2f, 1f, seed);
+            assertFalse(text.contains("\uFFFD"), text);
+            assertTrue(text.chars().noneMatch(ch -> ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r'), text);
+            assertEquals(tok.decodeVisible(ids), text);
+        }
+        assertTrue(broken > 0, "no seed produced invalid UTF-8: the test shows nothing");
     }
 
     @Test
