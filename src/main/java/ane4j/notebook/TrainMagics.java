@@ -90,36 +90,29 @@ final class TrainMagics {
         return sb.toString().stripTrailing();
     }
 
+    /** The options of {@code %generate}, read by picocli as the CLI's commands are. */
+    @picocli.CommandLine.Command(name = "%generate")
+    static final class GenerateArgs {
+        @picocli.CommandLine.Parameters(paramLabel = "PROMPT") List<String> words = new ArrayList<>();
+        @picocli.CommandLine.Option(names = "--tokens") int tokens = 64;
+        @picocli.CommandLine.Option(names = "--temperature") float temperature = 0.8f;
+        @picocli.CommandLine.Option(names = {"--top-p", "--topP"}) float topP = 0.9f;
+        @picocli.CommandLine.Option(names = "--seed") long seed = 42;
+    }
+
     @Magic(value = "generate", help = "%generate [PROMPT] [--tokens N] [--temperature T] [--top-p P] [--seed S] — text from the current model")
     String generate(MagicCall call) {
-        List<String> words = new ArrayList<>();
-        int tokens = 64;
-        float temperature = 0.8f, topP = 0.9f;
-        long seed = 42;
-        List<String> a = call.args();
-        for (int i = 0; i < a.size(); i++) {
-            String s = a.get(i);
-            if (!s.startsWith("--")) {
-                words.add(s);
-                continue;
-            }
-            if (i + 1 >= a.size()) throw new MagicException("[%generate] " + s + " needs a value");
-            String v = a.get(++i);
-            try {
-                switch (s) {
-                    case "--tokens" -> tokens = Integer.parseInt(v);
-                    case "--temperature" -> temperature = Float.parseFloat(v);
-                    case "--top-p", "--topP" -> topP = Float.parseFloat(v);
-                    case "--seed" -> seed = Long.parseLong(v);
-                    default -> throw new MagicException("[%generate] unknown option " + s + "; use --tokens, --temperature, --top-p, --seed");
-                }
-            } catch (NumberFormatException e) {
-                throw new MagicException("[%generate] " + s + " " + v + " is not a number");
-            }
-        }
-        String prompt = words.isEmpty() ? "Once upon a time" : String.join(" ", words);
+        GenerateArgs g = new GenerateArgs();
         try {
-            return Ane.generate(prompt, tokens, temperature, topP, seed);
+            new picocli.CommandLine(g).setUnmatchedOptionsArePositionalParams(false).parseArgs(call.args().toArray(String[]::new));
+        } catch (picocli.CommandLine.UnmatchedArgumentException e) {
+            throw new MagicException("[%generate] unknown option " + e.getUnmatched().getFirst() + "; use --tokens, --temperature, --top-p, --seed");
+        } catch (picocli.CommandLine.ParameterException e) {
+            throw new MagicException("[%generate] " + e.getMessage().replace('\n', ' '));
+        }
+        String prompt = g.words.isEmpty() ? "Once upon a time" : String.join(" ", g.words);
+        try {
+            return Ane.generate(prompt, g.tokens, g.temperature, g.topP, g.seed);
         } catch (IllegalStateException | IllegalArgumentException e) {
             throw new MagicException(e.getMessage().replace("[generate]", "[%generate]"));
         }
