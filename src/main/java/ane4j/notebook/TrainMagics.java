@@ -100,16 +100,22 @@ final class TrainMagics {
         @picocli.CommandLine.Option(names = "--seed") long seed = 42;
     }
 
-    @Magic(value = "generate", help = "%generate [PROMPT] [--tokens N] [--temperature T] [--top-p P] [--seed S] — text from the current model")
-    String generate(MagicCall call) {
+    /** {@code %generate}'s arguments; a bad one is one line naming it. */
+    static GenerateArgs parseGenerate(List<String> args) {
         GenerateArgs g = new GenerateArgs();
         try {
-            new picocli.CommandLine(g).setUnmatchedOptionsArePositionalParams(false).parseArgs(call.args().toArray(String[]::new));
+            new picocli.CommandLine(g).setUnmatchedOptionsArePositionalParams(false).parseArgs(args.toArray(String[]::new));
         } catch (picocli.CommandLine.UnmatchedArgumentException e) {
             throw new MagicException("[%generate] unknown option " + e.getUnmatched().getFirst() + "; use --tokens, --temperature, --top-p, --seed");
         } catch (picocli.CommandLine.ParameterException e) {
             throw new MagicException("[%generate] " + e.getMessage().replace('\n', ' '));
         }
+        return g;
+    }
+
+    @Magic(value = "generate", help = "%generate [PROMPT] [--tokens N] [--temperature T] [--top-p P] [--seed S] — text from the current model")
+    String generate(MagicCall call) {
+        GenerateArgs g = parseGenerate(call.args());
         String prompt = g.words.isEmpty() ? "Once upon a time" : String.join(" ", g.words);
         try {
             return Ane.generate(prompt, g.tokens, g.temperature, g.topP, g.seed);
