@@ -138,7 +138,7 @@ public final class DoctorCommand implements Callable<Integer> {
         Chip chip;
         try {
             chip = chipName != null ? Chip.parse(chipName) : ane == null ? null
-                    : Chip.fromSubType(safe(ane::chip).replaceFirst("^.*\\(", "")).orElse(null);
+                    : Chip.fromSubType(safe(ane::aneSubType)).orElse(null);
         } catch (IllegalArgumentException e) {
             throw new CliException(e.getMessage() + " (ane4j doctor --help)");
         }

@@ -146,6 +146,12 @@ public final class AneBackend extends CountingBackend {
         return Native.chip();
     }
 
+    /** The ANE sub-type the framework reports ({@code h16g} on an M4): what the chip family and the MIL dialect follow. */
+    public String aneSubType() {
+        requireAvailable();
+        return Native.aneSubType();
+    }
+
     /** The MIL text {@link #compile(Program, String)} sends for this function. */
     public String milText(Program program, String functionName) { return milText(program, functionName, dialect()); }
 
@@ -165,7 +171,7 @@ public final class AneBackend extends CountingBackend {
         if (settled != null) return compileIn(settled, program, functionName, f, ins, outs);
         MilDialect first = dialect();
         String chip = chip();
-        var fallback = MilDialect.fallbackFor(chip.replaceFirst("^.*\\(", "").replace(")", ""), first);
+        var fallback = MilDialect.fallbackFor(aneSubType(), first);
         AneKernel k;
         try {
             k = compileIn(first, program, functionName, f, ins, outs);
@@ -229,7 +235,7 @@ public final class AneBackend extends CountingBackend {
     private void chipRules(Program program, String functionName) {
         if (!chipRulesChecked) return;
         var chip = chipFamily;
-        if (chip == null) chipFamily = chip = ane4j.chip.Chip.fromSubType(chip().replaceFirst("^.*\\(", ""));
+        if (chip == null) chipFamily = chip = ane4j.chip.Chip.fromSubType(aneSubType());
         try {
             chip.ifPresent(c -> ane4j.chip.ChipRules.requireCompatible(program, functionName, c));
         } catch (ane4j.chip.ChipRuleException e) {
@@ -266,6 +272,10 @@ public final class AneBackend extends CountingBackend {
 
         static String exceptionGuard() {
             return ane4j.backend.ane.ffm.ObjC.get().exceptionGuard();
+        }
+
+        static String aneSubType() {
+            return ane4j.backend.ane.ffm.DeviceInfo.read().aneSubType();
         }
 
         static String chip() {
