@@ -15,6 +15,7 @@ import ane4j.model.Rng;
 import ane4j.session.RunSpec;
 import ane4j.train.TrainOptions;
 import ane4j.train.AdamW;
+import ane4j.train.LoraAdapters;
 import ane4j.train.LossScaler;
 import ane4j.train.TrainingStep;
 import java.io.IOException;
@@ -38,7 +39,8 @@ import java.util.Set;
  * kernels, loss-scale unscaling, global-norm clipping, AdamW, staging the new weights) at batch 1 and the config's
  * seqLen, with the per-phase breakdown, compile time, FLOPs per step and utilisation against this machine's sgemm peak,
  * peak memory against the bytes of weights + gradients + moments, and optionally a PyTorch CPU step measured in the same
- * run ({@code tools/torch_train_step.py}).
+ * run ({@code tools/torch_train_step.py}). With {@code --lora R} the step is a LoRA step (base frozen, adapters trained;
+ * PyTorch's side {@code tools/torch_lora_step.py}); {@code --compare-full} adds the full step, see {@link LoraComparison}.
  */
 public final class StepBench {
     private StepBench() {}
@@ -55,36 +57,36 @@ public final class StepBench {
     }
 
     public static BenchResult run(BenchOptions o, Backend backend) {
-        Set<String> keys = new java.util.HashSet<>(Set.of("model", "steps", "warmup", "weights", "storage", "python", "torch-script", "torch-threads", "seed"));
+        Set<String> keys = new java.util.HashSet<>(Set.of("model", "steps", "warmup", "weights", "storage", "python", "torch-script", "torch-threads", "seed",
+                "lora", "lora-targets", "lora-alpha"));
         for (String k : TrainOptions.MODEL_KEYS) keys.add(RunSpec.KEYS.key(k).flag().substring(2));
         o.check("step", keys);
-        // model settings over the preset, as ane4j train and %%train read them (--dim 128 derives hiddenDim and headDim)
-        Map<String, Integer> settings = new LinkedHashMap<>();
-        for (String k : o.values().keySet()) {
-            String c = RunSpec.KEYS.canonical(k);
-            if (c != null && TrainOptions.MODEL_KEYS.contains(c)) settings.put(c, Integer.parseInt(RunSpec.KEYS.key(c).check(o.get(k, ""), "bench")));
-        }
-        ModelConfig cfg = ModelConfig.override(ModelConfig.parse(o.get("model", o.quick() ? "tiny" : "stories110m")), settings);
-        int steps = o.getInt("steps", o.quick() ? 2 : 10), warmup = o.getInt("warmup", o.quick() ? 1 : 2);
+        if (o.flag("compare-full")) return LoraComparison.run(o);
+        ModelConfig cfg = config(o);
+        int steps = steps(o), warmup = o.getInt("warmup", o.quick() ? 1 : 2);
         if (steps < 1 || warmup < 0) throw new IllegalArgumentException("[bench] --steps must be ≥ 1 and --warmup ≥ 0");
         // weights and storage are run keys: the run layer's table checks them as ane4j train and %%train do
         String weights = RunSpec.KEYS.key("weights").check(o.get("weights", "dynamic"), "bench");
         String storage = RunSpec.KEYS.key("storage").check(o.get("storage", "fp16"), "bench");
 
         // this machine's fp32 peak, measured first (before the model takes the memory bandwidth and the heap)
+        double loadBefore = java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
         double peakGflops = sgemmPeakGflops(o.quick() ? 512 : 2048);
         Machine.resetPeakHeap();
 
         int s = cfg.seqLen();
         Parameters params = Parameters.init(cfg, o.getInt("seed", 1));
-        float[] p = params.data(), grads = new float[p.length], m = new float[p.length], v = new float[p.length];
+        // LoRA: gradients and moments of the adapters only (PEFT's init: B = 0, so the first step is the base model's)
+        LoraAdapters lora = lora(o, cfg);
+        int trained = lora == null ? params.data().length : lora.size();
+        float[] p = params.data(), grads = new float[trained], m = new float[trained], v = new float[trained];
         AdamW adamw = new AdamW(0.9f, 0.95f, 1e-8f, 0.1f);
         float lossScale = storage.equals("fp16") ? LossScaler.DEFAULT_SCALE : 1f;   // the Trainer's initial scale
         Rng rng = new Rng(o.getInt("seed", 1) * 7919L);
         int[] tokens = new int[s], targets = new int[s];
 
         long c0 = System.nanoTime();
-        TrainingStep step = new TrainingStep(cfg, backend, storage.equals("fp16") ? DType.FP16 : DType.FP32, weights.equals("static"));
+        TrainingStep step = new TrainingStep(cfg, backend, storage.equals("fp16") ? DType.FP16 : DType.FP32, weights.equals("static"), false, lora);
         step.stageWeights(p);
         double compileMs = (System.nanoTime() - c0) / 1e6;
 
@@ -102,7 +104,8 @@ public final class StepBench {
                 // as the Trainer: norm (unscaled), then unscale + clip + AdamW + zero in one pass
                 float k = 1f / lossScale;
                 float norm = (float) Math.sqrt(AdamW.sumOfSquares(grads, k));
-                adamw.step(params.layout().views(), p, grads, m, v, i + 1, 1e-4f, k * AdamW.clipFactor(norm, 1f), true);
+                if (lora != null) adamw.step(lora.views(), lora.data(), grads, m, v, i + 1, 1e-4f, k * AdamW.clipFactor(norm, 1f), true);
+                else adamw.step(params.layout().views(), p, grads, m, v, i + 1, 1e-4f, k * AdamW.clipFactor(norm, 1f), true);
                 long t2 = System.nanoTime();
                 step.stageWeights(p);
                 long t3 = System.nanoTime();
@@ -124,14 +127,21 @@ public final class StepBench {
         double loadAfter = java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
         double msPerStep = Timing.medianOf(total);
         double flops = flopsPerStep(cfg);
-        long stateBytes = 4L * 4 * p.length;   // weights + gradients + 2 moments, fp32
+        long stateBytes = 4L * p.length + 4L * 3 * trained;   // weights + gradients + 2 moments of what trains, fp32
 
         BenchResult r = new BenchResult("step", "Training step: " + cfg.name() + " (batch 1, seq " + s + "), " + backend.name() + " backend, "
-                + weights + " weights, " + storage + " storage", List.of("phase", "ms", "% of step"));
+                + weights + " weights, " + storage + " storage" + (lora == null ? "" : ", LoRA rank " + lora.rank() + " on " + String.join(",", lora.targets())),
+                List.of("phase", "ms", "% of step"));
         r.meta("backend", backend.name());
         if (backend instanceof RefBackend ref) r.meta("refStorage", ref.options().fp32Storage() ? "fp32" : "fp16");
         r.meta("model", cfg.name());
         r.meta("parameters", (long) p.length);
+        r.put("trainedParameters", (long) trained);
+        if (lora != null) {
+            r.put("lora", lora.rank());
+            r.put("loraTargets", String.join(",", lora.targets()));
+            r.put("loraAlpha", lora.alpha());
+        }
         for (int q = 0; q < phases.length; q++) {
             double med = Timing.medianOf(phaseMs[q]);
             r.row(phases[q], med, 100 * med / msPerStep);
@@ -157,6 +167,7 @@ public final class StepBench {
         r.put("weightsGradsMomentsMB", stateBytes / 1e6);
         r.put("memoryRatio", rss > 0 ? (double) rss / stateBytes : Double.NaN);
         r.put("memoryTarget", MEMORY_TARGET);
+        r.put("loadAverageBefore", Math.round(loadBefore * 100) / 100.0);
         r.put("loadAverageAfter", Math.round(loadAfter * 100) / 100.0);
         r.put("firstLoss", firstLoss);
         r.put("lastLoss", lastLoss);
@@ -165,7 +176,7 @@ public final class StepBench {
             params = null;
             p = grads = m = v = null;
             System.gc();
-            Map<String, Object> torch = torchStep(o, cfg, steps);
+            Map<String, Object> torch = torchStep(o, cfg, steps, torchMode(o, lora));
             double tms = ((Number) torch.get("ms_per_step_median")).doubleValue();
             r.put("torchMsPerStep", tms);
             r.put("torchThreads", torch.get("threads"));
@@ -178,20 +189,53 @@ public final class StepBench {
             }
             r.put("speedupVsTorch", tms / msPerStep);
             r.put("speedupAtSgemmFloor", tms / floorMs);
-            if (SPEEDUP_TARGET.containsKey(cfg.name())) r.put("speedupTarget", SPEEDUP_TARGET.get(cfg.name()));
+            if (lora == null && SPEEDUP_TARGET.containsKey(cfg.name())) r.put("speedupTarget", SPEEDUP_TARGET.get(cfg.name()));
             r.meta("torch", torch);
-            r.note(String.format(Locale.ROOT, "PyTorch CPU step (same config, %s threads): %.1f ms/step; ane4j is %.2f× %s", torch.get("threads"), tms,
+            r.note(String.format(Locale.ROOT, "PyTorch CPU %s step (same config, %s threads): %.1f ms/step; ane4j is %.2f× %s", lora == null ? "training" : "LoRA", torch.get("threads"), tms,
                     tms >= msPerStep ? tms / msPerStep : msPerStep / tms, tms >= msPerStep ? "faster" : "slower"));
         }
         r.note("BLAS: ane4j " + Blas.get().description() + (o.flag("compare-torch") ? "; PyTorch " + blasSummary(r.summary().get("torchBlas")) : ""));
         r.note(String.format(Locale.ROOT, "floor: %.1f GFLOP at the peak sgemm rate alone take %.0f ms; no CPU step of this model can be faster on this machine", flops / 1e9, floorMs));
         r.note("FLOPs/step = 3·(projections + classifier) + attention (4·S²·Q fwd + 10·S²·Q bwd per layer); utilisation against sgemm "
                 + (o.quick() ? 512 : 2048) + "³ on " + Blas.get().description());
-        r.note(String.format(Locale.ROOT, "memory: peak RSS (VmHWM) of the whole JVM %.0f MB against %.0f MB of weights, gradients, AdamW m and v in fp32 (%.2f×)%s",
-                rss / 1e6, stateBytes / 1e6, (double) rss / stateBytes, r.summary().get("torchPeakRssMB") instanceof Double t
+        r.note(String.format(Locale.ROOT, "memory: peak RSS (VmHWM) of the whole JVM %.0f MB against %.0f MB of weights, gradients, AdamW m and v%s in fp32 (%.2f×)%s",
+                rss / 1e6, stateBytes / 1e6, lora == null ? "" : " (of the adapters)", (double) rss / stateBytes, r.summary().get("torchPeakRssMB") instanceof Double t
                         ? String.format(Locale.ROOT, "; PyTorch's process %.0f MB (%.2f×)", t, t * 1e6 / stateBytes) : ""));
         r.chart(new BenchResult.ChartSpec(true, "phase", List.of("ms"), "ms per step"));
         return r;
+    }
+
+    /** The model of a step benchmark: --model (tiny with --quick, else stories110m) with model settings over the preset, as ane4j train and %%train read them (--dim 128 derives hiddenDim and headDim). */
+    static ModelConfig config(BenchOptions o) {
+        Map<String, Integer> settings = new LinkedHashMap<>();
+        for (String k : o.values().keySet()) {
+            String c = RunSpec.KEYS.canonical(k);
+            if (c != null && TrainOptions.MODEL_KEYS.contains(c)) settings.put(c, Integer.parseInt(RunSpec.KEYS.key(c).check(o.get(k, ""), "bench")));
+        }
+        return ModelConfig.override(ModelConfig.parse(o.get("model", o.quick() ? "tiny" : "stories110m")), settings);
+    }
+
+    static int steps(BenchOptions o) { return o.getInt("steps", o.quick() ? 2 : 10); }
+
+    /** The bench's default LoRA targets: all seven projections (the README's figures; a run's default is PEFT's q,v). */
+    static final String LORA_TARGETS = String.join(",", TrainOptions.LORA_TARGETS);
+
+    /** The adapters of {@code --lora R [--lora-targets … --lora-alpha A]}, or null without --lora. */
+    static LoraAdapters lora(BenchOptions o, ModelConfig cfg) {
+        int rank = o.getInt("lora", 0);
+        if (rank < 0) throw new IllegalArgumentException("[bench] --lora " + rank + ": give a rank ≥ 1 (or 0 for the full step)");
+        if (rank == 0) {
+            for (String k : List.of("lora-targets", "lora-alpha"))
+                if (o.has(k)) throw new IllegalArgumentException("[bench] --" + k + " needs --lora RANK");
+            return null;
+        }
+        return LoraAdapters.init(cfg, rank, (float) o.getDouble("lora-alpha", 16), List.of(o.get("lora-targets", LORA_TARGETS).split(",")), o.getInt("seed", 1));
+    }
+
+    /** tools/torch_lora_step.py's arguments for the same LoRA step, or none for tools/torch_train_step.py's full step. */
+    static List<String> torchMode(BenchOptions o, LoraAdapters lora) {
+        if (lora == null) return List.of();
+        return List.of("--mode", "lora" + lora.rank(), "--targets", String.join(",", lora.targets()), "--alpha", String.valueOf(lora.alpha()));
     }
 
     /** Matmul FLOPs of one training step (forward, dx and dW for every projection and the classifier; attention fwd+bwd). */
@@ -231,12 +275,16 @@ public final class StepBench {
         return b + " (OPENBLAS_CORETYPE" + (env == null ? " unset" : "=" + env) + ")";
     }
 
-    /** Runs tools/torch_train_step.py for the same config; returns its JSON line as a map. */
-    static Map<String, Object> torchStep(BenchOptions o, ModelConfig c, int steps) {
-        Path script = torchScript(o);
+    /**
+     * Runs tools/torch_train_step.py for the same config, or with {@code mode} arguments (--mode …) tools/torch_lora_step.py;
+     * returns its JSON line as a map.
+     */
+    static Map<String, Object> torchStep(BenchOptions o, ModelConfig c, int steps, List<String> mode) {
+        Path script = torchScript(o, mode.isEmpty() ? "torch_train_step.py" : "torch_lora_step.py");
         String python = o.get("python", "/usr/bin/python3");
         String torchModel = List.of("stories15m", "stories42m", "stories110m", "tiny", "qwen3-0.6b").contains(c.name()) ? c.name() : "stories15m";
         List<String> cmd = new ArrayList<>(List.of(python, script.toString(), "--model", torchModel, "--steps", String.valueOf(steps), "--json"));
+        cmd.addAll(mode);
         if (o.has("torch-threads")) cmd.addAll(List.of("--threads", o.get("torch-threads", "")));
         Map<String, Object> fields = new LinkedHashMap<>();
         fields.put("dim", c.dim()); fields.put("hiddenDim", c.hiddenDim()); fields.put("nLayers", c.nLayers()); fields.put("nHeads", c.nHeads());
@@ -254,7 +302,7 @@ public final class StepBench {
             }
             String line = out.substring(out.lastIndexOf('\n') + 1);
             Object parsed = Json.parse(line);
-            if (!(parsed instanceof Map<?, ?> map)) throw new IllegalStateException("[bench] torch_train_step.py printed no JSON object: " + line);
+            if (!(parsed instanceof Map<?, ?> map)) throw new IllegalStateException("[bench] " + script.getFileName() + " printed no JSON object: " + line);
             Map<String, Object> result = new LinkedHashMap<>();
             map.forEach((k, v) -> result.put(String.valueOf(k), v));
             result.put("command", String.join(" ", cmd));
@@ -267,13 +315,13 @@ public final class StepBench {
         }
     }
 
-    static Path torchScript(BenchOptions o) {
+    static Path torchScript(BenchOptions o, String name) {
         if (o.has("torch-script")) return Path.of(o.get("torch-script", ""));
         List<Path> candidates = new ArrayList<>();
         String home = System.getProperty("ane4j.home");
-        if (home != null) candidates.add(Path.of(home, "tools", "torch_train_step.py"));
-        candidates.add(Path.of("tools", "torch_train_step.py"));
+        if (home != null) candidates.add(Path.of(home, "tools", name));
+        candidates.add(Path.of("tools", name));
         for (Path p : candidates) if (Files.isRegularFile(p)) return p;
-        throw new IllegalArgumentException("[bench] cannot find tools/torch_train_step.py (looked in " + candidates + "); pass --torch-script PATH");
+        throw new IllegalArgumentException("[bench] cannot find tools/" + name + " (looked in " + candidates + "); pass --torch-script PATH");
     }
 }
