@@ -13,6 +13,7 @@ import ane4j.session.Training;
 import ane4j.session.WorkerSession;
 import ane4j.train.Checkpoint;
 import ane4j.train.Key;
+import ane4j.train.SetupProgress;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.worker.Supervisor;
@@ -121,7 +122,7 @@ final class TrainCommand {
         RunSpec spec = placed.spec();
         TrainOptions o = spec.train();
         long t0 = System.nanoTime();
-        Progress progress = new Progress(out, placed.isNew() ? () -> RunDirs.pointLatestAt(o.runDir()) : () -> {});
+        Progress progress = new Progress(out, placed.isNew() ? () -> RunDirs.pointLatestAt(o.runDir()) : () -> {}).steps(o.steps());
         // shared tensor folders of launchers and kernels that died (SIGKILL) are this start's to remove
         Supervisor.removeStaleSharedMemory(progress::onMessage);
         try (StopSignals signals = StopSignals.install(out); Session session = session(spec, progress)) {
@@ -214,15 +215,38 @@ final class TrainCommand {
     /** One progress line, rewritten in place on a terminal and printed every 10% otherwise. */
     static final class Progress implements Trainer.Listener {
         private final PrintStream out;
-        private final boolean tty = System.console() != null;
+        private final boolean tty;
         private long started = System.nanoTime(), lastPrinted = -1;
         private boolean dirty;
+        private int setupWidth;   // of the setup line on the terminal, which the first step line overwrites
 
         private Runnable onFirstStep;
 
         Progress(PrintStream out, Runnable onFirstStep) {
+            this(out, onFirstStep, System.console() != null);
+        }
+
+        Progress(PrintStream out, Runnable onFirstStep, boolean tty) {
             this.out = out;
             this.onFirstStep = onFirstStep;
+            this.tty = tty;
+        }
+
+        /** On a terminal, before the first step: {@code step 0/40 · starting worker…}, {@code … compiling kernel 3/10 (ffnFused)…} in place. */
+        @Override public void onSetup(SetupProgress p) {
+            if (!tty || lastPrinted >= 0) return;
+            String line = "step 0/" + steps + " · " + p.line();
+            out.print("\r" + line + " ".repeat(Math.max(0, setupWidth - line.length())));
+            setupWidth = line.length();
+            dirty = true;
+        }
+
+        private long steps;
+
+        /** The run's length, for the setup line. */
+        Progress steps(long n) {
+            steps = n;
+            return this;
         }
 
         @Override public void onStep(Trainer.StepMetrics m) {
@@ -241,7 +265,8 @@ final class TrainCommand {
                     m.msPerStep(), eta / 60, eta % 60, m.skipped() ? "  (update skipped)" : "");
             boolean every = done % Math.max(1, m.steps() / 10) == 0 || done == m.steps() || lastPrinted < 0;
             if (tty) {
-                out.print("\r" + line + "   ");
+                out.print("\r" + line + " ".repeat(Math.max(3, setupWidth - line.length())));
+                setupWidth = 0;
                 dirty = true;
             } else if (every) out.println(line);
             lastPrinted = done;

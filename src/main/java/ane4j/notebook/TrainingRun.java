@@ -171,6 +171,7 @@ public final class TrainingRun {
         Notebook.onInterrupt(onInterrupt);
         long lastLine = 0, lastPlot = 0;
         int shownLine = 0, shownPlot = 0;
+        String shownSetup = progressLine();
         try {
             while (true) {
                 boolean alive = running();
@@ -178,6 +179,10 @@ public final class TrainingRun {
                 noteRestarts();
                 long now = System.nanoTime();
                 int n = run.history().size();
+                if (n == 0 && !progressLine().equals(shownSetup)) {
+                    shownSetup = progressLine();   // before step 1: starting worker…, compiling kernel k/n (name)…, each as it comes
+                    line.update(shownSetup);
+                }
                 if (n > shownLine && (now - lastLine > 200_000_000L || !alive)) {
                     line.update(progressLine());
                     shownLine = n;

@@ -9,6 +9,7 @@ import ane4j.mil.Program;
 import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Tokenizer;
+import ane4j.train.SetupProgress;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.train.Trainer.StepMetrics;
@@ -120,7 +121,8 @@ public final class LocalSession implements Session {
                 }
             };
             try {
-                return new Trainer(o, b, quiet);
+                // the first start tells its compiles to the listener (a restart says what it did in one line)
+                return restarting ? new Trainer(o, b, quiet) : SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, b, quiet));
             } catch (CompileBudgetExceededException e) {
                 throw new IllegalArgumentException("[train] compileBudget " + b.compileBudget() + " is too small: setting up the "
                         + o.weights() + "-weights kernels alone needs more compiles; raise compileBudget", e);

@@ -1,6 +1,7 @@
 package ane4j.session;
 
 import ane4j.model.Generator;
+import ane4j.train.SetupProgress;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.train.Trainer.StepMetrics;
@@ -34,6 +35,7 @@ public final class Run {
     private volatile State state = State.PREPARING;
     private volatile boolean stopRequested;
     private volatile Throwable failure;
+    private volatile SetupProgress setup;   // the latest setup event before the first step, or null
 
     private Run(Session session, RunDirs.Placed placed, Trainer.Listener observer) {
         this.session = session;
@@ -83,6 +85,11 @@ public final class Run {
 
                     @Override public void onMessage(String line) {
                         message(line);
+                    }
+
+                    @Override public void onSetup(SetupProgress p) {
+                        setup = p;
+                        if (observer != null) observer.onSetup(p);
                     }
                 });
             }
@@ -251,14 +258,23 @@ public final class Run {
 
     /** {@code step 12/60  loss 4.2310  lr 2.40e-03  1054 tok/s  58.2 ms/step · restarts 1 · running} */
     public String progressLine() {
-        if (history.isEmpty()) return "step 0/" + options.steps() + " · " + (running() ? "starting: " + (training == null ? "worker, model and kernel compiles" : "first step")
-                : state.name().toLowerCase(Locale.ROOT)) + (failure != null ? ": " + failure.getMessage() : "");
+        if (history.isEmpty()) return "step 0/" + options.steps() + " · " + (running() ? setupLine() : state.name().toLowerCase(Locale.ROOT))
+                + (failure != null ? ": " + failure.getMessage() : "");
         StepMetrics m = history.getLast();
         int r = restarts();
         // the global step (a resumed run goes on from its checkpoint's step, as the table and metrics.jsonl count)
         return String.format(Locale.ROOT, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  %.1f ms/step%s · %s", m.step() + 1, options.steps(),
                 m.loss(), m.lr(), m.tokensPerSecond(), m.msPerStep(), r > 0 ? " · restarts " + r : "", state.name().toLowerCase(Locale.ROOT));
     }
+
+    /** What the run does before its first step: {@code starting worker…}, {@code compiling kernel 3/10 (ffnFused)…}, {@code first step…}. */
+    public String setupLine() {
+        SetupProgress p = setup;
+        return p == null ? "starting…" : p.line();
+    }
+
+    /** The latest setup event before the first step (null before the first one): the worker start, each kernel compile. */
+    public SetupProgress setupProgress() { return setup; }
 
     /** State, progress and where the run writes. */
     public String status() {

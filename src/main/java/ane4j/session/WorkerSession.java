@@ -9,6 +9,7 @@ import ane4j.model.ParameterLayout;
 import ane4j.model.Parameters;
 import ane4j.model.Tokenizer;
 import ane4j.train.Checkpoint;
+import ane4j.train.SetupProgress;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.train.Trainer.StepMetrics;
@@ -226,6 +227,7 @@ public final class WorkerSession implements Session {
             }
             long limit = steps >= totalSteps() - done ? Long.MAX_VALUE : Math.max(1, steps);
             boolean resuming = started;
+            if (main.workerPid() < 0) listener.onSetup(SetupProgress.startingWorker());   // supervisor() starts it to learn its backend
             Supervisor s = supervisor();
             used = s;
             Trainer.Listener l = new Trainer.Listener() {
@@ -242,6 +244,10 @@ public final class WorkerSession implements Session {
                 @Override public void onMessage(String line) {
                     // continuing after a stop: the worker's "resumed from" line is no news
                     if (!(resuming && line.startsWith("[train] resumed from step"))) listener.onMessage(line);
+                }
+
+                @Override public void onSetup(SetupProgress p) {
+                    listener.onSetup(p);
                 }
             };
             TrainingSession ts;

@@ -86,6 +86,9 @@ public final class Trainer implements AutoCloseable {
         void onStep(StepMetrics m);
 
         default void onMessage(String line) {}
+
+        /** What the run does before its first step (starting its worker, compiling kernel k of n): for progress lines. */
+        default void onSetup(SetupProgress p) {}
     }
 
     private final TrainOptions o;

@@ -145,10 +145,13 @@ public final class TrainingStep implements AutoCloseable {
         this.kv = config.kvDim();
         this.v = config.vocabSize();
         this.nl = config.nLayers();
-        for (TrainingKernels.Spec k : new TrainingKernels(config, io, null, threeStage).all()) {
+        List<TrainingKernels.Spec> all = new TrainingKernels(config, io, null, threeStage).all();
+        int toCompile = staticWeights ? all.size() - WEIGHTED.length : all.size(), compiling = 0;
+        for (TrainingKernels.Spec k : all) {
             specs.put(k.name(), k);
             // static mode compiles its own weight-bearing kernels at every stageWeights
             if (!staticWeights || java.util.Arrays.asList(WEIGHTED).indexOf(k.name()) < 0) {
+                SetupProgress.reportCompiling(++compiling, toCompile, k.name());
                 Kernel compiled = backend.compile(k.program());
                 kernels.put(k.name(), compiled);
                 compiles++;
@@ -298,6 +301,7 @@ public final class TrainingStep implements AutoCloseable {
             ParameterLayout.Layer w = layout.layer(l);
             TrainingKernels baked = new TrainingKernels(c, io, seg -> staticBlock(w, seg, params), threeStage);
             for (int i = 0; i < WEIGHTED.length; i++) {
+                SetupProgress.reportCompiling(l * WEIGHTED.length + i + 1, nl * WEIGHTED.length, WEIGHTED[i] + " · layer " + (l + 1));
                 Kernel k = backend.compile(baked.byName(WEIGHTED[i]).program());
                 compiles++;
                 if (staticKernels[l][i] != null) staticKernels[l][i].close();

@@ -28,7 +28,7 @@ final class Protocol {
     static final byte COMPILE = 1, EVALUATE = 2, RELEASE_KERNEL = 3, RELEASE_REGION = 4, TRAIN = 5, STOP_TRAINING = 6,
             STATUS = 7, SHUTDOWN = 8;
     // replies and events (worker → parent)
-    static final byte READY = 32, OK = 33, ERROR = 34, STEP = 35, MESSAGE = 36, TRAIN_END = 37, EXITING = 38;
+    static final byte READY = 32, OK = 33, ERROR = 34, STEP = 35, MESSAGE = 36, TRAIN_END = 37, EXITING = 38, PROGRESS = 39;
 
     static final byte END_DONE = 0, END_STOPPED = 1, END_FAILED = 2;
 
@@ -157,6 +157,17 @@ final class Protocol {
                 .bool(m.updated()).bool(m.skipped()).f64(m.msPerStep()).f64(m.tokensPerSecond()).i32(m.phaseMs().size());
         m.phaseMs().forEach((k, v) -> w.str(k).f64(v));
         return w.i64(m.stagedActivationBytes()).i64(m.stagedWeightBytes()).f32(m.valLoss()).f64(m.valMs()).bytes();
+    }
+
+    static byte[] progress(ane4j.train.SetupProgress p) {
+        return new Writer().i32(p.stage().ordinal()).i32(p.done()).i32(p.total()).str(p.kernel()).bytes();
+    }
+
+    static ane4j.train.SetupProgress progress(Reader r) {
+        var stages = ane4j.train.SetupProgress.Stage.values();
+        int stage = r.i32();
+        if (stage < 0 || stage >= stages.length) throw new IllegalArgumentException("[worker] unknown setup stage " + stage);
+        return new ane4j.train.SetupProgress(stages[stage], r.i32(), r.i32(), r.str());
     }
 
     static Trainer.StepMetrics step(Reader r) {

@@ -313,6 +313,8 @@ public final class Supervisor implements AutoCloseable {
             // this JVM holds the run folder for the whole run, across worker restarts; the session releases it at its end
             s = new TrainingSession(this, o, listener, RunFolder.lock(o.runDir()));
             training = s;
+            WorkerProcess w = worker;
+            if (w == null || !w.isAlive()) s.onSetup(ane4j.train.SetupProgress.startingWorker());
             try {
                 ensureWorker();
             } catch (RuntimeException e) {
@@ -476,6 +478,7 @@ public final class Supervisor implements AutoCloseable {
             switch (f.type()) {
                 case Protocol.STEP -> { if (s.onStep(Protocol.step(r))) w.madeProgress = true; }
                 case Protocol.MESSAGE -> s.onMessage(r.str());
+                case Protocol.PROGRESS -> s.onSetup(Protocol.progress(r));
                 case Protocol.TRAIN_END -> {
                     int kind = r.i32();
                     String msg = r.str();

@@ -110,6 +110,11 @@ public final class TrainingSession {
         if (!hides(line)) deliver(() -> listener.onMessage(line));
     }
 
+    /** Setup progress of the run's first start (a restart sets up again: that is told by its restart line). */
+    void onSetup(ane4j.train.SetupProgress p) {
+        if (attachments <= 1) deliver(() -> listener.onSetup(p));
+    }
+
     private void deliver(Runnable r) {
         try {
             delivery.execute(r);

@@ -10,6 +10,7 @@ import ane4j.mil.MilParser;
 import ane4j.mil.Program;
 import ane4j.mil.TensorType;
 import ane4j.train.RunFolder;
+import ane4j.train.SetupProgress;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.BufferedInputStream;
@@ -232,13 +233,15 @@ public final class WorkerMain {
             @Override public void onStep(Trainer.StepMetrics m) { send(id, Protocol.STEP, Protocol.step(m)); }
 
             @Override public void onMessage(String line) { send(id, Protocol.MESSAGE, new Protocol.Writer().str(line).bytes()); }
+
+            @Override public void onSetup(SetupProgress p) { send(id, Protocol.PROGRESS, Protocol.progress(p)); }
         };
         stopRequested = false;
         trainOptions = o;
         Trainer t;
         synchronized (trainLock) {
             // the supervisor in the user's JVM holds the run folder's lock; a budget exception here leaves the last checkpoint as it was
-            t = new Trainer(o, backend, listener, false);
+            t = SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, backend, listener, false));
             trainer = t;
         }
         reply(f, new Protocol.Writer().i64(t.nextStep()));

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import ane4j.backend.TensorSpec;
 import ane4j.mil.Mil;
+import ane4j.train.SetupProgress;
 import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.ByteArrayInputStream;
@@ -20,6 +21,14 @@ import org.junit.jupiter.api.Test;
 
 /** Frames, message bodies, training options and exit codes survive the trip unchanged. */
 class ProtocolTest {
+    @Test
+    void setupProgressRoundTrips() {
+        for (SetupProgress p : List.of(SetupProgress.startingWorker(), SetupProgress.compiling(7, 10, "sdpaBwd1"),
+                SetupProgress.compiling(16, 16, "kvBwd · layer 2"), SetupProgress.firstStep()))
+            assertEquals(p, Protocol.progress(new Protocol.Reader(Protocol.progress(p))));
+        assertThrows(IllegalArgumentException.class, () -> Protocol.progress(new Protocol.Reader(new Protocol.Writer().i32(9).i32(0).i32(0).str("").bytes())));
+    }
+
     @Test
     void framesRoundTripAndGarbageIsRejected() throws IOException {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
