@@ -4,14 +4,25 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.dflib.jjava.jupyter.channels.JupyterConnection;
+import org.dflib.jjava.jupyter.channels.JupyterSocket;
+import org.dflib.jjava.jupyter.channels.ShellChannel;
+import org.dflib.jjava.jupyter.channels.ShellHandler;
 import org.dflib.jjava.jupyter.channels.ShellReplyEnvironment;
 import org.dflib.jjava.jupyter.kernel.BaseKernel;
 import org.dflib.jjava.jupyter.kernel.HelpLink;
@@ -64,8 +75,21 @@ public final class JupyterKernel extends BaseKernel {
     private boolean inDirectMagic;
     private volatile ShellReplyEnvironment runningCell;
     private volatile boolean closing;
-    /** The shell socket, to see whether requests are waiting (stop_on_error); null without a connection. */
-    private volatile ZMQ.Socket shell;
+    /**
+     * The connection and its shell socket; null without a connection. Only the shell thread touches the socket: while a
+     * cell runs on {@link #evalThread} it keeps reading it ({@link #listenWhileRunning}).
+     */
+    private volatile Connection connection;
+    private volatile JupyterSocket shell;
+    /** Where cells are evaluated, so the shell thread stays free to read the shell socket meanwhile. */
+    private final ExecutorService evalThread = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "ane4j-eval");
+        t.setDaemon(true);
+        return t;
+    });
+    /** Requests read off the shell socket while a cell ran, handled in arrival order once it has ended (shell thread only). */
+    private final Deque<Message<?>> held = new ArrayDeque<>();
+    private boolean dispatchingHeld;
     /** After a failed cell with stop_on_error: the execute requests sent before this instant are aborted. */
     private volatile Instant abortSentBefore;
 
@@ -103,7 +127,7 @@ public final class JupyterKernel extends BaseKernel {
             super(props);
         }
 
-        ZMQ.Socket shell() {
+        JupyterSocket shell() {
             return shell;
         }
     }
@@ -121,6 +145,7 @@ public final class JupyterKernel extends BaseKernel {
         KernelConnectionProperties props = KernelConnectionProperties.parse(Files.readString(Path.of(args[0])));
         Connection connection = new Connection(props);
         JupyterKernel kernel = create(!"0".equals(System.getenv("ANE4J_LOAD_EXTENSIONS")));
+        kernel.connection = connection;
         kernel.shell = connection.shell();
         kernel.onStartup();
         String cp = System.getenv("ANE4J_CLASSPATH");
@@ -294,7 +319,7 @@ public final class JupyterKernel extends BaseKernel {
         env.defer(() -> runningCell = null);
         kio.stdinEnabled(request.isStdinEnabled());
         try {
-            DisplayData out = eval(request.getCode());
+            DisplayData out = evalListening(request.getCode());
             if (out != null) env.publish(new PublishExecuteResult(count, out));
             env.defer().reply(new ExecuteReply(count, Collections.emptyMap()));
         } catch (Exception e) {
@@ -307,6 +332,88 @@ public final class JupyterKernel extends BaseKernel {
             // stop_on_error false (nbclient does for a cell tagged raises-exception, and with --allow-errors)
             if (request.shouldStopOnError() && requestsWaiting()) abortSentBefore = Instant.now();
         }
+        if (dispatchingHeld || held.isEmpty()) return;
+        // the requests that came while the cell ran go next, in order, before anything still on the socket
+        env.resolveDeferrals();
+        dispatchingHeld = true;
+        try {
+            for (Message<?> m; (m = held.poll()) != null; ) dispatch(m);
+        } finally {
+            dispatchingHeld = false;
+        }
+    }
+
+    /**
+     * Evaluates a cell on {@link #evalThread} while this (the shell) thread keeps reading the shell socket: a cell that
+     * is only {@code %train stop} or {@code %train status} while a training run is running is answered at once
+     * ({@link #answerAtOnce}); every other request is held and handled in arrival order after this cell, as before.
+     */
+    private DisplayData evalListening(String code) throws Exception {
+        Future<DisplayData> result = evalThread.submit(() -> eval(code));
+        while (true) {
+            try {
+                return result.get(20, TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {
+                listenWhileRunning();
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof Exception x) throw x;
+                throw (Error) e.getCause();
+            }
+        }
+    }
+
+    private void listenWhileRunning() {
+        JupyterSocket s = shell;
+        if (s == null) return;
+        while ((s.getEvents() & ZMQ.Poller.POLLIN) != 0) {
+            Message<?> m = s.readMessage();
+            if (!answerAtOnce(m)) held.add(m);
+        }
+    }
+
+    /** The cell commands answered while another cell runs (IPython queues every cell; these only read or stop a run). */
+    static String atOnceCommand(String code) {
+        String c = code.strip();
+        if (c.contains("\n")) return null;
+        List<String> words = c.startsWith("%train") ? MagicRegistry.splitArgs(c.substring(1)) : List.of();
+        return words.size() == 2 && words.getFirst().equals("train") && (words.get(1).equals("stop") || words.get(1).equals("status")) ? words.get(1) : null;
+    }
+
+    @SuppressWarnings("unchecked")
+    private boolean answerAtOnce(Message<?> m) {
+        if (!ExecuteRequest.MESSAGE_TYPE.equals(m.getHeader().getType())) return false;
+        String code = ((Message<ExecuteRequest>) m).getContent().getCode();
+        String what = atOnceCommand(code);
+        TrainingRun run = TrainingRun.current();
+        ShellReplyEnvironment running = runningCell;
+        if (what == null || run == null || !run.running() || running == null) return false;
+        ShellReplyEnvironment env = connection.prepareReplyEnv((ShellChannel) shell, m);
+        int count = executionCount.getAndIncrement();
+        env.setStatusBusy();
+        env.publish(new PublishExecuteInput(code, count));
+        String text = what.equals("stop") ? run.stopFromCell(count) : run.status();
+        env.publish(new PublishExecuteResult(count, getRenderer().render(text)));
+        env.reply(new ExecuteReply(count, Collections.emptyMap()));
+        env.setStatusIdle();
+        // a frontend takes any idle for the whole kernel's: the running cell still runs
+        running.setStatusBusy();
+        return true;
+    }
+
+    /** Handles a held request as the shell loop would have (jjava's ShellChannel: handler, deferrals, shutdown). */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private void dispatch(Message<?> m) {
+        ShellHandler handler = connection.getHandler(m.getHeader().getType());
+        if (handler == null) return;
+        ShellReplyEnvironment env = connection.prepareReplyEnv((ShellChannel) shell, m);
+        try {
+            handler.handle(env, m);
+        } catch (RuntimeException e) {
+            System.err.println("[notebook] handling a queued " + m.getHeader().getType().getName() + " failed: " + e);
+        } finally {
+            env.resolveDeferrals();
+        }
+        if (env.isMarkedForShutdown()) connection.close();
     }
 
     /** True when the client sent the request before {@code instant} (a request without a readable date counts as queued). */
@@ -330,10 +437,10 @@ public final class JupyterKernel extends BaseKernel {
         }
     }
 
-    /** Requests are waiting on the shell socket (called on the shell thread, which owns the socket). */
+    /** Requests are waiting: held while the cell ran, or on the shell socket (called on the shell thread, which owns the socket). */
     private boolean requestsWaiting() {
-        ZMQ.Socket s = shell;
-        return s != null && (s.getEvents() & ZMQ.Poller.POLLIN) != 0;
+        JupyterSocket s = shell;
+        return !held.isEmpty() || s != null && (s.getEvents() & ZMQ.Poller.POLLIN) != 0;
     }
 
     /** IPython's reply to an execute request aborted after an earlier error: status "aborted", no execution count. */

@@ -44,6 +44,8 @@ public final class TrainingRun {
     /** The steps before this run's first one, read from the run folder's metrics.jsonl (a resumed run). */
     private volatile List<StepMetrics> earlier;
     private volatile boolean logY;
+    /** Who stopped the run ({@code %train stop (cell 7)}, {@code Kernel > Interrupt}), for the line the cell ends with; null: not said. */
+    private volatile String stoppedBy;
 
     private TrainingRun(Run run) {
         this.run = run;
@@ -78,9 +80,35 @@ public final class TrainingRun {
         return this;
     }
 
+    /** {@link #stop()}, saying who asked: the running cell ends with "stopped by {@code who} at step …". */
+    TrainingRun stopBy(String who) {
+        stoppedBy = who;
+        return stop();
+    }
+
+    /**
+     * {@code %train stop} in cell {@code stopCell}, answered while another cell runs: asks the run to stop after its
+     * current step and returns what that cell shows; the cell following the run ends with its summary and checkpoint.
+     */
+    String stopFromCell(int stopCell) {
+        stopBy("%train stop (cell " + stopCell + ")");
+        return "stopping the training run after its current step (" + lastStep() + "/" + options().steps()
+                + " done); the cell showing it ends with its summary and the checkpoint";
+    }
+
+    /** "stopped by %train stop (cell 7) at step 13/40; checkpoint …/step-13.ckpt; %train resume continues" */
+    String stoppedLine() {
+        Training t = run.training();
+        Path checkpoint = t == null || run.history().isEmpty() ? null : t.checkpoint();
+        String by = stoppedBy;
+        return "stopped" + (by != null ? " by " + by : "") + " at step " + lastStep() + "/" + options().steps()
+                + (checkpoint != null ? "; checkpoint " + checkpoint : "; no step ran, so no checkpoint") + "; %train resume continues";
+    }
+
     /** Continues a stopped run. */
     public TrainingRun resume() {
         run.resume();
+        stoppedBy = null;
         ended = 0;
         markers.add(new LossChart.Marker(lastStep(), "resume"));
         return this;
@@ -157,6 +185,7 @@ public final class TrainingRun {
         } catch (RuntimeException r) {
             throw oneLine(r);
         }
+        if (state() == State.STOPPED && stoppedBy != null) out.println(stoppedLine());   // e.g. %train stop from another cell
         return this;
     }
 
@@ -167,7 +196,7 @@ public final class TrainingRun {
     TrainingSummary followInNotebook(BaseKernel kernel) {
         DisplayHandle line = Notebook.display(kernel, progressLine());
         DisplayHandle plot = null;
-        Runnable onInterrupt = this::stop;
+        Runnable onInterrupt = () -> stopBy("Kernel > Interrupt");
         Notebook.onInterrupt(onInterrupt);
         long lastLine = 0, lastPlot = 0;
         int shownLine = 0, shownPlot = 0;
@@ -206,7 +235,7 @@ public final class TrainingRun {
         line.update(progressLine());
         if (plot != null) plot.update(chart());
         rethrowFailure();
-        if (state() == State.STOPPED) System.out.println("stopped at step " + lastStep() + "/" + options().steps() + "; %train resume continues");
+        if (state() == State.STOPPED) System.out.println(stoppedLine());
         return summary();
     }
 

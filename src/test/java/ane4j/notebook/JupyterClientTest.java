@@ -108,6 +108,16 @@ class JupyterClientTest {
         assertTrue(firstResult < 30, "kernel start to first result took " + firstResult + " s");
     }
 
+    /** Issue 15: %train stop sent while a %%train (or Ane.train) cell runs stops it at once; cells behind it keep their order. */
+    @Test
+    void trainStopFromAnotherCellStopsTheRunningCell() throws Exception {
+        Assumptions.assumeTrue(skipReason == null, skipReason);
+        Result r = exec(List.of(PYTHON, "tools/kernel_stop_test.py", NAME), env(), 600);
+        System.out.println(r.out);
+        assertEquals(0, r.exit, r.out);
+        assertTrue(r.out.contains("all checks passed"), r.out);
+    }
+
     @Test
     void conformanceSuitePasses() throws Exception {
         Assumptions.assumeTrue(skipReason == null, skipReason);
