@@ -365,9 +365,13 @@ public final class JupyterKernel extends BaseKernel {
     private void listenWhileRunning() {
         JupyterSocket s = shell;
         if (s == null) return;
-        while ((s.getEvents() & ZMQ.Poller.POLLIN) != 0) {
-            Message<?> m = s.readMessage();
-            if (!answerAtOnce(m)) held.add(m);
+        try {
+            while ((s.getEvents() & ZMQ.Poller.POLLIN) != 0) {
+                Message<?> m = s.readMessage();
+                if (!answerAtOnce(m)) held.add(m);
+            }
+        } catch (RuntimeException e) {
+            if (!closing) throw e;   // shutting down: the sockets are closed under the running cell
         }
     }
 
