@@ -121,8 +121,11 @@ public final class LocalSession implements Session {
                 }
             };
             try {
-                // the first start tells its compiles to the listener (a restart says what it did in one line)
-                return restarting ? new Trainer(o, b, quiet) : SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, b, quiet));
+                // the first start tells its compiles to the listener (a restart says what it did in one line); run.json
+                // records that it ran here (a session of this JVM is in process whatever the spec said)
+                java.util.Map<String, String> placement = run.with("inProcess", "true").placement();
+                return restarting ? new Trainer(o, b, quiet, true, placement)
+                        : SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, b, quiet, true, placement));
             } catch (CompileBudgetExceededException e) {
                 throw new IllegalArgumentException("[train] compileBudget " + b.compileBudget() + " is too small: setting up the "
                         + o.weights() + "-weights kernels alone needs more compiles; raise compileBudget", e);

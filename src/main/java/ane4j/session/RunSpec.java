@@ -105,6 +105,13 @@ public record RunSpec(TrainOptions train, Long compileBudget, boolean inProcess,
         return m;
     }
 
+    /** Where and how it runs ({@link #RUN_KEYS} → value as text): what run.json records beside the training keys. */
+    public Map<String, String> placement() {
+        Map<String, String> m = new LinkedHashMap<>(toMap());
+        m.keySet().retainAll(RUN_KEYS);
+        return m;
+    }
+
     /** The same description with one key (any spelling) set to {@code value}. */
     public RunSpec with(String key, String value) {
         Map<String, String> m = toMap();

@@ -18,10 +18,12 @@ import java.util.concurrent.TimeUnit;
 /**
  * {@code run.json}, next to {@code run.txt}: what someone else needs to rerun a run. {@code "options"}: every run key
  * (the canonical names of {@link TrainOptions#DEFAULTS}) → its value as a string that {@link TrainOptions#of} reads
- * back, with the effective loss scale and whether this start resumed; {@code "command"}: the command line and working
- * directory; {@code "git"}: commit and dirty flag of the ane4j checkout, when there is one; {@code "machine"}: ane4j
- * version, JDK, OS, CPU, BLAS library and core, backend and chip; {@code "data"}: every input file with its SHA-256;
- * {@code "seed"}; {@code "model"}: the resolved model config.
+ * back, with the effective loss scale and whether this start resumed, then the run layer's keys of where and how it
+ * ran (compileBudget, inProcess, heap: {@code ane4j.session.RunSpec} reads them all back); {@code "command"}: the
+ * command line and working directory; {@code "git"}: commit and dirty flag of the ane4j checkout, when there is one;
+ * {@code "machine"}: ane4j version, JDK, OS, CPU, cores and the training JVM's heap limit, BLAS library and core,
+ * backend and chip; {@code "data"}: every input file with its SHA-256; {@code "seed"}; {@code "model"}: the resolved
+ * model config.
  */
 public final class RunJson {
     private RunJson() {}
@@ -102,6 +104,7 @@ public final class RunJson {
         m.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
         m.put("cpu", Blas.cpuModel());
         m.put("cores", Runtime.getRuntime().availableProcessors());
+        m.put("maxHeapBytes", Runtime.getRuntime().maxMemory());   // of the JVM that trains: the worker's -Xmx (heap)
         m.put("blas", Blas.get().description());
         m.put("backend", backend);
         m.put("chip", chip);

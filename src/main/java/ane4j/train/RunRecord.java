@@ -86,12 +86,14 @@ final class RunRecord {
 
     /**
      * Every run key → the string {@link TrainOptions#of} reads back to the same options (null → ""), with the effective
-     * loss scale and {@code resume} true only when this start resumed from a checkpoint.
+     * loss scale and {@code resume} true only when this start resumed from a checkpoint; then {@code placement}, where and
+     * how the run layer ran it (compileBudget, inProcess, heap), which the trainer does not see otherwise.
      */
-    static Map<String, String> options(TrainOptions o, boolean resumed) {
+    static Map<String, String> options(TrainOptions o, boolean resumed, Map<String, String> placement) {
         Map<String, String> m = new LinkedHashMap<>(o.toMap());   // every key of the table, canonical
         m.put("lossScale", Float.toString(effectiveLossScale(o.lossScale())));
         m.put("resume", Boolean.toString(resumed));
+        m.putAll(placement);
         return m;
     }
 
@@ -112,13 +114,16 @@ final class RunRecord {
 
     /**
      * Writes the record: current settings (the effective loss scale; {@code resume} as this start did), model and
-     * environment, the history so far and {@code started}'s line; and run.json beside it ({@link RunJson}).
+     * environment, the history so far and {@code started}'s line; and run.json beside it ({@link RunJson}). {@code placement}:
+     * the run layer's keys of where and how it runs, written after the training keys in both.
      */
-    void write(TrainOptions o, ModelConfig config, String runId, String backend, String chip, boolean resumed, String started, List<RunJson.Input> inputs) {
+    void write(TrainOptions o, ModelConfig config, String runId, String backend, String chip, boolean resumed, String started, List<RunJson.Input> inputs,
+               Map<String, String> placement) {
         List<String> h = new ArrayList<>(history);
         h.add(Instant.now().truncatedTo(ChronoUnit.SECONDS) + "  " + started + change + " (backend " + backend + ", " + o.steps() + " steps)");
         StringBuilder settingsText = new StringBuilder();
         settingsOf(o).forEach((k, v) -> settingsText.append(k).append(" = ").append(k.equals("resume") ? Boolean.toString(resumed) : v).append('\n'));
+        placement.forEach((k, v) -> settingsText.append(k).append(" = ").append(v).append('\n'));
         String text = "# ane4j training run " + runId + "\n" + settingsText + "[model]\n" + config.toFileText()
                 + "\n[environment]\nbackend = " + backend + "\njava = " + System.getProperty("java.version")
                 + "\nos = " + System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch")
@@ -127,7 +132,7 @@ final class RunRecord {
         try {
             Files.createDirectories(file.getParent());
             RunFolder.writeAtomically(file, text);
-            RunFolder.writeAtomically(json, RunJson.document(options(o, resumed), config, runId, backend, chip, inputs, RunJson.previousData(json)));
+            RunFolder.writeAtomically(json, RunJson.document(options(o, resumed, placement), config, runId, backend, chip, inputs, RunJson.previousData(json)));
         } catch (IOException e) {
             throw new UncheckedIOException("[run] cannot write " + file + " and run.json: " + RunFolder.reason(e), e);
         }

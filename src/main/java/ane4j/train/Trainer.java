@@ -123,10 +123,14 @@ public final class Trainer implements AutoCloseable {
     private static final long LARGE_CHECKPOINT = 1L << 30;   // checkpoints from here up say how long they took
 
     /** A run that locks its run folder for this process (a second run on it is refused). */
-    public Trainer(TrainOptions options, Backend backend, Listener listener) { this(options, backend, listener, true); }
+    public Trainer(TrainOptions options, Backend backend, Listener listener) { this(options, backend, listener, true, Map.of()); }
 
-    /** @param lockRunDir false in the worker JVM, whose supervisor (in the user's JVM) holds the run folder's lock */
-    public Trainer(TrainOptions options, Backend backend, Listener listener, boolean lockRunDir) {
+    /**
+     * @param lockRunDir false in the worker JVM, whose supervisor (in the user's JVM) holds the run folder's lock
+     * @param placement  where and how the run layer runs this (compileBudget, inProcess, heap → value as text), for the
+     *                   run record only: a rerun from run.json gets them back
+     */
+    public Trainer(TrainOptions options, Backend backend, Listener listener, boolean lockRunDir, Map<String, String> placement) {
         this.o = options;
         if (o.lora() > 0 && o.loraDropout() > 0)
             throw new IllegalArgumentException("[train] loraDropout = " + o.loraDropout() + ": LoRA dropout is not supported (the adapters are merged into the staged weights, "
@@ -233,7 +237,7 @@ public final class Trainer implements AutoCloseable {
             String started = startOrResume(log, record);
             this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
             step.stageWeights(params.data());
-            record.write(o, config, runId, backend.name(), chip(backend), nextStep > 0, started, inputs());
+            record.write(o, config, runId, backend.name(), chip(backend), nextStep > 0, started, inputs(), placement);
         } catch (RuntimeException | Error e) {
             if (folder != null) folder.close();
             throw e;

@@ -136,6 +136,9 @@ final class Protocol {
             return List.copyOf(out);
         }
 
+        /** True while the body has bytes left (a field added at the end of a message). */
+        boolean hasMore() { return b.hasRemaining(); }
+
         Map<String, String> map() {
             int n = i32();
             Map<String, String> m = new LinkedHashMap<>();

@@ -299,7 +299,13 @@ public final class Supervisor implements AutoCloseable {
      * Starts a training run in the worker and returns at once. A run that is not a resume needs a run directory without
      * checkpoints (a restart resumes from the newest one there).
      */
-    public TrainingSession startTraining(TrainOptions o, Trainer.Listener listener) {
+    public TrainingSession startTraining(TrainOptions o, Trainer.Listener listener) { return startTraining(o, placement(), listener); }
+
+    /**
+     * {@link #startTraining(TrainOptions, Trainer.Listener)} with the run layer's keys of where and how the run is placed
+     * (compileBudget, inProcess, heap → value as text), which the worker writes into the run record.
+     */
+    public TrainingSession startTraining(TrainOptions o, Map<String, String> placement, Trainer.Listener listener) {
         if (!o.resume() && !o.restartFromScratch()) {
             List<Path> old = Checkpoint.list(o.runDir().resolve("checkpoints"));
             if (!old.isEmpty())
@@ -311,7 +317,7 @@ public final class Supervisor implements AutoCloseable {
             TrainingSession t = training;
             if (t != null && t.isActive()) throw new IllegalStateException("[train] a run is already training in " + t.runDir() + "; stop() it or wait for it");
             // this JVM holds the run folder for the whole run, across worker restarts; the session releases it at its end
-            s = new TrainingSession(this, o, listener, RunFolder.lock(o.runDir()));
+            s = new TrainingSession(this, o, placement, listener, RunFolder.lock(o.runDir()));
             training = s;
             WorkerProcess w = worker;
             if (w == null || !w.isAlive()) s.onSetup(ane4j.train.SetupProgress.startingWorker());
@@ -325,6 +331,15 @@ public final class Supervisor implements AutoCloseable {
         TrainingSession.Status st = s.status();
         if (st.state() == TrainingSession.State.FAILED) throw new WorkerException(st.error());
         return s;
+    }
+
+    /** This supervisor's placement of a run: in a worker, with its compile budget and heap ("" where the default applies). */
+    public Map<String, String> placement() {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put("compileBudget", options.compileBudget() == null ? "" : options.compileBudget().toString());
+        m.put("inProcess", "false");
+        m.put("heap", options.heap() == null ? "" : options.heap());
+        return m;
     }
 
     void stopTraining(TrainingSession s) {
@@ -344,7 +359,7 @@ public final class Supervisor implements AutoCloseable {
         int id = w.newId();
         s.attach(w, id);
         try {
-            long step = w.call(id, Protocol.TRAIN, new Protocol.Writer().map(m).bytes(), options.requestTimeout()).reader().i64();
+            long step = w.call(id, Protocol.TRAIN, new Protocol.Writer().map(m).map(s.placement()).bytes(), options.requestTimeout()).reader().i64();
             if (s.stopRequested()) w.post(Protocol.STOP_TRAINING, new byte[0]);
             return step;
         } catch (WorkerProcess.DiedException e) {

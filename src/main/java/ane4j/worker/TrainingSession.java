@@ -29,6 +29,7 @@ public final class TrainingSession {
     private final Supervisor supervisor;
     private final RunFolder folder;   // held from the start to the end of the run
     private final TrainOptions options;
+    private final java.util.Map<String, String> placement;
     private final Trainer.Listener listener;
     private final TreeMap<Long, Trainer.StepMetrics> steps = new TreeMap<>();
     private final CompletableFuture<List<Trainer.StepMetrics>> done = new CompletableFuture<>();
@@ -43,14 +44,18 @@ public final class TrainingSession {
     private long maxStep = -1;
     private int restarts;
 
-    TrainingSession(Supervisor supervisor, TrainOptions options, Trainer.Listener listener, RunFolder folder) {
+    TrainingSession(Supervisor supervisor, TrainOptions options, java.util.Map<String, String> placement, Trainer.Listener listener, RunFolder folder) {
         this.supervisor = supervisor;
         this.folder = folder;
         this.options = options;
+        this.placement = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(placement));
         this.listener = listener != null ? listener : m -> {};
     }
 
     public TrainOptions options() { return options; }
+
+    /** Where and how the run layer runs it (compileBudget, inProcess, heap), for the run record. */
+    java.util.Map<String, String> placement() { return placement; }
 
     public java.nio.file.Path runDir() { return options.runDir(); }
 

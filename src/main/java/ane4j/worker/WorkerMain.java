@@ -155,7 +155,7 @@ public final class WorkerMain {
                 if (m != null) m.arena().close();
                 reply(f, new Protocol.Writer());
             }
-            case Protocol.TRAIN -> startTraining(f, TrainOptions.of(r.map()));
+            case Protocol.TRAIN -> startTraining(f, TrainOptions.of(r.map()), r.hasMore() ? r.map() : Map.of());
             case Protocol.STOP_TRAINING -> {
                 stopRequested = true;
                 reply(f, new Protocol.Writer());
@@ -214,7 +214,7 @@ public final class WorkerMain {
     // -----------------------------------------------------------------------------------------------------------------
     // training
 
-    private void startTraining(Protocol.Frame f, TrainOptions o) {
+    private void startTraining(Protocol.Frame f, TrainOptions o, Map<String, String> placement) {
         Thread previous = trainThread;
         // the parent may send TRAIN as soon as it has TRAIN_END, while that thread is still returning
         if (previous != null && previous.isAlive() && previous == trainEnding) {
@@ -241,7 +241,7 @@ public final class WorkerMain {
         Trainer t;
         synchronized (trainLock) {
             // the supervisor in the user's JVM holds the run folder's lock; a budget exception here leaves the last checkpoint as it was
-            t = SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, backend, listener, false));
+            t = SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, backend, listener, false, placement));
             trainer = t;
         }
         reply(f, new Protocol.Writer().i64(t.nextStep()));

@@ -36,6 +36,7 @@
  *                  OK: i64 nanoseconds the evaluation took in the worker. The worker maps a region's file once (by id) and keeps it mapped.
  *      3 RELEASE_KERNEL i32 kernel id          4 RELEASE_REGION i64 region id     (the parent does not wait)
  *      5 TRAIN     map of TrainOptions keys (TrainOptions.of reads it back)   OK: i64 step the run starts at
+ *                  [map of the run layer's placement keys: compileBudget, inProcess, heap — for run.json only]
  *                  before OK, while the trainer sets up: 39 PROGRESS (i32 stage: 1 compiling | 2 first step,
  *                  i32 kernel k, i32 of n, str kernel name) before each compile and once after the setup;
  *                  then events with the TRAIN id: 35 STEP (i64 step, i64 steps, f32 loss, lr, lossScale, gradNorm,

@@ -8,6 +8,8 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -70,6 +72,62 @@ class TrainCommandTest {
         Run bad = run("train", "--from-record", dir.resolve("nothing.json").toString());
         assertEquals(1, bad.code());
         assertTrue(bad.err().startsWith("ane4j train: [run] cannot read ") && bad.err().strip().lines().count() == 1, bad.err());
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, String> recordedOptions(Path runDir) throws Exception {
+        return (Map<String, String>) ((Map<String, Object>) ane4j.model.Json.parse(Files.readString(runDir.resolve("run.json")))).get("options");
+    }
+
+    private static Map<String, String> placement(Path runDir) throws Exception {
+        Map<String, String> m = new java.util.LinkedHashMap<>(recordedOptions(runDir));
+        m.keySet().retainAll(List.of("compileBudget", "inProcess", "heap"));
+        return m;
+    }
+
+    /**
+     * run.json records where and how the run ran (compile budget, worker or this JVM, the worker's heap) beside the
+     * training keys, so a rerun from it runs in the same place with the same settings and the same losses; a flag given
+     * with the record is over it. In process, static weights recompile after every update, so a budget of 26 replaces
+     * the backend every few steps: the rerun restarts as often.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void fromRecordRerunsTheBudgetPlacementAndHeap() throws Exception {
+        Path a = dir.resolve("worker-a"), b = dir.resolve("worker-b");
+        Run first = run("train", "--steps", "2", "--compile-budget", "50", "--heap", "300m", "--eval-every", "0", "--backend", "ref", "--run-dir", a.toString());
+        assertEquals(0, first.code(), first.err());
+        assertEquals(Map.of("compileBudget", "50", "inProcess", "false", "heap", "300m"), placement(a));
+        assertTrue(Files.readString(a.resolve("run.txt")).contains("compileBudget = 50\ninProcess = false\nheap = 300m\n"), Files.readString(a.resolve("run.txt")));
+        assertTrue(first.out().contains("in a supervised worker JVM"), first.out());
+        Run again = run("train", "--from-record", a.resolve("run.json").toString(), "--run-dir", b.toString());
+        assertEquals(0, again.code(), again.err());
+        assertTrue(again.out().contains("in a supervised worker JVM"), again.out());
+        assertEquals(placement(a), placement(b));
+        var machine = (Map<String, Object>) ((Map<String, Object>) ane4j.model.Json.parse(Files.readString(b.resolve("run.json")))).get("machine");
+        assertTrue(((Number) machine.get("maxHeapBytes")).longValue() <= 300L << 20, "the rerun's worker ran with -Xmx300m: " + machine);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(losses(a), losses(b), 0.0, "the same run again");
+
+        Path c = dir.resolve("local-c"), d = dir.resolve("local-d");
+        Run local = run("train", "--steps", "3", "--weights", "static", "--compile-budget", "26", "--in-process", "--eval-every", "0", "--backend", "ref",
+                "--run-dir", c.toString());
+        assertEquals(0, local.code(), local.err());
+        assertEquals(Map.of("compileBudget", "26", "inProcess", "true", "heap", ""), placement(c));
+        Run localAgain = run("train", "--from-record", c.resolve("run.json").toString(), "--run-dir", d.toString());
+        assertEquals(0, localAgain.code(), localAgain.err());
+        assertTrue(localAgain.out().contains("(in process)"), localAgain.out());
+        var restartLine = java.util.regex.Pattern.compile("in process: backend ref, \\d+ restarts? at the compile budget");
+        var said = restartLine.matcher(local.out());
+        assertTrue(said.find(), local.out());
+        assertTrue(localAgain.out().contains(said.group()), localAgain.out());
+        assertEquals(placement(c), placement(d));
+        org.junit.jupiter.api.Assertions.assertArrayEquals(losses(c), losses(d), 0.0, "the same in-process run again");
+
+        var over = ane4j.session.RunSpec.of(ane4j.session.RunSpec.overRecord(a.resolve("run.json"), Map.of("heap", "400m", "in-process", "true")));
+        assertEquals("400m", over.heap());
+        assertTrue(over.inProcess());
+        assertEquals(50L, over.compileBudget(), "the record's, where no flag is given");
+        assertEquals(2, over.train().steps());
     }
 
     @Test
