@@ -143,6 +143,9 @@ final class TrainCommand {
             if (session instanceof WorkerSession w) {
                 Supervisor.Status st = w.supervisor().status();
                 out.printf("worker: backend %s, %d compiles, %d restart%s%n", st.backend(), st.compileCount(), st.restarts(), st.restarts() == 1 ? "" : "s");
+                // the worker holds the run's whole training state (11 GB for qwen3-0.6b): it exits before this JVM reads
+                // the weights from the checkpoint for the sample and the export, so the two never add up
+                w.close();
             } else if (run.restarts() > 0) {
                 out.printf("in process: backend %s, %d restart%s at the compile budget%n", session.backendName(), run.restarts(), run.restarts() == 1 ? "" : "s");
             }
