@@ -133,8 +133,8 @@ public final class Trainer implements AutoCloseable {
     public Trainer(TrainOptions options, Backend backend, Listener listener, boolean lockRunDir, Map<String, String> placement) {
         this.o = options;
         if (o.lora() > 0 && o.loraDropout() > 0)
-            throw new IllegalArgumentException("[train] loraDropout = " + o.loraDropout() + ": LoRA dropout is not supported (the adapters are merged into the staged weights, "
-                    + "so the kernels see W + s·B·A, never a dropped-out adapter input); train with loraDropout = 0");
+            throw new IllegalArgumentException("[train] loraDropout = " + o.loraDropout() + " is not supported: the adapters are merged into the staged weights, so the kernels "
+                    + "see W + s·B·A and cannot drop the adapters' input; train with loraDropout = 0 (PEFT's and mlx_lm's default) and regularise with weightDecay or fewer steps");
         Listener log = listener != null ? listener : m -> {};
         this.log = log;
         // model: from a checkpoint file (its config comes with it) or a preset/config file, initialised from the seed
