@@ -165,7 +165,8 @@ public final class CpuOps {
      * logits (V,S) in, dlogits (V,S) out = (softmax − onehot)/n · gradScale (dlogits may be logits: computed in place);
      * returns the mean loss over the n positions whose target is not −1. A target of −1 (a prompt token under a
      * completion mask) is ignored: no loss, no gradient, not counted in n — torch's cross_entropy(ignore_index=-1).
-     * Without −1 targets n = S and the result is bit-identical to the plain mean.
+     * Without −1 targets n = S and the result is bit-identical to the plain mean. The training step computes the same
+     * loss block by block ({@link BlockedCrossEntropy}); this one-shot form is its reference in the tests.
      */
     public static float crossEntropy(float[] dlogits, float[] logits, int[] targets, int vocab, int seq, float gradScale) {
         // the vocabulary is cut into CE_BLOCKS row ranges (a fixed count: the result does not depend on the machine);
@@ -236,4 +237,130 @@ public final class CpuOps {
 
     /** Vocabulary row ranges of {@link #crossEntropy}. */
     private static final int CE_BLOCKS = 16;
+
+    /**
+     * The same mean cross-entropy as {@link #crossEntropy}, computed block by block as the classifier produces the logits,
+     * so each vocabulary block is read while it is still in cache (llm.c's fused classifier, in two passes):
+     * <pre>
+     *   pass 1, block b (rows, S):  m_b = max over the block's rows, e = exp(logit − m_b) in place, z_b = Σ_rows e
+     *   then, per position:         M = max_b m_b, Z = Σ_b z_b·exp(m_b − M), loss = −(logit[target] − M − log Z)
+     *   pass 2, block b:            dlogits = e·exp(m_b − M)/(Z·n)·gradScale − onehot·gradScale/n, in place
+     * </pre>
+     * Every position's arithmetic runs in a fixed order whatever the thread count (threads split the positions).
+     */
+    public static final class BlockedCrossEntropy {
+        private final int vocab, seq, blockRows, blocks, parts;
+        private final float[] blockMax;                // (blocks, S)
+        private final double[] blockSum;               // (blocks, S)
+        private final float[] targetLogit, factor;     // (S), (blocks, S)
+        private final double[] max, sum;               // (S)
+        private int[] targets;
+        private int counted;
+
+        /** @param blockRows vocabulary rows per block (the last block may be shorter) */
+        public BlockedCrossEntropy(int vocab, int seq, int blockRows) { this(vocab, seq, blockRows, 0); }
+
+        /** @param parts position ranges each pass is split into (0: by size, up to the core count; tests force others) */
+        BlockedCrossEntropy(int vocab, int seq, int blockRows, int parts) {
+            if (blockRows < 1) throw new IllegalArgumentException("[train] classifier block of " + blockRows + " rows");
+            this.parts = parts;
+            this.vocab = vocab;
+            this.seq = seq;
+            this.blockRows = blockRows;
+            this.blocks = (vocab + blockRows - 1) / blockRows;
+            blockMax = new float[blocks * seq];
+            blockSum = new double[blocks * seq];
+            factor = new float[blocks * seq];
+            targetLogit = new float[seq];
+            max = new double[seq];
+            sum = new double[seq];
+        }
+
+        public int blocks() { return blocks; }
+
+        public int blockRows() { return blockRows; }
+
+        /** First vocabulary row of block b. */
+        public int start(int b) { return b * blockRows; }
+
+        /** Rows of block b. */
+        public int rows(int b) { return Math.min(blockRows, vocab - b * blockRows); }
+
+        /**
+         * Pass 1 on block b, whose logits (rows(b), S) are at {@code logits[start(b)·S…]}: they are replaced by
+         * exp(logit − block max). Blocks may come in any order; {@code targets} (−1: ignored) must be the same for all.
+         */
+        public void block(int b, float[] logits, int[] targets) {
+            this.targets = targets;
+            int v0 = start(b), rows = rows(b), at = v0 * seq;
+            // the target logits inside this block, read before they are overwritten
+            for (int j = 0; j < seq; j++) {
+                int t = targets[j];
+                if (t >= v0 && t < v0 + rows) targetLogit[j] = logits[t * seq + j];
+            }
+            parallelColumns(rows, (c0, c1) -> {
+                int len = c1 - c0, mo = b * seq;
+                float[] m = blockMax, row = new float[len], part = new float[len];
+                java.util.Arrays.fill(m, mo + c0, mo + c1, Float.NEGATIVE_INFINITY);
+                for (int r = 0; r < rows; r++)
+                    for (int j = c0, i = at + r * seq + c0; j < c1; j++, i++) m[mo + j] = Math.max(m[mo + j], logits[i]);
+                // e = exp(logit − max) in place; the sum in float over ≤ 256 rows, then double
+                java.util.Arrays.fill(blockSum, mo + c0, mo + c1, 0.0);
+                int n = 0;
+                for (int r = 0; r < rows; r++) {
+                    int i = at + r * seq + c0;
+                    for (int j = 0; j < len; j++) row[j] = logits[i + j] - m[mo + c0 + j];
+                    VectorMath.exp(row, 0, logits, i, len);
+                    for (int j = 0; j < len; j++) part[j] += logits[i + j];
+                    if (++n == 256 || r == rows - 1) {
+                        for (int j = 0; j < len; j++) { blockSum[mo + c0 + j] += part[j]; part[j] = 0f; }
+                        n = 0;
+                    }
+                }
+            });
+        }
+
+        /**
+         * After pass 1 on every block: the mean loss over the positions whose target is not −1 (torch's
+         * cross_entropy(ignore_index=-1)), and the factors pass 2 scales each block by.
+         */
+        public float loss(float gradScale) {
+            counted = 0;
+            for (int j = 0; j < seq; j++) if (targets[j] >= 0) counted++;
+            int n = Math.max(counted, 1);
+            java.util.Arrays.fill(max, Double.NEGATIVE_INFINITY);
+            java.util.Arrays.fill(sum, 0.0);
+            for (int b = 0; b < blocks; b++) for (int j = 0; j < seq; j++) max[j] = Math.max(max[j], blockMax[b * seq + j]);
+            for (int b = 0; b < blocks; b++)
+                for (int j = 0; j < seq; j++) sum[j] += blockSum[b * seq + j] * Math.exp(blockMax[b * seq + j] - max[j]);
+            double loss = 0;
+            for (int j = 0; j < seq; j++) if (targets[j] >= 0) loss -= targetLogit[j] - max[j] - Math.log(sum[j]);
+            for (int b = 0; b < blocks; b++)
+                for (int j = 0; j < seq; j++)
+                    factor[b * seq + j] = targets[j] >= 0 ? (float) (Math.exp(blockMax[b * seq + j] - max[j]) * gradScale / (sum[j] * n)) : 0f;
+            return (float) (loss / n);
+        }
+
+        /** Pass 2 on block b (after {@link #loss}): its exps become dlogits = (softmax − onehot)/n · gradScale, in place. */
+        public void gradient(int b, float[] logits, float gradScale) {
+            int v0 = start(b), rows = rows(b), at = v0 * seq, fo = b * seq;
+            parallelColumns(rows, (c0, c1) -> {
+                for (int r = 0; r < rows; r++)
+                    for (int j = c0, i = at + r * seq + c0; j < c1; j++, i++) logits[i] *= factor[fo + j];
+            });
+            float sub = gradScale / Math.max(counted, 1);
+            for (int j = 0; j < seq; j++) {
+                int t = targets[j];
+                if (t >= v0 && t < v0 + rows) logits[t * seq + j] -= sub;
+            }
+        }
+
+        /** Positions [0, S) in parallel ranges (each position's arithmetic is the same however they are split). */
+        private void parallelColumns(int rows, java.util.function.BiConsumer<Integer, Integer> body) {
+            int parts = this.parts > 0 ? Math.min(this.parts, seq)
+                    : (long) rows * seq < 1 << 15 ? 1 : Math.min(Parallel.threads(), Math.max(1, seq / 16));
+            if (parts == 1) { body.accept(0, seq); return; }
+            Parallel.forEach(parts, p -> body.accept(seq * p / parts, seq * (p + 1) / parts));
+        }
+    }
 }
