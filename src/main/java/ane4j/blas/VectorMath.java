@@ -15,6 +15,7 @@ public final class VectorMath {
     /** The implementation behind {@link VectorMath}. */
     interface Impl {
         void exp(float[] src, int srcOff, float[] dst, int dstOff, int n);
+        float max(float[] a, int off, int n);
         String name();
     }
 
@@ -31,6 +32,11 @@ public final class VectorMath {
         return new Impl() {
             @Override public void exp(float[] src, int srcOff, float[] dst, int dstOff, int n) {
                 for (int i = 0; i < n; i++) dst[dstOff + i] = expScalar(src[srcOff + i]);
+            }
+            @Override public float max(float[] a, int off, int n) {
+                float m = Float.NEGATIVE_INFINITY;
+                for (int i = 0; i < n; i++) m = Math.max(m, a[off + i]);
+                return m;
             }
             @Override public String name() { return "scalar"; }
         };
@@ -59,6 +65,16 @@ public final class VectorMath {
         if (n < 0 || srcOff < 0 || dstOff < 0 || srcOff + n > src.length || dstOff + n > dst.length)
             throw new IllegalArgumentException("[exp] " + n + " elements from " + srcOff + " (of " + src.length + ") into " + dstOff + " (of " + dst.length + ") do not fit");
         IMPL.exp(src, srcOff, dst, dstOff, n);
+    }
+
+    /**
+     * The largest of {@code a[off … off+n)} with {@link Math#max}'s rules (NaN if any is NaN, +0 above −0), −inf when
+     * empty. Exact, so the order lanes are combined in does not change the result.
+     */
+    public static float max(float[] a, int off, int n) {
+        if (n < 0 || off < 0 || off + n > a.length)
+            throw new IllegalArgumentException("[max] " + n + " elements from " + off + " (of " + a.length + ") do not fit");
+        return IMPL.max(a, off, n);
     }
 
     /** Inputs below this may be flushed to 0 by {@link #exp} (their exp is below ~2.4e-38). */

@@ -42,5 +42,15 @@ final class VectorMathSimd implements VectorMath.Impl {
         for (; i < n; i++) dst[dstOff + i] = VectorMath.expScalar(src[srcOff + i]);
     }
 
+    @Override
+    public float max(float[] a, int off, int n) {
+        FloatVector acc = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
+        int i = 0;
+        for (int bound = S.loopBound(n); i < bound; i += S.length()) acc = acc.max(FloatVector.fromArray(S, a, off + i));
+        float m = acc.reduceLanes(VectorOperators.MAX);
+        for (; i < n; i++) m = Math.max(m, a[off + i]);
+        return m;
+    }
+
     @Override public String name() { return "vector"; }
 }

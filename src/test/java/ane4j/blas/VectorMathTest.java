@@ -58,4 +58,28 @@ class VectorMathTest {
         assertEquals(99f, a[7]);
         assertThrows(IllegalArgumentException.class, () -> VectorMath.exp(a, 4, a, 0, 5));
     }
+
+    @Test
+    void maxIsMathMaxOverTheRunWithItsNanAndSignedZeroRules() {
+        java.util.Random r = new java.util.Random(5);
+        for (int n : new int[] {0, 1, 7, 16, 17, 255, 256, 1001}) {
+            float[] a = new float[n + 3];
+            for (int i = 0; i < a.length; i++) a[i] = (float) r.nextGaussian();
+            float ref = Float.NEGATIVE_INFINITY;
+            for (int i = 0; i < n; i++) ref = Math.max(ref, a[2 + i]);
+            assertEquals(Float.floatToRawIntBits(ref), Float.floatToRawIntBits(VectorMath.max(a, 2, n)), "n = " + n);
+        }
+        float[] zeros = new float[40];
+        java.util.Arrays.fill(zeros, -0f);
+        assertEquals(Float.floatToRawIntBits(-0f), Float.floatToRawIntBits(VectorMath.max(zeros, 0, 40)));
+        zeros[33] = 0f;
+        assertEquals(Float.floatToRawIntBits(0f), Float.floatToRawIntBits(VectorMath.max(zeros, 0, 40)), "+0 is above −0 in any lane");
+        float[] nan = new float[40];
+        nan[5] = Float.NaN;
+        nan[30] = Float.POSITIVE_INFINITY;
+        assertTrue(Float.isNaN(VectorMath.max(nan, 0, 40)));
+        assertTrue(Float.isNaN(VectorMath.max(nan, 5, 1)));
+        assertEquals(Float.POSITIVE_INFINITY, VectorMath.max(nan, 6, 34));
+        assertThrows(IllegalArgumentException.class, () -> VectorMath.max(nan, 30, 11));
+    }
 }

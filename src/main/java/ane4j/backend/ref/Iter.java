@@ -91,14 +91,17 @@ final class Iter {
      * Same as {@link #run} for rows that only write their own elements (elementwise ops; never reductions): large
      * iterations are split into disjoint row ranges, or a single long row into disjoint pieces, run by {@link Parallel}.
      */
-    void runParallel(Row row) {
+    void runParallel(Row row) { runParallel(row, 1); }
+
+    /** {@link #runParallel(Row)} where a row may only be cut at multiples of {@code align} elements (whole softmax rows). */
+    void runParallel(Row row, int align) {
         int ops = base.length;
         long rows = rowCount();
         int par = Parallel.threads();
         if (rows * rowLen < PARALLEL_MIN || par < 2) { run(row); return; }
         if (rows < par) {
             // one (or few) long rows: pieces of each row
-            int pieces = par * 2, chunk = (rowLen + pieces - 1) / pieces;
+            int pieces = par * 2, chunk = ((rowLen + pieces - 1) / pieces + align - 1) / align * align;
             Parallel.forEach((int) (rows * pieces), t -> {
                 long r = t / pieces;
                 int from = (t % pieces) * chunk, len = Math.min(chunk, rowLen - from);

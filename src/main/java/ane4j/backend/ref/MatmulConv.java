@@ -55,12 +55,19 @@ interface MatmulConv extends OpContext {
         if (mat(m, k, x.strides[x.rank() - 2], x.strides[x.rank() - 1]) == null) x = contig(x);
         if (mat(k, n, y.strides[y.rank() - 2], y.strides[y.rank() - 1]) == null) y = contig(y);
         int[] batch = Shapes.broadcast(Arrays.copyOf(x.shape, x.rank() - 2), Arrays.copyOf(y.shape, y.rank() - 2));
-        // write C transposed when the only consumer is a last-two-axes transpose (the dynamic-weights pattern)
-        boolean transOut = out.rank() >= 2 && transposesLastTwo(out);
         int[] full = Arrays.copyOf(batch, batch.length + 2);
         full[batch.length] = m;
         full[batch.length + 1] = n;
-        Storage st = temp(Shapes.count(full));
+        // write C transposed when the only consumer is a last-two-axes transpose (the dynamic-weights pattern)
+        boolean natural = out.rank() >= 2 && transposesLastTwo(out);
+        // written where a concat takes it (Planner.placed) when that place is dense, or dense with the last two axes
+        // swapped, and in the layout other readers would see anyway (a strided operand can change an op's arithmetic)
+        T dest = Arrays.equals(out.shape(), full) ? placed(out) : null;
+        boolean destTransposed = dest != null && !dest.isContiguous() && dest.permute(swapLastTwo(full.length)).isContiguous();
+        if (dest != null && ((!dest.isContiguous() && !destTransposed) || (destTransposed != natural && !onlyInConcat(out)))) dest = null;
+        boolean transOut = dest != null ? destTransposed : natural;
+        Storage st = dest != null ? dest.st : temp(Shapes.count(full));
+        long base = dest != null ? dest.off : 0;
         long[] cs = Shapes.strides(full);
         if (transOut) {
             int[] stored = full.clone();
@@ -71,7 +78,7 @@ interface MatmulConv extends OpContext {
             cs[batch.length] = ss[batch.length + 1];
             cs[batch.length + 1] = ss[batch.length];
         }
-        T c = new T(st, 0, full, cs, out.dtype());
+        T c = new T(st, base, full, cs, out.dtype());
         T fx = x, fy = y;
         long[] xb = batchStrides(x, batch), yb = batchStrides(y, batch), cb = Arrays.copyOf(cs, batch.length);
         Mat ma = mat(m, k, x.strides[x.rank() - 2], x.strides[x.rank() - 1]);
@@ -85,7 +92,7 @@ interface MatmulConv extends OpContext {
             MemorySegment xs = fx.st.seg, ys = fy.st.seg, csg = st.seg;
             int[] idx = new int[batch.length];
             for (long bt = 0; bt < batches; bt++) {
-                long xo = fx.off, yo = fy.off, co = 0;
+                long xo = fx.off, yo = fy.off, co = base;
                 for (int i = 0; i < batch.length; i++) { xo += idx[i] * xb[i]; yo += idx[i] * yb[i]; co += idx[i] * cb[i]; }
                 if (transOut) {
                     // Cᵀ[n×m] = op(B)ᵀ · op(A)ᵀ
@@ -95,12 +102,20 @@ interface MatmulConv extends OpContext {
                 }
                 for (int i = batch.length - 1; i >= 0; i--) { if (++idx[i] < batch[i]) break; idx[i] = 0; }
             }
-            if (saturation > 0) Planner.saturate(csg, st.floats, saturation, true);
+            if (saturation > 0) Planner.saturate(csg, base, c.count(), saturation, true);
         }, c);
         // drop the dims numpy adds for rank-1 operands
         T result = c;
         if (!Arrays.equals(out.shape(), full)) result = c.reshapeView(out.shape());
         def(out, result);
+    }
+
+    private static int[] swapLastTwo(int rank) {
+        int[] perm = new int[rank];
+        for (int i = 0; i < rank; i++) perm[i] = i;
+        perm[rank - 2] = rank - 1;
+        perm[rank - 1] = rank - 2;
+        return perm;
     }
 
     private static long[] batchStrides(T t, int[] batch) {

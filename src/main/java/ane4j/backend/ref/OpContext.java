@@ -39,6 +39,15 @@ interface OpContext {
 
     float[] decode(Literal l, String name);
 
+    /** Where the op making {@code v} may write it (its view in a concat's output), or null: see {@link Planner#placed}. */
+    T placed(Value v);
+
+    /** Whether {@code v} is read only through views by the concat that places it. */
+    boolean onlyInConcat(Value v);
+
+    /** The output of a concat: the buffer ops already write their values into, else a new one. */
+    T concatOutput(Value out);
+
     /** A new dense tensor in a planned temporary buffer. */
     T newOut(int[] shape, DType dtype);
 

@@ -50,10 +50,30 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
     private int step;
     private Operation cur;
 
+    /** Whether chains of elementwise ops run as one pass ({@link Fused}); {@code -Dane4j.ref.fuse=false} runs every op on its own. */
+    private final boolean fuse;
+    /** The op that makes each value. */
+    private final Map<String, Operation> producer = new HashMap<>();
+    /** Values whose op was folded into its consumer's fused step (computed there, never stored). */
+    private final java.util.Set<String> deferred = new java.util.HashSet<>();
+
+    static final String FUSE_PROPERTY = "ane4j.ref.fuse";
+
+    /** Whether ops write values that a concat takes straight into its output ({@link #placed}); {@code -Dane4j.ref.place=false}: copies. */
+    private final boolean place;
+
+    static final String PLACE_PROPERTY = "ane4j.ref.place";
+
     Planner(Function fn, Weights weights, RefBackend.Options opt) {
+        this(fn, weights, opt, !"false".equals(System.getProperty(FUSE_PROPERTY)), !"false".equals(System.getProperty(PLACE_PROPERTY)));
+    }
+
+    Planner(Function fn, Weights weights, RefBackend.Options opt, boolean fuse, boolean place) {
         this.fn = fn;
         this.weights = weights;
         this.opt = opt;
+        this.fuse = fuse;
+        this.place = place;
     }
 
     RefKernel plan() {
@@ -61,6 +81,8 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
             for (Arg a : o.inputs().values())
                 for (Value v : argValues(a)) { uses.merge(v.name(), 1, Integer::sum); consumer.put(v.name(), o); }
         for (Value v : fn.outputs()) uses.merge(v.name(), 1, Integer::sum);
+        for (Operation o : fn.operations()) for (Value v : o.outputs()) producer.put(v.name(), o);
+        if (place) findPlacements();
 
         List<Storage> inputStorages = new ArrayList<>();
         for (Value v : fn.inputs()) {
@@ -204,15 +226,19 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
     @Override public boolean rounds(DType dtype) { return dtype == DType.FP16 && !opt.fp32Storage(); }
 
     /** Rounds a heap chunk to fp16 and back (vectorised: F16C/AVX-512 conversions). */
-    static void round16(float[] a, int n) {
-        for (int i = 0; i < n; i++) a[i] = Float.float16ToFloat(Float.floatToFloat16(a[i]));
+    static void round16(float[] a, int n) { round16(a, 0, n); }
+
+    static void round16(float[] a, int off, int n) {
+        for (int i = off, end = off + n; i < end; i++) a[i] = Float.float16ToFloat(Float.floatToFloat16(a[i]));
     }
 
     /** Adds the op's computation and, for fp16 outputs with fp16 storage, the rounding of its (dense) result. */
     @Override public void addRounded(Runnable r, T out) {
         if (out.dtype == DType.FP16 && !opt.fp32Storage()) {
+            // out fills [off, off + count) of its storage (dense, or dense in another axis order)
             Storage s = out.st;
-            add(() -> { r.run(); roundFp16(s.seg, 0, s.floats); });
+            long from = out.off, n = out.count();
+            add(() -> { r.run(); roundFp16(s.seg, from, n); });
         } else add(r);
     }
 
@@ -230,9 +256,12 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
      * Turns every value beyond {@code limit} in magnitude into ±inf (NaN stays NaN). {@code roundsAbove}: the limit is the
      * largest finite fp16 result, so everything that rounds above it goes (|v| ≥ the midpoint to the next fp16 value).
      */
-    static void saturate(MemorySegment seg, long n, float limit, boolean roundsAbove) {
+    static void saturate(MemorySegment seg, long n, float limit, boolean roundsAbove) { saturate(seg, 0, n, limit, roundsAbove); }
+
+    /** {@link #saturate(MemorySegment, long, float, boolean)} of elements [from, from + n). */
+    static void saturate(MemorySegment seg, long from, long n, float limit, boolean roundsAbove) {
         float cut = roundsAbove ? limit + fp16HalfStepAbove(limit) : limit;                 // 32752 → 32760
-        for (long i = 0; i < n; i++) {
+        for (long i = from; i < from + n; i++) {
             float v = seg.getAtIndex(F, i);
             if (roundsAbove ? Math.abs(v) >= cut : Math.abs(v) > cut) seg.setAtIndex(F, i, Math.copySign(Float.POSITIVE_INFINITY, v));
         }
@@ -371,6 +400,7 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
 
     private void compile(Operation o) {
         Value out = o.outputs().get(0);
+        if (fuse && fusedStep(o)) return;
         switch (o.op()) {
             case CONST -> { /* decoded when first used as a tensor */ }
             case IDENTITY -> identity(out);
@@ -394,6 +424,233 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
             case LAYER_NORM -> layerNorm(out);
             case GATHER -> gather(out);
         }
+    }
+
+    // ---------------------------------------------------------------------------------------------------------------
+    // placement: a value that reaches a concat only through views is written by its op straight into the concat's output
+
+    /** A value's place in a concat's output: the concat, which of its inputs, and the views from that input back to the value. */
+    private record Placement(Operation concat, int index, List<Operation> views, boolean sole) {}
+
+    private final Map<String, Placement> placements = new HashMap<>();
+    /** Outputs of concats that some op writes into before the concat runs (allocated at that op's step). */
+    private final Map<String, Storage> concatStorage = new HashMap<>();
+
+    /** Finds, for every input of a (non-interleaved) concat, the value it is a view of (the first concat to claim a value keeps it). */
+    private void findPlacements() {
+        for (Operation c : fn.operations()) {
+            if (c.op() != Op.CONCAT || c.literal("interleave").boolValue()) continue;
+            List<Value> xs = c.values("values");
+            for (int k = 0; k < xs.size(); k++) {
+                List<Operation> views = new ArrayList<>();
+                Value v = xs.get(k);
+                boolean sole = uses.getOrDefault(v.name(), 0) == 1;
+                Operation p = producer.get(v.name());
+                while (p != null && (p.op() == Op.RESHAPE || p.op() == Op.TRANSPOSE || p.op() == Op.IDENTITY)) {
+                    views.add(p);
+                    v = p.value("x");
+                    sole &= uses.getOrDefault(v.name(), 0) == 1;
+                    p = producer.get(v.name());
+                }
+                if (p == null || p.op() == Op.CONST || fn.outputs().contains(v) || placements.containsKey(v.name())) continue;
+                placements.put(v.name(), new Placement(c, k, views, sole));
+            }
+        }
+    }
+
+    /**
+     * Where the op making {@code v} may write it: its view in the output of the concat that takes it (allocated now), or
+     * null. The op uses it only if it can write that layout; the concat then finds its input in place and copies nothing.
+     */
+    @Override public T placed(Value v) {
+        Placement pl = placements.get(v.name());
+        if (pl == null) return null;
+        T t = concatSlot(concatOutput(pl.concat.outputs().get(0)), pl.concat, pl.index);
+        // back through the views: transpose by the inverse permutation, reshape by the no-copy rule
+        for (Operation view : pl.views) {
+            Value in = view.value("x");
+            t = switch (view.op()) {
+                case TRANSPOSE -> {
+                    int[] perm = axes(view.literal("perm").toInts(), t.rank());
+                    int[] shape = new int[perm.length];
+                    long[] strides = new long[perm.length];
+                    for (int j = 0; j < perm.length; j++) { shape[perm[j]] = t.shape[j]; strides[perm[j]] = t.strides[j]; }
+                    yield t.withShape(shape, strides);
+                }
+                case RESHAPE -> t.reshapeView(in.shape());
+                default -> t;
+            };
+            if (t == null) return null;
+        }
+        return t.withDType(v.dtype());
+    }
+
+    /** Whether {@code v} is read only by the concat that places it (so its layout may change: no other op sees it). */
+    @Override public boolean onlyInConcat(Value v) {
+        Placement pl = placements.get(v.name());
+        return pl != null && pl.sole;
+    }
+
+    /** The output of concat value {@code out}: the storage an op already writes into, else a new one. */
+    @Override public T concatOutput(Value out) {
+        Storage s = concatStorage.computeIfAbsent(out.name(), n -> temp(Shapes.count(out.shape())));
+        return T.dense(s, out.shape(), out.dtype());
+    }
+
+    /** Input {@code k}'s view in the output {@code o} of concat {@code c} (not interleaved). */
+    static T concatSlot(T o, Operation c, int k) {
+        List<Value> xs = c.values("values");
+        Integer axis = Shapes.axis(c.literal("axis").intValue(), o.rank());
+        long pos = 0;
+        for (int i = 0; i < k; i++) pos += xs.get(i).shape()[axis];
+        return new T(o.st, o.off + pos * o.strides[axis], xs.get(k).shape().clone(), o.strides.clone(), o.dtype);
+    }
+
+    // ---------------------------------------------------------------------------------------------------------------
+    // fusion: a chain of elementwise ops whose intermediate values have one use each runs as one pass (Fused)
+
+    /**
+     * Plans {@code o} as part of a fused chain: folds it into its consumer (its value is then never stored), or, when an
+     * operand was folded into it, plans the whole chain as one step. False: plan {@code o} on its own.
+     */
+    private boolean fusedStep(Operation o) {
+        Value out = o.outputs().get(0);
+        if (elementwiseNode(o) && absorbedByConsumer(out)) { deferred.add(out.name()); return true; }
+        boolean root = switch (o.op()) {
+            case SOFTMAX -> isDeferred(o.value("x")) && fusableTail(o, o.value("x"));
+            case REDUCE_SUM, REDUCE_MEAN, REDUCE_MAX -> isDeferred(o.value("x")) && fusableTail(o, o.value("x"));
+            default -> elementwiseNode(o) && o.inputs().values().stream().anyMatch(a -> a instanceof Arg.Ref r && isDeferred(r.value()));
+        };
+        if (!root) return false;
+        Fused chain = new Fused();
+        StringBuilder names = new StringBuilder();
+        Fused.Tail tail = Fused.Tail.NONE;
+        int[] shape = out.shape();
+        Op reduceOp = null;
+        float reduceScale = 1f;
+        if (o.op() == Op.SOFTMAX || o.op().name().startsWith("REDUCE_")) {
+            Value x = o.value("x");
+            fusedNode(producer.get(x.name()), chain, names);
+            shape = x.shape();
+            tail = o.op() == Op.SOFTMAX ? Fused.Tail.SOFTMAX : Fused.Tail.REDUCE;
+            if (tail == Fused.Tail.REDUCE) {
+                reduceOp = o.op();
+                reduceScale = o.op() == Op.REDUCE_MEAN ? 1f / shape[shape.length - 1] : 1f;
+            }
+            names.append('+').append(out.name());
+        } else fusedNode(o, chain, names);
+        T dest = placed(out);
+        T result = dest != null && dest.isContiguous() ? dest : newOut(out.shape(), out.dtype());
+        Runnable r = chain.plan(result, shape, tail, reduceOp, reduceScale, rounds(out.dtype()));
+        steps.add(new RefKernel.Step("fused " + names + " [" + chain.opCount() + " ops, " + chain.leafCount() + " operands]", r));
+        labelExtra = "";
+        def(out, result);
+        return true;
+    }
+
+    private boolean isDeferred(Value v) { return v != null && deferred.contains(v.name()); }
+
+    /** Adds {@code o} (and, first, the folded ops it reads) to the chain; returns its slot. */
+    private int fusedNode(Operation o, Fused chain, StringBuilder names) {
+        boolean binary = o.inputs().containsKey("y");
+        int a = fusedOperand(o, "x", chain, names);
+        int b = binary ? fusedOperand(o, "y", chain, names) : Integer.MIN_VALUE;
+        float eps = o.op() == Op.RSQRT ? o.literal("epsilon").floatValue() : 0f;
+        Value out = o.outputs().get(0);
+        names.append(names.isEmpty() ? "" : "+").append(out.name());
+        return chain.node(o.op(), a, b, rounds(out.dtype()), eps);
+    }
+
+    private int fusedOperand(Operation o, String param, Fused chain, StringBuilder names) {
+        Value v = o.value(param);
+        if (isDeferred(v)) return fusedNode(producer.get(v.name()), chain, names);
+        if (v != null) return chain.leaf(get(v));
+        if (o.inputs().get(param) instanceof Arg.Inline i) return chain.leaf(constant(i.literal(), param));
+        throw err("'%s' has no operand '%s'", o.outputs().get(0).name(), param);
+    }
+
+    /** Whether {@code o} can be an op of a fused chain (the dense loops of {@link Elementwise}; float types). */
+    private boolean elementwiseNode(Operation o) {
+        DType d = o.outputs().get(0).dtype();
+        if (d != DType.FP16 && d != DType.FP32) return false;
+        return switch (o.op()) {
+            case ADD, SUB, MUL, REAL_DIV, POW, RSQRT, SQRT, RELU, TANH -> true;
+            // on its own, exp/sigmoid/silu of a strided operand take Math.exp, of a dense one VectorMath.exp: fused only
+            // where it would be the latter
+            case EXP, SIGMOID, SILU -> isDeferred(o.value("x")) || (o.value("x") != null && denseRows(o.outputs().get(0), vals.get(o.value("x").name())));
+            default -> false;
+        };
+    }
+
+    /** Whether x (null: not yet decoded) runs with unit inner stride against a dense output, as Elementwise.unary checks. */
+    private static boolean denseRows(Value out, T x) {
+        if (x == null) return false;
+        Iter it = Iter.of(out.shape(), T.dense(new Storage(1, Storage.Kind.TEMP, null, 0), out.shape(), out.dtype()), x);
+        return it.inner[0] == 1 && it.inner[1] == 1;
+    }
+
+    /**
+     * Whether {@code v}, made by an elementwise op, is read only by one op that takes it into its own fused chain; the
+     * operands the chain then reads from memory (of v's op and of the consumer) must be rows (dense or broadcast along
+     * runs of at least {@link #FUSED_MIN_ROW}): a strided operand stays with an op on its own.
+     */
+    private boolean absorbedByConsumer(Value v) {
+        if (uses.getOrDefault(v.name(), 0) != 1 || fn.outputs().contains(v)) return false;
+        Operation c = consumer.get(v.name());
+        if (c == null || !rowOperands(producer.get(v.name()), v.shape())) return false;
+        return switch (c.op()) {
+            case SOFTMAX, REDUCE_SUM, REDUCE_MEAN, REDUCE_MAX -> fusableTail(c, v);
+            default -> elementwiseNodeReading(c, v) && java.util.Arrays.equals(v.shape(), c.outputs().get(0).shape()) && rowOperands(c, v.shape());
+        };
+    }
+
+    /** Runs shorter than this make a fused chain slower than the ops one by one (a chunk's fixed cost per run). */
+    private static final int FUSED_MIN_ROW = 256;
+
+    /** Whether every operand of {@code o} that is not folded is read in rows over {@code shape} (see {@link #absorbedByConsumer}). */
+    private boolean rowOperands(Operation o, int[] shape) {
+        T out = T.dense(new Storage(1, Storage.Kind.TEMP, null, 0), shape, DType.FP32);
+        for (Map.Entry<String, Arg> e : o.inputs().entrySet()) {
+            if (!e.getKey().equals("x") && !e.getKey().equals("y")) continue;
+            T t = switch (e.getValue()) {
+                case Arg.Ref r when isDeferred(r.value()) -> null;
+                // a constant not yet decoded is dense
+                case Arg.Ref r -> vals.containsKey(r.value().name()) ? vals.get(r.value().name()) : T.dense(out.st, r.value().shape(), r.value().dtype());
+                case Arg.Inline i -> T.dense(out.st, i.literal().type().shape(), i.literal().dtype());
+                case Arg.Tuple tu -> null;
+            };
+            if (t == null) continue;
+            Iter it = Iter.of(shape, out, t);
+            long total = Shapes.count(shape);
+            if (it.inner[1] > 1 || (it.rowLen < FUSED_MIN_ROW && it.rowLen < total)) return false;
+        }
+        return true;
+    }
+
+    /** {@link #elementwiseNode} for a consumer whose operand {@code v} will be folded (so dense). */
+    private boolean elementwiseNodeReading(Operation c, Value v) {
+        DType d = c.outputs().get(0).dtype();
+        if (d != DType.FP16 && d != DType.FP32) return false;
+        return switch (c.op()) {
+            case ADD, SUB, MUL, REAL_DIV, POW, RSQRT, SQRT, RELU, TANH, EXP, SIGMOID, SILU -> true;
+            default -> false;
+        };
+    }
+
+    /** A softmax or reduction over the last axis only, rows of at most one chunk, float output: can end a chain. */
+    private boolean fusableTail(Operation c, Value x) {
+        DType d = c.outputs().get(0).dtype();
+        if (d != DType.FP16 && d != DType.FP32) return false;
+        int rank = x.rank(), len = rank == 0 ? 1 : x.shape()[rank - 1];
+        if (rank == 0 || len > CHUNK) return false;
+        if (c.op() == Op.SOFTMAX) {
+            Integer a = Shapes.axis(c.literal("axis").intValue(), rank);
+            return a != null && a == rank - 1;
+        }
+        Literal al = c.literal("axes");
+        if (al == null) return rank == 1;
+        int[] ax = axes(al.toInts(), rank);
+        return ax.length == 1 && ax[0] == rank - 1;
     }
 
     static int[] axes(int[] a, int rank) {

@@ -127,27 +127,21 @@ interface Reductions extends OpContext {
         }
     }
 
-    /** The largest of a[0..n) (NaN if any is NaN). */
-    static float max8(float[] a, int n) {
-        float m0 = Float.NEGATIVE_INFINITY, m1 = m0, m2 = m0, m3 = m0, m4 = m0, m5 = m0, m6 = m0, m7 = m0;
-        int i = 0;
-        for (; i + 8 <= n; i += 8) {
-            m0 = Math.max(m0, a[i]); m1 = Math.max(m1, a[i + 1]); m2 = Math.max(m2, a[i + 2]); m3 = Math.max(m3, a[i + 3]);
-            m4 = Math.max(m4, a[i + 4]); m5 = Math.max(m5, a[i + 5]); m6 = Math.max(m6, a[i + 6]); m7 = Math.max(m7, a[i + 7]);
-        }
-        for (; i < n; i++) m0 = Math.max(m0, a[i]);
-        return Math.max(Math.max(Math.max(m0, m1), Math.max(m2, m3)), Math.max(Math.max(m4, m5), Math.max(m6, m7)));
-    }
+    /** The largest of a[0..n) (NaN if any is NaN): {@link VectorMath#max}, exact in any lane order. */
+    static float max8(float[] a, int n) { return VectorMath.max(a, 0, n); }
 
     /** Σ a[0..n) as 8 interleaved partial sums, combined pairwise: a fixed order, independent of threads and JIT. */
-    static float sum8(float[] a, int n) {
+    static float sum8(float[] a, int n) { return sum8(a, 0, n); }
+
+    /** {@link #sum8(float[], int)} of a[off..off+n): the same order relative to the run. */
+    static float sum8(float[] a, int off, int n) {
         float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-        int i = 0;
-        for (; i + 8 <= n; i += 8) {
+        int i = off, end = off + n;
+        for (; i + 8 <= end; i += 8) {
             s0 += a[i]; s1 += a[i + 1]; s2 += a[i + 2]; s3 += a[i + 3];
             s4 += a[i + 4]; s5 += a[i + 5]; s6 += a[i + 6]; s7 += a[i + 7];
         }
-        for (; i < n; i++) s0 += a[i];
+        for (; i < end; i++) s0 += a[i];
         return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
     }
 

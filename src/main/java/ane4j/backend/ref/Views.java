@@ -65,15 +65,27 @@ interface Views extends OpContext {
         }
     }
 
+    /** Whether two views address the same elements in the same order. */
+    private static boolean sameView(T a, T b) {
+        if (a.st != b.st || a.off != b.off || !java.util.Arrays.equals(a.shape, b.shape)) return false;
+        for (int i = 0; i < a.rank(); i++) if (a.shape[i] > 1 && a.strides[i] != b.strides[i]) return false;
+        return true;
+    }
+
     /** concat: y = [x_0; x_1; …] along axis; interleave: y[…, j·n + k, …] = x_k[…, j, …]. */
     default void concat(Value out) {
         List<T> xs = cur().values("values").stream().map(this::get).toList();
         int axis = axis("axis", out.rank());
         boolean interleave = lit("interleave").boolValue();
-        T o = newOut(out.shape(), out.dtype());
+        T o = interleave ? newOut(out.shape(), out.dtype()) : concatOutput(out);
         int pos = 0;
         for (int k = 0; k < xs.size(); k++) {
             T x = xs.get(k);
+            if (!interleave && sameView(x, Planner.concatSlot(o, cur(), k))) {
+                // its op wrote it in place (Planner.placed)
+                pos += x.shape[axis];
+                continue;
+            }
             long[] str = o.strides.clone();
             long off;
             if (interleave) {
