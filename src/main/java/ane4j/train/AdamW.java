@@ -44,14 +44,21 @@ public final class AdamW {
         Parallel.forEach(tasks.size(), ti -> {
             int[] task = tasks.get(ti);
             float decay = views.get(task[0]).decay() ? 1f - lr * weightDecay : 1f;
-            for (int i = task[1], end = task[2]; i < end; i++) {
-                float g = grads[i] * gradMul;
-                m[i] = beta1 * m[i] + (1 - beta1) * g;
-                v[i] = beta2 * v[i] + (1 - beta2) * g * g;
-                params[i] = params[i] * decay - stepSize * m[i] / ((float) Math.sqrt(v[i]) / bc2Sqrt + eps);
-            }
-            if (zeroGrads) java.util.Arrays.fill(grads, task[1], task[2], 0f);
+            // the gradient is cleared in the same loop that reads it: one pass over the four arrays
+            if (zeroGrads) update(task[1], task[2], params, grads, m, v, gradMul, decay, stepSize, bc2Sqrt, true);
+            else update(task[1], task[2], params, grads, m, v, gradMul, decay, stepSize, bc2Sqrt, false);
         });
+    }
+
+    private void update(int from, int end, float[] params, float[] grads, float[] m, float[] v, float gradMul, float decay,
+                        float stepSize, float bc2Sqrt, boolean zeroGrads) {
+        for (int i = from; i < end; i++) {
+            float g = grads[i] * gradMul;
+            if (zeroGrads) grads[i] = 0f;
+            m[i] = beta1 * m[i] + (1 - beta1) * g;
+            v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+            params[i] = params[i] * decay - stepSize * m[i] / ((float) Math.sqrt(v[i]) / bc2Sqrt + eps);
+        }
     }
 
     /**

@@ -99,21 +99,32 @@ public final class CpuOps {
     // -----------------------------------------------------------------------------------------------------------------
     // RoPE: y = x·cos + rotate(x)·sin, rotating pairs (a, b) = (2i, 2i+1) (interleaved) or (i, i+HD/2) (half)
 
-    /** In place on d (n·HD, S): the inverse rotation, d_a' = d_a·cos + d_b·sin, d_b' = −d_a·sin + d_b·cos. */
-    public static void ropeBackward(float[] d, ModelConfig c, int heads, float[] cos, float[] sin) {
+    /**
+     * In place on d (n·HD, S): the inverse rotation, d_a' = d_a·cos + d_b·sin, d_b' = −d_a·sin + d_b·cos. cosT and sinT
+     * are the (S, HD) tables of {@link RopeTables} channel-first, (HD, S) ({@link #channelFirst}), so every inner loop
+     * streams S contiguous values of d and of the tables.
+     */
+    public static void ropeBackward(float[] d, ModelConfig c, int heads, float[] cosT, float[] sinT) {
         int hd = c.headDim(), seq = c.seqLen();
         boolean interleaved = c.ropeStyle() == RopeStyle.INTERLEAVED;
         for (int h = 0; h < heads; h++)
             for (int i = 0; i < hd / 2; i++) {
                 int ja = interleaved ? 2 * i : i, jb = interleaved ? 2 * i + 1 : i + hd / 2;
-                int ra = (h * hd + ja) * seq, rb = (h * hd + jb) * seq;
+                int ra = (h * hd + ja) * seq, rb = (h * hd + jb) * seq, ta = ja * seq;
                 for (int s = 0; s < seq; s++) {
-                    float co = cos[s * hd + ja], si = sin[s * hd + ja];
+                    float co = cosT[ta + s], si = sinT[ta + s];
                     float da = d[ra + s], db = d[rb + s];
                     d[ra + s] = da * co + db * si;
                     d[rb + s] = -da * si + db * co;
                 }
             }
+    }
+
+    /** A (rows, cols) table as (cols, rows): the RoPE tables (S, HD) as (HD, S) for {@link #ropeBackward}. */
+    public static float[] channelFirst(float[] table, int rows, int cols) {
+        float[] t = new float[rows * cols];
+        for (int r = 0; r < rows; r++) for (int j = 0; j < cols; j++) t[j * rows + r] = table[r * cols + j];
+        return t;
     }
 
     // -----------------------------------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ public final class TrainingStep implements AutoCloseable {
     private TensorBuffer valuesIn;                     // three-stage attention: probs and tiled V
     private Kernel[][] staticKernels;                  // [layer][weight-bearing kernel], static mode only
     private final TensorBuffer bwd1In, bwd2In;
-    private final float[] cos, sin;
+    private final float[] cosT, sinT;                  // RoPE tables (HD, S)
     private final Activations[] acts;
     private final ExecutorService dwThread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "ane4j-dw");
@@ -176,13 +176,17 @@ public final class TrainingStep implements AutoCloseable {
         bwd1In = kernels.get("sdpaBwd1").allocateInput(TrainingKernels.INPUT);
         bwd2In = kernels.get("sdpaBwd2").allocateInput(TrainingKernels.INPUT);
         if (threeStage) valuesIn = kernels.get("attnValues").allocateInput(TrainingKernels.INPUT);
-        cos = RopeTables.cos(config);
-        sin = RopeTables.sin(config);
+        cosT = CpuOps.channelFirst(RopeTables.cos(config), s, config.headDim());
+        sinT = CpuOps.channelFirst(RopeTables.sin(config), s, config.headDim());
         gradSets = new Gradients[] {new Gradients(d, h, q, kv, s), new Gradients(d, h, q, kv, s)};
         acts = new Activations[nl + 1];
         for (int l = 0; l <= nl; l++) acts[l] = allocate(l == nl);
         dxf = new float[d * s]; dy = new float[d * s]; dtmp = new float[d * s]; dxq = new float[d * s];
-        da = new float[q * s]; kTiled = new float[q * s]; vTiled = new float[q * s]; dvFull = new float[q * s]; dkFull = new float[q * s];
+        da = new float[q * s];
+        // grouped-query attention only: K and V tiled to the query heads, and their gradients before the group sums
+        boolean gqa = c.nKvHeads() != c.nHeads();
+        kTiled = gqa ? new float[q * s] : null; vTiled = gqa ? new float[q * s] : null;
+        dvFull = gqa ? new float[q * s] : null; dkFull = gqa ? new float[q * s] : null;
         dqRaw = c.qkNorm() ? new float[q * s] : null;
         dkRaw = c.qkNorm() ? new float[kv * s] : null;
         crossEntropy = new CpuOps.BlockedCrossEntropy(v, s, classifierBlockRows(s));
@@ -533,12 +537,16 @@ public final class TrainingStep implements AutoCloseable {
             dw(() -> weightGrad(grads, w, "o", g.dO, a.attn));                             // dWo (D,Q) += α·dx2·attnᵀ
             // attention core: recompute probs, dV, dP (sdpaBwd1), then dQ, dK (sdpaBwd2), on heads tiled to NH
             long t2 = System.nanoTime();
-            CpuOps.tileKv(kTiled, a.kRope, c.nHeads(), c.nKvHeads(), c.headDim(), s);
-            CpuOps.tileKv(vTiled, a.vh, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            // (multi-head attention, NKV = NH: the heads are already tiled, K and V go in as they are)
+            boolean mha = c.nKvHeads() == c.nHeads();
+            if (!mha) {
+                CpuOps.tileKv(kTiled, a.kRope, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+                CpuOps.tileKv(vTiled, a.vh, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            }
             var b1 = specs.get("sdpaBwd1").input();
             bwd1In.copyFrom(a.qRope, 0, (long) b1.start("q") * s, q * s);
-            bwd1In.copyFrom(kTiled, 0, (long) b1.start("k") * s, q * s);
-            bwd1In.copyFrom(vTiled, 0, (long) b1.start("v") * s, q * s);
+            bwd1In.copyFrom(mha ? a.kRope : kTiled, 0, (long) b1.start("k") * s, q * s);
+            bwd1In.copyFrom(mha ? a.vh : vTiled, 0, (long) b1.start("v") * s, q * s);
             bwd1In.copyFrom(da, 0, (long) b1.start("da") * s, q * s);
             activationBytes += 4L * q * s * bwd1In.dtype().byteSize();
             add(Phase.IO, t2);
@@ -546,7 +554,7 @@ public final class TrainingStep implements AutoCloseable {
             long t3 = System.nanoTime();
             var l1 = specs.get("sdpaBwd1").output();
             var b2 = specs.get("sdpaBwd2").input();
-            read(o1, l1.start("dv"), dvFull);
+            read(o1, l1.start("dv"), mha ? g.dv : dvFull);
             bwd2In.copyChannels(o1, l1.start("probs"), b2.start("probs"), 2 * c.nHeads() * s);   // probs and dp, adjacent in both
             bwd2In.copyChannels(bwd1In, b1.start("q"), b2.start("q"), 2 * q);                     // q and k tiled, adjacent in both
             activationBytes += (2L * c.nHeads() * s + 2L * q) * s * bwd2In.dtype().byteSize();
@@ -555,12 +563,14 @@ public final class TrainingStep implements AutoCloseable {
             long t4 = System.nanoTime();
             var l2 = specs.get("sdpaBwd2").output();
             read(o2, l2.start("dq"), g.dq);
-            read(o2, l2.start("dk"), dkFull);
-            CpuOps.reduceKv(g.dk, dkFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
-            CpuOps.reduceKv(g.dv, dvFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            read(o2, l2.start("dk"), mha ? g.dk : dkFull);
+            if (!mha) {
+                CpuOps.reduceKv(g.dk, dkFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+                CpuOps.reduceKv(g.dv, dvFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            }
             // RoPE backward, then QK-norm backward to the raw projections
-            CpuOps.ropeBackward(g.dq, c, c.nHeads(), cos, sin);
-            CpuOps.ropeBackward(g.dk, c, c.nKvHeads(), cos, sin);
+            CpuOps.ropeBackward(g.dq, c, c.nHeads(), cosT, sinT);
+            CpuOps.ropeBackward(g.dk, c, c.nKvHeads(), cosT, sinT);
             if (c.qkNorm()) {
                 CpuOps.headNormBackward(dqRaw, normGrads(grads), normOffset(w.qNorm()), g.dq, a.qRaw, params, w.qNorm().offset(), c.nHeads(), c.headDim(), s, c.normEps());
                 CpuOps.headNormBackward(dkRaw, normGrads(grads), normOffset(w.kNorm()), g.dk, a.kRaw, params, w.kNorm().offset(), c.nKvHeads(), c.headDim(), s, c.normEps());
