@@ -47,6 +47,16 @@ class JupyterKernelTest {
         return String.join("\n", e.traceback()).replaceAll("\u001B\\[[;\\d]*m", "");
     }
 
+    /** The cells answered while another runs (tools/kernel_stop_test.py drives it over ZMQ): only these two, alone in the cell. */
+    @Test
+    void theCellsAnsweredWhileAnotherRuns() {
+        assertEquals("stop", JupyterKernel.atOnceCommand("%train stop"));
+        assertEquals("stop", JupyterKernel.atOnceCommand("  %train   stop \n"));
+        assertEquals("status", JupyterKernel.atOnceCommand("%train status"));
+        for (String queued : List.of("%train stop\n1 + 1", "%train resume", "%train", "%trainx stop", "%%train\nsteps = 3", "// %train stop", "%train stop now"))
+            assertNull(JupyterKernel.atOnceCommand(queued), queued);
+    }
+
     @Test
     void expressionsAndStatementsInOneCell() {
         assertEquals(42, kernel.run("6 * 7"));
