@@ -73,7 +73,15 @@ final class ThreadPool {
             }
         };
         for (int i = 0; i < Math.min(helpers, blocks - 1); i++) queue.add(take);
-        take.run();
+        // while the caller runs blocks it is one of the loop's threads: a GEMM or loop inside a block runs in one piece
+        // there too, as on the pool threads (the other threads are busy with this loop's blocks)
+        boolean wasWorker = WORKER.get();
+        WORKER.set(true);
+        try {
+            take.run();
+        } finally {
+            WORKER.set(wasWorker);
+        }
         while (done.get() < blocks) java.util.concurrent.locks.LockSupport.park(this);
         Throwable t = failure.get();
         if (t instanceof RuntimeException r) throw r;

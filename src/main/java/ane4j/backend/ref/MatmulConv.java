@@ -1,5 +1,6 @@
 package ane4j.backend.ref;
 
+import ane4j.blas.Parallel;
 import ane4j.chip.Rule;
 import ane4j.mil.DType;
 import ane4j.mil.Literal;
@@ -88,20 +89,29 @@ interface MatmulConv extends OpContext {
         // chip emulation: an fp16 matmul output that rounds above 32752 (fp16 max / 2) is ±inf on the ANE, for every
         // contraction size (ANEForge issue #115 on M5, PR #145 on M2 Pro)
         float saturation = opt().chip() != null && out.dtype() == DType.FP16 ? Rule.MATMUL_SATURATION.limit(opt().chip()) : 0;
+        // several products (attention heads): one product per thread, each in one piece, rather than each split in two
+        // (one hand-off per matmul instead of one per head; a split GEMM computes every element as the whole one does)
+        boolean perThread = batchParallel() && batches > 1 && Parallel.threads() > 1 && batches * m * n * k >= BATCH_PARALLEL_MIN_MACS;
         addRounded(() -> {
             MemorySegment xs = fx.st.seg, ys = fy.st.seg, csg = st.seg;
-            int[] idx = new int[batch.length];
-            for (long bt = 0; bt < batches; bt++) {
-                long xo = fx.off, yo = fy.off, co = base;
-                for (int i = 0; i < batch.length; i++) { xo += idx[i] * xb[i]; yo += idx[i] * yb[i]; co += idx[i] * cb[i]; }
+            java.util.function.LongConsumer product = bt -> {
+                long xo = fx.off, yo = fy.off, co = base, rest = bt;
+                for (int i = batch.length - 1; i >= 0; i--) {
+                    long at = rest % batch[i];
+                    rest /= batch[i];
+                    xo += at * xb[i];
+                    yo += at * yb[i];
+                    co += at * cb[i];
+                }
                 if (transOut) {
                     // Cᵀ[n×m] = op(B)ᵀ · op(A)ᵀ
                     Gemm.gemm(!mb.trans(), !ma.trans(), n, m, k, ys, yo, mb.ld(), xs, xo, ma.ld(), 0f, csg, co, m);
                 } else {
                     Gemm.gemm(ma.trans(), mb.trans(), m, n, k, xs, xo, ma.ld(), ys, yo, mb.ld(), 0f, csg, co, n);
                 }
-                for (int i = batch.length - 1; i >= 0; i--) { if (++idx[i] < batch[i]) break; idx[i] = 0; }
-            }
+            };
+            if (perThread) Parallel.forEach((int) batches, bt -> product.accept(bt));
+            else for (long bt = 0; bt < batches; bt++) product.accept(bt);
             if (saturation > 0) Planner.saturate(csg, base, c.count(), saturation, true);
         }, c);
         // drop the dims numpy adds for rank-1 operands
@@ -109,6 +119,9 @@ interface MatmulConv extends OpContext {
         if (!Arrays.equals(out.shape(), full)) result = c.reshapeView(out.shape());
         def(out, result);
     }
+
+    /** Batched products from this many multiply-adds in all run one per thread (below, one thread does them all). */
+    long BATCH_PARALLEL_MIN_MACS = 1L << 20;
 
     private static int[] swapLastTwo(int rank) {
         int[] perm = new int[rank];

@@ -39,6 +39,9 @@ interface OpContext {
 
     float[] decode(Literal l, String name);
 
+    /** Whether a batched matmul runs its products one per thread (else each product is split across the threads). */
+    boolean batchParallel();
+
     /** Where the op making {@code v} may write it (its view in a concat's output), or null: see {@link Planner#placed}. */
     T placed(Value v);
 

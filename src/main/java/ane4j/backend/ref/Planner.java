@@ -61,20 +61,33 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
 
     /** Whether ops write values that a concat takes straight into its output ({@link #placed}); {@code -Dane4j.ref.place=false}: copies. */
     private final boolean place;
+    /** Whether batched matmuls run one product per thread ({@code -Dane4j.ref.batchParallel=false}: each product split). */
+    private final boolean batchParallel;
 
     static final String PLACE_PROPERTY = "ane4j.ref.place";
+    static final String BATCH_PARALLEL_PROPERTY = "ane4j.ref.batchParallel";
 
     Planner(Function fn, Weights weights, RefBackend.Options opt) {
-        this(fn, weights, opt, !"false".equals(System.getProperty(FUSE_PROPERTY)), !"false".equals(System.getProperty(PLACE_PROPERTY)));
+        this(fn, weights, opt, on(FUSE_PROPERTY), on(PLACE_PROPERTY), on(BATCH_PARALLEL_PROPERTY));
     }
 
+    private static boolean on(String property) { return !"false".equals(System.getProperty(property)); }
+
     Planner(Function fn, Weights weights, RefBackend.Options opt, boolean fuse, boolean place) {
+        this(fn, weights, opt, fuse, place, true);
+    }
+
+    /** With the planner's optimisations chosen one by one (tests compare each against none). */
+    Planner(Function fn, Weights weights, RefBackend.Options opt, boolean fuse, boolean place, boolean batchParallel) {
         this.fn = fn;
         this.weights = weights;
         this.opt = opt;
         this.fuse = fuse;
         this.place = place;
+        this.batchParallel = batchParallel;
     }
+
+    @Override public boolean batchParallel() { return batchParallel; }
 
     RefKernel plan() {
         for (Operation o : fn.operations())

@@ -22,7 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Fused elementwise chains ({@link Fused}) and values written straight into a concat's output ({@link Planner#placed})
- * give the same bits as the ops run one by one and copied ({@code fuse=false, place=false}), for the
+ * and batched matmuls run one product per thread give the same bits as the ops run one by one, copied, each product
+ * split ({@code fuse=false, place=false, batchParallel=false}), for the
  * ten training kernels (llama-style and a small Qwen-style config with GQA, QK-norm and a padded head dim) in fp16 and
  * fp32 storage, and for a program that exercises every fusable op, broadcasting, strided operands and both tails.
  */
@@ -43,6 +44,13 @@ class FusedChainTest {
             compare("tiny m1 " + k.name(), k.program(), RefBackend.Options.ANE_LIKE.withChip(ane4j.chip.Chip.parse("m1")), 40f);
         // sdpaFwd, ffnFused, sdpaBwd1, sdpaBwd2 fuse (mask + softmax, SwiGLU gate, RoPE, the softmax backward)
         assertTrue(fewerSteps >= 2 * 2 * 2 * 4, "fused kernels: " + fewerSteps);
+    }
+
+    /** Heads big enough that a batched matmul runs one product per thread (on a machine with two or more cores). */
+    @Test
+    void stories15mAttentionKernelsGiveTheSameBitsWithProductsPerThread() {
+        for (TrainingKernels.Spec k : new TrainingKernels(ModelConfig.parse("stories15m")).all())
+            if (k.name().startsWith("sdpa")) compare("stories15m " + k.name(), k.program(), RefBackend.Options.ANE_LIKE, 0.3f);
     }
 
     @Test
@@ -72,13 +80,13 @@ class FusedChainTest {
     }
 
     /**
-     * Runs the program planned with fusion and placement, with each alone, and with neither, on the same random inputs;
-     * asserts equal bits; true if fusing or placing took steps away.
+     * Runs the program planned with every optimisation, with each alone, and with none, on the same random inputs;
+     * asserts equal bits; true if the optimisations took steps away.
      */
     private static boolean compare(String what, Program p, RefBackend.Options opt, float spread) {
         boolean fp32Storage = opt.fp32Storage();
         boolean fewer = false;
-        try (RefKernel plain = new Planner(p.main(), p.weights(), opt, false, false).plan()) {
+        try (RefKernel plain = new Planner(p.main(), p.weights(), opt, false, false, false).plan()) {
             Random rnd = new Random(what.hashCode());
             Map<String, TensorBuffer> in = new HashMap<>(), outP = new HashMap<>();
             for (TensorSpec s : plain.inputs()) {
@@ -88,9 +96,9 @@ class FusedChainTest {
             }
             for (TensorSpec s : plain.outputs()) outP.put(s.name(), plain.allocateOutput(s.name()));
             plain.evaluate(in, outP);
-            for (boolean[] v : new boolean[][] {{true, true}, {true, false}, {false, true}}) {
-                String variant = what + " (" + (fp32Storage ? "fp32" : "fp16") + " storage, fuse " + v[0] + ", place " + v[1] + ")";
-                try (RefKernel k = new Planner(p.main(), p.weights(), opt, v[0], v[1]).plan()) {
+            for (boolean[] v : new boolean[][] {{true, true, true}, {true, false, false}, {false, true, false}, {false, false, true}}) {
+                String variant = what + " (" + (fp32Storage ? "fp32" : "fp16") + " storage, fuse " + v[0] + ", place " + v[1] + ", batchParallel " + v[2] + ")";
+                try (RefKernel k = new Planner(p.main(), p.weights(), opt, v[0], v[1], v[2]).plan()) {
                     Map<String, TensorBuffer> out = new HashMap<>();
                     for (TensorSpec s : k.outputs()) out.put(s.name(), k.allocateOutput(s.name()));
                     k.evaluate(in, out);
