@@ -45,8 +45,14 @@ class WorkerRestartCliTest {
         return a.toArray(String[]::new);
     }
 
-    private static java.util.Optional<ProcessHandle> worker() {
-        return ProcessHandle.current().children().filter(p -> p.info().commandLine().orElse("").contains(Supervisor.MAIN_CLASS)).findFirst();
+    /** Worker JVMs this test JVM has running; other test classes in the same JVM may have left theirs. */
+    private static java.util.stream.Stream<ProcessHandle> workers() {
+        return ProcessHandle.current().children().filter(p -> p.info().commandLine().orElse("").contains(Supervisor.MAIN_CLASS));
+    }
+
+    /** The worker of this test's run: one that was not running before it started. */
+    private static java.util.Optional<ProcessHandle> worker(java.util.Set<Long> before) {
+        return workers().filter(p -> !before.contains(p.pid())).findFirst();
     }
 
     private static double[] losses(Path runDir) {
@@ -59,6 +65,7 @@ class WorkerRestartCliTest {
         var ref = RunFolderTest.train(args(local, "--in-process"));
         assertEquals(0, ref.code(), ref.all());
 
+        java.util.Set<Long> before = workers().map(ProcessHandle::pid).collect(java.util.stream.Collectors.toSet());
         // the launcher's output, watched for the line it prints once it has the weights ("model wide: …")
         var text = new ByteArrayOutputStream();
         AtomicReference<String> workerAtModelLine = new AtomicReference<>();
@@ -68,7 +75,7 @@ class WorkerRestartCliTest {
             @Override public synchronized void write(byte[] b, int off, int len) {
                 text.write(b, off, len);
                 if (workerAtModelLine.get() == null && text.toString(StandardCharsets.UTF_8).contains("\nmodel wide: "))
-                    workerAtModelLine.set(worker().map(p -> "worker " + p.pid() + " alive").orElse("none"));
+                    workerAtModelLine.set(worker(before).map(p -> "worker " + p.pid() + " alive").orElse("none"));
             }
         }, true, StandardCharsets.UTF_8);
         var err = new ByteArrayOutputStream();
@@ -79,7 +86,7 @@ class WorkerRestartCliTest {
         Path first = supervised.resolve("checkpoints/ckpt-00000001.ane4j");
         long deadline = System.nanoTime() + 120_000_000_000L;
         while (Files.notExists(first) && launcher.isAlive() && System.nanoTime() < deadline) Thread.sleep(1);
-        ProcessHandle w = worker().orElseThrow(() -> new AssertionError("no worker running at step 1: " + text.toString(StandardCharsets.UTF_8)));
+        ProcessHandle w = worker(before).orElseThrow(() -> new AssertionError("no worker running at step 1: " + text.toString(StandardCharsets.UTF_8)));
         w.destroyForcibly();
         launcher.join(120_000);
         assertFalse(launcher.isAlive(), "the run did not end");
