@@ -29,7 +29,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code chip} (new: depends on {@code mil}; {@code backend.ref} and {@code backend.ane} use it);
  * {@code backend.ane.ffm} depends on {@code mil}/{@code backend} only (the ANE's exception types live in {@code backend}:
  * in ffm they would be loaded off-Mac by AneBackend's handlers, which AneRuntimeTest forbids); {@code bench} is "everything but notebook and cli"; {@code notebook} and {@code cli}
- * may also use {@code bench} ({@code %%bench}, {@code ane4j bench}); {@code train} "all above" includes {@code chip}.
+ * may also use {@code bench} ({@code %%bench}, {@code ane4j bench}); {@code train} "all above" includes {@code chip};
+ * {@code model} may use {@code blas} (which depends on nothing): the CPU forward of generation runs its matvecs on blas's
+ * vector kernel and threads ({@code MatVec}, {@code Parallel}).
  */
 class PackageLayersTest {
     static final Set<String> BELOW_SESSION = Set.of("mil", "chip", "backend", "backend.ref", "backend.ane",
@@ -44,7 +46,7 @@ class PackageLayersTest {
             entry("backend.ane", Set.of("mil", "backend", "chip", "backend.ane.ffm")),
             entry("backend.ane.ffm", Set.of("mil", "backend")),
             entry("blas", Set.of()),
-            entry("model", Set.of("mil")),
+            entry("model", Set.of("mil", "blas")),
             entry("train", Set.of("mil", "chip", "backend", "backend.ref", "backend.ane", "backend.ane.ffm", "blas", "model")),
             entry("worker", Set.of("mil", "backend", "train")),
             entry("session", Set.of("mil", "backend", "train", "worker", "model")),

@@ -28,7 +28,7 @@ final class GenerateCommand implements Callable<Integer> {
     String checkpoint;
     @Option(names = "--prompt", paramLabel = "TEXT", description = "the text to continue")
     String prompt;
-    @Option(names = "--tokens", paramLabel = "N", defaultValue = "256", description = "tokens to generate (default ${DEFAULT-VALUE}; generation stops at the model's seqLen, BOS or EOS)")
+    @Option(names = "--tokens", paramLabel = "N", defaultValue = "256", description = "tokens to generate (default ${DEFAULT-VALUE}; generation stops at the end of the model's context, BOS or EOS)")
     int tokens;
     @Option(names = "--temperature", paramLabel = "T", defaultValue = "1.0", description = "0 is greedy (argmax); default ${DEFAULT-VALUE}")
     double temperature;

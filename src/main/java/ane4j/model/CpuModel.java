@@ -1,7 +1,9 @@
 package ane4j.model;
 
+import ane4j.blas.MatVec;
+import ane4j.blas.Parallel;
 import java.util.Arrays;
-import java.util.stream.IntStream;
+import java.util.function.IntConsumer;
 
 /**
  * Plain-Java forward pass for one token at a time with a KV cache, with the semantics of llama2.c's
@@ -126,31 +128,39 @@ public final class CpuModel {
         return logits;
     }
 
+    private int attLayerCache, attPos;                          // the layer and position attendHead works on
+    private final IntConsumer attendHead = this::attendHead;    // made once: no allocation per token
+
     private void attention(int layerCache, int pos) {
+        attLayerCache = layerCache;
+        attPos = pos;
+        if ((long) c.nHeads() * (pos + 1) * c.headDim() > 32_768) Parallel.forEach(c.nHeads(), attendHead);
+        else for (int h = 0; h < c.nHeads(); h++) attendHead(h);
+    }
+
+    // head h of causal attention over positions 0..pos of the cache: att (S) row h, attOut (HD) of head h
+    private void attendHead(int h) {
+        int layerCache = attLayerCache, pos = attPos;
         int hd = c.headDim(), kvDim = c.kvDim(), s = c.seqLen(), group = c.groupSize();
         float scale = (float) (1.0 / Math.sqrt(hd));
-        IntStream heads = IntStream.range(0, c.nHeads());
-        if ((long) c.nHeads() * (pos + 1) * hd > 32_768) heads = heads.parallel();
-        heads.forEach(h -> {
-            int qo = h * hd;
-            int kvo = (h / group) * hd; // GQA: query head h reads KV head h / (NH/NKV)
-            int ao = h * s;
-            // scores = q·k / sqrt(HD) for t = 0..pos
-            for (int t = 0; t <= pos; t++) {
-                int ko = layerCache + t * kvDim + kvo;
-                float dot = 0f;
-                for (int i = 0; i < hd; i++) dot += q[qo + i] * keyCache[ko + i];
-                att[ao + t] = dot * scale;
-            }
-            softmax(att, ao, pos + 1);
-            // weighted sum of the values
-            Arrays.fill(attOut, qo, qo + hd, 0f);
-            for (int t = 0; t <= pos; t++) {
-                float a = att[ao + t];
-                int vo = layerCache + t * kvDim + kvo;
-                for (int i = 0; i < hd; i++) attOut[qo + i] += a * valueCache[vo + i];
-            }
-        });
+        int qo = h * hd;
+        int kvo = (h / group) * hd; // GQA: query head h reads KV head h / (NH/NKV)
+        int ao = h * s;
+        // scores = q·k / sqrt(HD) for t = 0..pos
+        for (int t = 0; t <= pos; t++) {
+            int ko = layerCache + t * kvDim + kvo;
+            float dot = 0f;
+            for (int i = 0; i < hd; i++) dot += q[qo + i] * keyCache[ko + i];
+            att[ao + t] = dot * scale;
+        }
+        softmax(att, ao, pos + 1);
+        // weighted sum of the values
+        Arrays.fill(attOut, qo, qo + hd, 0f);
+        for (int t = 0; t <= pos; t++) {
+            float a = att[ao + t];
+            int vo = layerCache + t * kvDim + kvo;
+            for (int i = 0; i < hd; i++) attOut[qo + i] += a * valueCache[vo + i];
+        }
     }
 
     // rotates the HD elements of one head at `off`, pairs chosen by the config's RopeStyle
@@ -186,33 +196,8 @@ public final class CpuModel {
         for (int i = off; i < off + n; i++) a[i] /= sum;
     }
 
-    private static final long PARALLEL_WORK = 1 << 15; // multiply-adds below which threads cost more than they save
-
-    /** out (rows) = W (rows, cols) at w[wo…] · x (cols); rows split across cores when large. */
+    /** out (rows) = W (rows, cols) at w[wo…] · x (cols): blas's matvec, rows split across the cores (each row summed in one fixed order). */
     static void matmul(float[] out, float[] x, float[] w, int wo, int rows, int cols) {
-        if ((long) rows * cols < PARALLEL_WORK) {
-            matmulRows(out, x, w, wo, cols, 0, rows);
-            return;
-        }
-        int chunk = Math.max(8, (int) (PARALLEL_WORK / cols));
-        int chunks = (rows + chunk - 1) / chunk;
-        IntStream.range(0, chunks).parallel().forEach(ch -> matmulRows(out, x, w, wo, cols, ch * chunk, Math.min(rows, (ch + 1) * chunk)));
-    }
-
-    private static void matmulRows(float[] out, float[] x, float[] w, int wo, int cols, int from, int to) {
-        for (int r = from; r < to; r++) {
-            int base = wo + r * cols;
-            // four partial sums: independent dependency chains the JIT can pipeline
-            float s0 = 0f, s1 = 0f, s2 = 0f, s3 = 0f;
-            int i = 0;
-            for (; i + 3 < cols; i += 4) {
-                s0 += w[base + i] * x[i];
-                s1 += w[base + i + 1] * x[i + 1];
-                s2 += w[base + i + 2] * x[i + 2];
-                s3 += w[base + i + 3] * x[i + 3];
-            }
-            for (; i < cols; i++) s0 += w[base + i] * x[i];
-            out[r] = (s0 + s1) + (s2 + s3);
-        }
+        MatVec.multiply(out, x, w, wo, rows, cols);
     }
 }

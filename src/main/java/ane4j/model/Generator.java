@@ -21,7 +21,7 @@ public final class Generator {
 
     /**
      * The prompt followed by up to {@code maxTokens} generated tokens, as text. Generation stops early at the tokenizer's BOS or
-     * EOS, or when the sequence reaches seqLen. Same seed, same text. Bytes that are not UTF-8 (a short run's model
+     * EOS, or when every position of the context has been fed (seqLen + 1 tokens: the last one predicted, as run.c). Same seed, same text. Bytes that are not UTF-8 (a short run's model
      * emits byte tokens in any order) show as {@code \xNN} escapes, never as U+FFFD.
      */
     public String generate(String prompt, int maxTokens, float temperature, float topP, long seed) {
@@ -40,7 +40,8 @@ public final class Generator {
         int seqLen = model.config().seqLen();
         if (prompt.length > seqLen) throw new IllegalArgumentException("[generate] prompt of " + prompt.length + " tokens is longer than seqLen " + seqLen);
         Sampler sampler = new Sampler(temperature, topP, seed);
-        int[] out = Arrays.copyOf(prompt, Math.min(seqLen, prompt.length + maxTokens));
+        // positions 0..seqLen-1 are fed; the token predicted at the last one is kept, never fed (run.c -n seqLen)
+        int[] out = Arrays.copyOf(prompt, Math.min(seqLen + 1, prompt.length + maxTokens));
         int n = prompt.length;
         // feed the prompt, then sample; position pos predicts token pos + 1
         for (int pos = 0; pos + 1 < out.length; pos++) {

@@ -9,6 +9,7 @@ import java.util.Arrays;
 public final class Sampler {
     private final float temperature, topP;
     private final Rng rng;
+    private long[] candidates = new long[0];   // top-p's sort keys, kept from token to token
 
     public Sampler(float temperature, float topP, long seed) {
         if (!(temperature >= 0) || Float.isInfinite(temperature))
@@ -27,7 +28,9 @@ public final class Sampler {
         for (int i = 0; i < logits.length; i++) logits[i] /= temperature;
         CpuModel.softmax(logits, 0, logits.length);
         float coin = rng.nextFloat();
-        return topP > 0f && topP < 1f ? sampleTopP(logits, topP, coin) : sampleMult(logits, coin);
+        if (!(topP > 0f && topP < 1f)) return sampleMult(logits, coin);
+        if (candidates.length < logits.length) candidates = new long[logits.length];
+        return sampleTopP(logits, topP, coin, candidates);
     }
 
     static int argmax(float[] p) {
@@ -47,12 +50,14 @@ public final class Sampler {
     }
 
     // sample among the smallest set of most likely tokens whose probability exceeds topP
-    static int sampleTopP(float[] p, float topP, float coin) {
+    static int sampleTopP(float[] p, float topP, float coin) { return sampleTopP(p, topP, coin, new long[p.length]); }
+
+    // the same with cand (at least p.length) as the scratch of sort keys
+    static int sampleTopP(float[] p, float topP, float coin, long[] cand) {
         int n = p.length;
         if (n == 1) return 0;
         // tokens below (1 - topP)/(n - 1) can never be in the nucleus: drop them before sorting (llama2.c's cutoff)
         float cutoff = (1f - topP) / (n - 1);
-        long[] cand = new long[n];
         int m = 0;
         for (int i = 0; i < n; i++) {
             // sort key: probability bits (positive floats order like ints) high, inverted index low so ties keep lower ids first

@@ -46,6 +46,21 @@ class GenerateCommandTest {
         assertTrue(err.toString(StandardCharsets.UTF_8).matches("(?s)\\[generate] " + generated + " tokens in .* tokens/s\\).*"), err.toString(StandardCharsets.UTF_8));
     }
 
+    /**
+     * To the end of the context: every position is fed once and the token predicted at the last is printed too, as
+     * llama2.c's run.c (350e04f, gcc -O3) prints for {@code ./run llama_tiny.bin -z tokenizer.bin -t 0 -n 16 -i cab}:
+     * "cab€qo<unk>qo<unk>qo<unk>q", 12 tokens after the prompt's 4 (run.c drops the lone byte token 0x9F that ane4j
+     * shows as \x9f). More tokens asked for than fit make no difference.
+     */
+    @Test void greedyToTheEndOfTheContextIsRunCsToo() {
+        for (String tokens : new String[] {"12", "100"}) {
+            var r = ExportCommandTest.run("generate", "--model", MODEL, "--tokenizer", TOKENIZER, "--prompt", "cab", "--temperature", "0", "--tokens", tokens);
+            assertEquals(0, r.code(), r.err());
+            assertEquals("cab\\x9f€qo<unk>qo<unk>qo<unk>q\n", r.out());
+            assertTrue(r.err().startsWith("[generate] 12 tokens in "), r.err());
+        }
+    }
+
     @Test void aCharacterSplitOverByteTokensPrintsWholeAndAnIncompleteOneAsEscapes() throws Exception {
         // the golden continuation has a lone continuation byte (token <0x9F>) and a whole "€" piece; none is U+FFFD
         var r = ExportCommandTest.run("generate", "--model", MODEL, "--tokenizer", TOKENIZER, "--prompt", "cab", "--temperature", "0", "--tokens", "3");

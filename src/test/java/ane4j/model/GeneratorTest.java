@@ -25,8 +25,8 @@ class GeneratorTest {
         assertNotEquals(java.util.Arrays.toString(t1), java.util.Arrays.toString(t2), "different seeds, different samples");
         assertArrayEquals(prompt, java.util.Arrays.copyOf(t1, prompt.length));
         assertTrue(t1.length <= prompt.length + 30);
-        // the sequence never exceeds seqLen
-        assertTrue(g.generateTokens(prompt, 1000, 1f, 1f, 3).length <= c.seqLen());
+        // every position of the context is fed once; the token predicted at the last one ends the sequence (run.c -n seqLen)
+        assertEquals(c.seqLen() + 1, g.generateTokens(prompt, 1000, 0f, 1f, 3).length);
     }
 
     @Test
