@@ -158,9 +158,16 @@ final class TrainCommand {
                 return signals.exitCode();
             }
             if (h.isEmpty()) return 0;
-            if (Checkpoint.findNewestWeights(o.runDir().resolve("checkpoints")).contents() == null)
-                throw new CliException("training ended without a readable checkpoint in " + o.runDir().resolve("checkpoints"));
-            Parameters params = training.parameters();
+            // the weights are read once: in process the trainer's own, from a worker its newest readable checkpoint
+            // (a second read only to check it would hold another 2.4 GB of qwen3-0.6b beside the trainer's 11 GB)
+            Path checkpoints = o.runDir().resolve("checkpoints");
+            if (Checkpoint.list(checkpoints).isEmpty()) throw new CliException("training ended without a checkpoint in " + checkpoints);
+            Parameters params;
+            try {
+                params = training.parameters();
+            } catch (IllegalStateException e) {
+                throw new CliException("training ended without a readable checkpoint in " + checkpoints);
+            }
             describe(out, o, params.config(), params.data().length);
             double secs = (System.nanoTime() - t0) / 1e9;
             int window = Math.max(1, Math.min(10, h.size() / 2));

@@ -29,7 +29,7 @@ class MatVecTest {
             for (int[] s : shapes) {
                 int rows = s[0], cols = s[1], wo = 5;
                 float[] w = random(wo + rows * cols + 3, rows * 31L + cols), x = random(cols, cols), y = new float[rows];
-                MatVec.multiply(y, x, w, wo, rows, cols);
+                MatVec.IMPL.rows(y, x, w, wo, cols, 0, rows);
                 for (int r = 0; r < rows; r++)
                     assertEquals(Float.floatToRawIntBits(MatVec.rowScalar(x, w, wo + (long) r * cols, cols)), Float.floatToRawIntBits(y[r]), rows + "×" + cols + " row " + r);
             }
