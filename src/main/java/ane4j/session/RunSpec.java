@@ -68,7 +68,7 @@ public record RunSpec(TrainOptions train, Long compileBudget, boolean inProcess,
     /**
      * A recorded run's keys ({@code run.json}'s {@code "options"}: every resolved key → its value as text) with
      * {@code given} over them; the record's run folder and resume switches are left out (a rerun is a new run unless
-     * {@code given} says otherwise).
+     * {@code given} says otherwise), and an automatic backend becomes the one the run had ({@code "machine"}).
      */
     public static Map<String, String> overRecord(java.nio.file.Path runJson, Map<String, String> given) {
         String text;
@@ -77,9 +77,11 @@ public record RunSpec(TrainOptions train, Long compileBudget, boolean inProcess,
         } catch (java.io.IOException e) {
             throw new IllegalArgumentException("[run] cannot read " + runJson + ": " + ane4j.train.RunFolder.reason(e) + "; give the run.json of a run folder");
         }
-        Object options;
+        Object options, machine;
         try {
-            options = ane4j.model.Json.parse(text) instanceof Map<?, ?> top ? top.get("options") : null;
+            Object root = ane4j.model.Json.parse(text);
+            options = root instanceof Map<?, ?> top ? top.get("options") : null;
+            machine = root instanceof Map<?, ?> top ? top.get("machine") : null;
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("[run] " + runJson + " is not a run record (" + e.getMessage() + "); give the run.json of a run folder");
         }
@@ -88,6 +90,9 @@ public record RunSpec(TrainOptions train, Long compileBudget, boolean inProcess,
         Map<String, String> m = new LinkedHashMap<>();
         recorded.forEach((k, v) -> m.put(String.valueOf(k), v == null ? "" : String.valueOf(v)));
         for (String k : List.of("runDir", "resume", "restartFromScratch", "override")) m.remove(k);
+        // a run on the automatic backend reruns on the one it ran on (the ANE and the reference backend differ in the last bits)
+        if ("".equals(m.get("backend")) && machine instanceof Map<?, ?> mm && mm.get("backend") instanceof String ran && TrainOptions.BACKENDS.contains(ran))
+            m.put("backend", ran);
         for (var e : given.entrySet()) {
             String k = KEYS.canonical(e.getKey());
             m.remove(k == null ? e.getKey() : k);

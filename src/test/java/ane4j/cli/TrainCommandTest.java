@@ -123,6 +123,12 @@ class TrainCommandTest {
         assertEquals(placement(c), placement(d));
         org.junit.jupiter.api.Assertions.assertArrayEquals(losses(c), losses(d), 0.0, "the same in-process run again");
 
+        Path auto = dir.resolve("auto");
+        Run automatic = run("train", "--steps", "1", "--eval-every", "0", "--in-process", "--run-dir", auto.toString());
+        assertEquals(0, automatic.code(), automatic.err());
+        assertEquals("", recordedOptions(auto).get("backend"), "recorded as given: automatic");
+        assertEquals("ref", ane4j.session.RunSpec.of(ane4j.session.RunSpec.overRecord(auto.resolve("run.json"), Map.of())).train().backend(),
+                "a rerun gets the backend the run had");
         var over = ane4j.session.RunSpec.of(ane4j.session.RunSpec.overRecord(a.resolve("run.json"), Map.of("heap", "400m", "in-process", "true")));
         assertEquals("400m", over.heap());
         assertTrue(over.inProcess());
