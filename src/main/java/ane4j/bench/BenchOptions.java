@@ -21,7 +21,7 @@ public final class BenchOptions {
     record Spec(String name, String label, String description, Set<String> benches) {}
 
     /** Every benchmark's options; {@code Bench}'s checks refuse those a benchmark does not read. */
-    static final List<Spec> OPTIONS = List.of(
+    static final List<Spec> OPTIONS = java.util.stream.Stream.concat(java.util.stream.Stream.of(
             new Spec("configs", "CxN,…", "channels×layers (peak: ane-facts §7's 512x128,256x64,…; int8: CxN pairs)", Set.of("peak", "int8")),
             new Spec("spatial", "N|HxW", "the spatial size (peak: 64; int8: 64x64)", Set.of("peak", "int8")),
             new Spec("wide", "CxN", "peak's wide variant (A3's fp16 twin), default 512x128", Set.of("peak")),
@@ -51,7 +51,10 @@ public final class BenchOptions {
             new Spec("backend", "ane|ref", "the backend (default: the ANE where it runs, else ref)", Set.of()),
             new Spec("quick", null, "small sizes, few repetitions (seconds, for tests)", Set.of()),
             new Spec("json", "FILE", "the result (default runs/bench/<name>-<timestamp>.json, PNG next to it)", Set.of()),
-            new Spec("no-save", null, "write no JSON or PNG", Set.of()));
+            new Spec("no-save", null, "write no JSON or PNG", Set.of())),
+            // the model settings over --model's preset, spelled and checked as ane4j train reads them (--dim 128 derives hiddenDim)
+            ane4j.train.TrainOptions.MODEL_KEYS.stream().map(ane4j.session.RunSpec.KEYS::key)
+                    .map(k -> new Spec(k.flag().substring(2), "N", k.help() + " (over --model's preset)", Set.of("step")))).toList();
 
     /** Options without a value. */
     static final Set<String> FLAGS = OPTIONS.stream().filter(o -> o.label() == null).map(Spec::name).collect(Collectors.toUnmodifiableSet());
