@@ -72,17 +72,12 @@ public final class TrainingStep implements AutoCloseable {
     private final Map<Phase, Long> phaseNanos = new EnumMap<>(Phase.class);
     private int compiles;
     // scratch reused by every step (no per-step garbage): classifier (V,S), residual-stream gradients (D,S), heads (Q,S)
-    private float[] logits;
+    private float[] logits, dlogits;
     private final ThreadLocal<float[]> transposeScratch = ThreadLocal.withInitial(() -> new float[0]);
     private final float[] dxf, dy, dtmp, dxq, da, kTiled, vTiled, dvFull, dkFull, dqRaw, dkRaw;
 
-    /**
-     * Vocabulary rows per classifier block: about 1 MB of logits (an L2's worth), a multiple of 64 rows, so a block is
-     * still in cache when its softmax statistics, and later its gradient, dx and dW, read it.
-     */
-    static int classifierBlockRows(int seq) { return Math.max(64, (1 << 20) / Float.BYTES / seq / 64 * 64); }
-
-    private final CpuOps.BlockedCrossEntropy crossEntropy;
+    /** Vocabulary rows per classifier sgemm. */
+    private static final int CLS_BLOCK = 4096;
 
     /** The weight-bearing kernels, staged per layer. */
     private static final String[] WEIGHTED = TrainingKernels.Name.ten().stream()
@@ -189,13 +184,6 @@ public final class TrainingStep implements AutoCloseable {
         dvFull = gqa ? new float[q * s] : null; dkFull = gqa ? new float[q * s] : null;
         dqRaw = c.qkNorm() ? new float[q * s] : null;
         dkRaw = c.qkNorm() ? new float[kv * s] : null;
-        crossEntropy = new CpuOps.BlockedCrossEntropy(v, s, classifierBlockRows(s));
-    }
-
-    /** The (V,S) logits, overwritten in place by their exps and then by the loss gradient (allocated at first use). */
-    private float[] logits() {
-        if (logits == null) logits = new float[v * s];
-        return logits;
     }
 
     private Activations allocate(boolean last) {
@@ -387,29 +375,19 @@ public final class TrainingStep implements AutoCloseable {
      */
     public float forwardLoss(float[] params, int[] tokens, int[] targets) {
         forward(params, tokens, targets);
+        ParameterView cls = layout.classifier();
         Activations last = acts[nl];
         long tc = System.nanoTime();
         CpuOps.rmsnormForward(last.xnorm, last.rrmsAtt, last.x, params, layout.rmsFinal().offset(), d, s, c.normEps());
-        // the loss without its gradient
-        float loss = classifierLoss(params, last.xnorm, targets, 1f);
+        if (logits == null) logits = dlogits = new float[v * s];
+        // logits (V,S) = wcls (V,D) · xf (D,S), in the training step's blocks; the loss without its gradient
+        for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+            int vb = Math.min(CLS_BLOCK, v - v0);
+            Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, vb, s, d, 1f, params, cls.offset() + v0 * d, d, last.xnorm, 0, s, 0f, logits, v0 * s, s);
+        }
+        float loss = CpuOps.crossEntropy(null, logits, targets, v, s, 1f);
         add(Phase.CLASSIFIER, tc);
         return loss;
-    }
-
-    /**
-     * Pass 1 of the classifier and its loss, block by block: logits_b (vb,S) = wcls_b (vb,D) · xf (D,S), then the block's
-     * softmax statistics while it is in cache ({@link CpuOps.BlockedCrossEntropy}); the logits hold their exps after.
-     */
-    private float classifierLoss(float[] params, float[] xf, int[] targets, float gradScale) {
-        ParameterView cls = layout.classifier();
-        float[] logits = logits();
-        CpuOps.BlockedCrossEntropy ce = crossEntropy;
-        for (int b = 0; b < ce.blocks(); b++) {
-            int v0 = ce.start(b), vb = ce.rows(b);
-            Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, vb, s, d, 1f, params, cls.offset() + v0 * d, d, xf, 0, s, 0f, logits, v0 * s, s);
-            ce.block(b, logits, targets);
-        }
-        return ce.loss(gradScale);
     }
 
     /** Embedding and the transformer blocks on the backend: acts[0..nl] hold the activations backward reads. */
@@ -489,22 +467,25 @@ public final class TrainingStep implements AutoCloseable {
         Activations last = acts[nl];
         CpuOps.rmsnormForward(last.xnorm, last.rrmsAtt, last.x, params, layout.rmsFinal().offset(), d, s, eps);
         // the loss gradient overwrites the logits in place: one (V,S) array, not two
-        float[] xf = last.xnorm, logits = logits(), dxf = this.dxf, dy = this.dy, dtmp = this.dtmp;
-        CpuOps.BlockedCrossEntropy ce = crossEntropy;
-        float loss = classifierLoss(params, xf, targets, lossScale);
-        // pass 2, block by block: dlogits_b = (softmax − onehot)·lossScale/n in place, then while it is in cache
-        // dxf (D,S) += wcls_bᵀ · dlogits_b
-        for (int b = 0; b < ce.blocks(); b++) {
-            int v0 = ce.start(b), vb = ce.rows(b);
-            ce.gradient(b, logits, lossScale);
-            Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, vb, 1f, params, cls.offset() + v0 * d, d, logits, v0 * s, s, b == 0 ? 0f : 1f, dxf, 0, s);
+        if (logits == null) logits = dlogits = new float[v * s];
+        float[] logits = this.logits, dlogits = this.dlogits, dxf = this.dxf, dy = this.dy, dtmp = this.dtmp;
+        // the classifier runs in blocks of CLS_BLOCK vocabulary rows: BLAS reads the float[] weights in place, and should
+        // it copy heap operands instead (-Dane4j.blas.criticalMaxMacs) a block bounds the copy to CLS_BLOCK·D floats
+        // logits (V,S) = wcls (V,D) · xf (D,S)
+        for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+            int vb = Math.min(CLS_BLOCK, v - v0);
+            Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, vb, s, d, 1f, params, cls.offset() + v0 * d, d, last.xnorm, 0, s, 0f, logits, v0 * s, s);
         }
-        // dwcls_b (vb,D) += dlogits_b · xfᵀ on the weight-gradient thread, overlapping the last layer's backward (the
-        // same blocks inline after each block's dx were not faster in an A/B on 2 shared cores)
+        float loss = CpuOps.crossEntropy(dlogits, logits, targets, v, s, lossScale);
+        // dxf (D,S) = wclsᵀ · dlogits, summed over the blocks; dwcls (V,D) += dlogits · xfᵀ, block by block
+        for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+            int vb = Math.min(CLS_BLOCK, v - v0);
+            Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, vb, 1f, params, cls.offset() + v0 * d, d, dlogits, v0 * s, s, v0 == 0 ? 0f : 1f, dxf, 0, s);
+        }
         if (lora == null) dw(() -> {
-            for (int b = 0; b < ce.blocks(); b++) {
-                int v0 = ce.start(b), vb = ce.rows(b);
-                Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, vb, d, s, 1f, logits, v0 * s, s, xf, 0, s, 1f, grads, cls.offset() + v0 * d, d);
+            for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
+                int vb = Math.min(CLS_BLOCK, v - v0);
+                Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, vb, d, s, 1f, dlogits, v0 * s, s, last.xnorm, 0, s, 1f, grads, cls.offset() + v0 * d, d);
             }
         });
         CpuOps.rmsnormBackward(dy, normGrads(grads), normOffset(layout.rmsFinal()), dxf, last.x, params, layout.rmsFinal().offset(), last.rrmsAtt, d, s);
