@@ -180,12 +180,12 @@ public final class Blas {
     static final class JavaProbe {
         private JavaProbe() {}
 
-        static final String VECTOR_MODULE = "jdk.incubator.vector";
+        static final String VECTOR_MODULE = VectorClasses.MODULE;
         static final Sgemm SCALAR = new JavaSgemm(new JavaSgemm.ScalarTileMultiplier());
         static final Probe VECTOR = loadVector();
 
         private static Probe loadVector() {
-            if (ModuleLayer.boot().findModule(VECTOR_MODULE).isEmpty()) {
+            if (!VectorClasses.available()) {
                 return Probe.missing("scalar loop: module " + VECTOR_MODULE
                         + " not in the boot layer (run java with --add-modules " + VECTOR_MODULE + ")");
             }

@@ -20,19 +20,6 @@ public final class MatVec {
         String name();
     }
 
-    static final Impl IMPL = load();
-
-    private static Impl load() {
-        if (ModuleLayer.boot().findModule(Blas.JavaProbe.VECTOR_MODULE).isPresent()) {
-            try {
-                return (Impl) Class.forName("ane4j.blas.MatVecSimd").getDeclaredConstructor().newInstance();
-            } catch (ReflectiveOperationException | LinkageError | RuntimeException e) {
-                // fall through to the scalar loop
-            }
-        }
-        return SCALAR;
-    }
-
     private static final Impl SCALAR = new Impl() {
         @Override public void rows(float[] y, float[] x, float[] w, int wo, int cols, int from, int to) {
             for (int r = from; r < to; r++) y[r] = rowScalar(x, w, wo + (long) r * cols, cols);
@@ -60,6 +47,8 @@ public final class MatVec {
         for (; c < cols; c++) sum = Math.fma(w[base + c], x[c], sum);
         return sum;
     }
+
+    static final Impl IMPL = VectorClasses.load("ane4j.blas.MatVecSimd", Impl.class).orElse(SCALAR);
 
     private static final long PARALLEL_WORK = 1 << 16;   // multiply-adds below which waking the pool costs more than it saves
 

@@ -22,14 +22,7 @@ public final class VectorMath {
     private static final Impl IMPL = load();
 
     private static Impl load() {
-        if (ModuleLayer.boot().findModule(Blas.JavaProbe.VECTOR_MODULE).isPresent()) {
-            try {
-                return (Impl) Class.forName("ane4j.blas.VectorMathSimd").getDeclaredConstructor().newInstance();
-            } catch (ReflectiveOperationException | LinkageError | RuntimeException e) {
-                // fall through to the scalar loop
-            }
-        }
-        return new Impl() {
+        return VectorClasses.load("ane4j.blas.VectorMathSimd", Impl.class).orElseGet(() -> new Impl() {
             @Override public void exp(float[] src, int srcOff, float[] dst, int dstOff, int n) {
                 for (int i = 0; i < n; i++) dst[dstOff + i] = expScalar(src[srcOff + i]);
             }
@@ -39,7 +32,7 @@ public final class VectorMath {
                 return m;
             }
             @Override public String name() { return "scalar"; }
-        };
+        });
     }
 
     static final float EXP_LO = -88.5f, EXP_HI = 88.8f, LOG2E = 1.44269504088896341f, ROUND = 12582912f;
