@@ -229,7 +229,9 @@ public final class StepBench {
                 if (o.has(k)) throw new IllegalArgumentException("[bench] --" + k + " needs --lora RANK");
             return null;
         }
-        return LoraAdapters.init(cfg, rank, (float) o.getDouble("lora-alpha", 16), List.of(o.get("lora-targets", LORA_TARGETS).split(",")), o.getInt("seed", 1));
+        // --lora-alpha checked as train checks loraAlpha (one rule for both: a number ≥ 0)
+        float alpha = Float.parseFloat(RunSpec.KEYS.key("loraAlpha").check(o.get("lora-alpha", "16"), "bench"));
+        return LoraAdapters.init(cfg, rank, alpha, List.of(o.get("lora-targets", LORA_TARGETS).split(",")), o.getInt("seed", 1));
     }
 
     /** tools/torch_lora_step.py's arguments for the same LoRA step, or none for tools/torch_train_step.py's full step. */

@@ -24,6 +24,8 @@ class StepBenchConfigTest {
     void badModelSettingsAreOneLine() {
         var e = assertThrows(IllegalArgumentException.class, () -> StepBench.config(BenchOptions.parse("step", new String[] {"--model", "tiny", "--n-layers", "0"})));
         assertTrue(e.getMessage().startsWith("[bench] ") && !e.getMessage().contains("\n"), e.getMessage());
+        var a = assertThrows(IllegalArgumentException.class, () -> StepBench.lora(BenchOptions.parse("step", new String[] {"--lora", "8", "--lora-alpha", "-1"}), ModelConfig.parse("tiny")));
+        assertEquals("[bench] loraAlpha = '-1' is not a non-negative number", a.getMessage(), "as train says it");
         var u = assertThrows(IllegalArgumentException.class, () -> BenchOptions.parse("sgemm", new String[] {"--dim", "128"}));
         assertTrue(u.getMessage().contains("dim"), u.getMessage());
     }
