@@ -166,7 +166,7 @@ final class TrainCommand {
             try {
                 params = training.parameters();
             } catch (IllegalStateException e) {
-                throw new CliException("training ended without a readable checkpoint in " + checkpoints);
+                throw new CliException("training ended without a readable checkpoint in " + checkpoints + " (" + e.getMessage() + ")");
             }
             describe(out, o, params.config(), params.data().length);
             double secs = (System.nanoTime() - t0) / 1e9;
@@ -229,6 +229,7 @@ final class TrainCommand {
         private long started = System.nanoTime(), lastPrinted = -1;
         private boolean dirty;
         private int setupWidth;   // of the setup line on the terminal, which the first step line overwrites
+        private long steps;       // of the run, for the setup line
 
         private Runnable onFirstStep;
 
@@ -250,8 +251,6 @@ final class TrainCommand {
             setupWidth = line.length();
             dirty = true;
         }
-
-        private long steps;
 
         /** The run's length, for the setup line. */
         Progress steps(long n) {
