@@ -55,4 +55,25 @@ public final class Fp16 {
             fromFloats(f, 0, dst, dstIndex + done, m);
         }
     }
+
+    /** fp32 element {@code dstIndex + i} of dst = {@code src[srcOffset + i]} rounded to fp16 and back, i < n (a float-held fp16 buffer). */
+    public static void roundInto(float[] src, int srcOffset, MemorySegment dst, long dstIndex, int n) {
+        float[] f = FLOATS.get();
+        for (int done = 0; done < n; done += CHUNK) {
+            int m = Math.min(CHUNK, n - done);
+            for (int i = 0, at = srcOffset + done; i < m; i++) f[i] = Float.float16ToFloat(Float.floatToFloat16(src[at + i]));
+            MemorySegment.copy(f, 0, dst, F, (dstIndex + done) * 4, m);
+        }
+    }
+
+    /** fp32 elements {@code srcIndex…} of src rounded to fp16 and back into fp32 elements {@code dstIndex…} of dst. */
+    public static void roundInto(MemorySegment src, long srcIndex, MemorySegment dst, long dstIndex, long n) {
+        float[] f = FLOATS.get();
+        for (long done = 0; done < n; done += CHUNK) {
+            int m = (int) Math.min(CHUNK, n - done);
+            MemorySegment.copy(src, F, (srcIndex + done) * 4, f, 0, m);
+            for (int i = 0; i < m; i++) f[i] = Float.float16ToFloat(Float.floatToFloat16(f[i]));
+            MemorySegment.copy(f, 0, dst, F, (dstIndex + done) * 4, m);
+        }
+    }
 }

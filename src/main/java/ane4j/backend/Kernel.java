@@ -33,6 +33,16 @@ public interface Kernel extends AutoCloseable {
     default TensorBuffer allocateOutput(String name) { return TensorBuffer.allocate(output(name).type()); }
 
     /**
+     * An input buffer this kernel reads without converting it, for a caller that writes it at every step and passes it
+     * to this kernel only: the reference backend holds fp16 values as floats ({@link TensorBuffer#allocateFloatHeld}),
+     * which it reads in place; every other backend returns {@link #allocateInput}.
+     */
+    default TensorBuffer allocateDirectInput(String name) { return allocateInput(name); }
+
+    /** The output counterpart of {@link #allocateDirectInput}: written by this kernel without converting, read as any buffer. */
+    default TensorBuffer allocateDirectOutput(String name) { return allocateOutput(name); }
+
+    /**
      * Whether a caller that keeps several input sets for this kernel (one per layer, say) should hold them as
      * {@link #bind() bindings}: true where handing a separate buffer to {@link #evaluate} costs a copy of the whole
      * input (the ANE's IOSurfaces), false where bindings would only cost memory (the reference backend converts its

@@ -14,6 +14,11 @@ import java.lang.foreign.ValueLayout;
  * kernels' I/O types) and int32, int8, uint8, bool. Values go in and out as floats; fp16 is written with
  * round-to-nearest-even ({@link Float#floatToFloat16}), overflow to ±inf, subnormals kept.
  *
+ * <p>An fp16 buffer is normally 2 bytes per element; one {@link #allocateFloatHeld held as floats} keeps each fp16
+ * value as the fp32 float equal to it (4 bytes per element, every write rounded to fp16 exactly as above), so a backend
+ * that computes in fp32 reads it in place instead of converting it at every evaluation. It behaves as any fp16 buffer
+ * through this class's methods; only its raw {@link #segment()} differs (see {@link #floatHeld()}).
+ *
  * <p>For the {@code [1,C,H,W]} layout, {@link #channels(int, int)} is a view sharing memory, {@link #copyChannels} moves
  * channel ranges between buffers, and {@link #writeColumns}/{@link #readColumns} write and read a column range of every
  * channel in place (the dynamic-weights layout: activations in the first SEQ columns, weight rows after them).
@@ -26,11 +31,15 @@ public final class TensorBuffer {
     private final MemorySegment segment;
     private final TensorType type;
     private final long count;
+    private final boolean floatHeld;
 
-    private TensorBuffer(MemorySegment segment, TensorType type) {
+    private TensorBuffer(MemorySegment segment, TensorType type) { this(segment, type, false); }
+
+    private TensorBuffer(MemorySegment segment, TensorType type, boolean floatHeld) {
         this.segment = segment;
         this.type = type;
         this.count = type.count();
+        this.floatHeld = floatHeld;
     }
 
     /** A zeroed buffer of {@code type} in native memory (freed when unreachable). */
@@ -40,6 +49,12 @@ public final class TensorBuffer {
     }
 
     public static TensorBuffer allocate(DType dtype, int... shape) { return allocate(TensorType.of(dtype, shape)); }
+
+    /** A zeroed fp16 buffer of {@code type} whose values are held as fp32 floats (see the class comment). */
+    public static TensorBuffer allocateFloatHeld(TensorType type) {
+        if (type.dtype() != DType.FP16) throw new IllegalArgumentException("[tensor] only fp16 buffers can be held as floats, not " + type);
+        return new TensorBuffer(Arena.ofAuto().allocate(Math.max(1, type.count() * 4), 64), type, true);
+    }
 
     /** A buffer over existing memory (e.g. an IOSurface's base address) of at least {@code type.byteSize()} bytes. */
     public static TensorBuffer wrap(MemorySegment segment, TensorType type) {
@@ -71,7 +86,22 @@ public final class TensorBuffer {
         }
     }
 
+    /** The memory: elements of the element type, except in a {@link #floatHeld()} buffer, where they are fp32 floats. */
     public MemorySegment segment() { return segment; }
+
+    /** Whether this fp16 buffer holds its values as fp32 floats, 4 bytes each (see the class comment). */
+    public boolean floatHeld() { return floatHeld; }
+
+    /** This buffer if its segment holds elements of its type, else a copy that does (for code that reads the raw bytes). */
+    public TensorBuffer packed() {
+        if (!floatHeld) return this;
+        TensorBuffer p = allocate(type);
+        p.copyFrom(this);
+        return p;
+    }
+
+    /** Bytes per element in {@link #segment()}. */
+    private long elementBytes() { return floatHeld ? 4 : dtype().byteSize(); }
 
     public TensorType type() { return type; }
 
@@ -89,8 +119,12 @@ public final class TensorBuffer {
 
     public float get(long i) {
         checkIndex(i);
+        return load(i);
+    }
+
+    private float load(long i) {
         return switch (type.dtype()) {
-            case FP16 -> Float.float16ToFloat(segment.getAtIndex(F16, i));
+            case FP16 -> floatHeld ? segment.getAtIndex(F32, i) : Float.float16ToFloat(segment.getAtIndex(F16, i));
             case FP32 -> segment.getAtIndex(F32, i);
             case INT32 -> segment.getAtIndex(I32, i);
             case INT8 -> segment.get(ValueLayout.JAVA_BYTE, i);
@@ -107,7 +141,10 @@ public final class TensorBuffer {
 
     private void put(long i, float v) {
         switch (type.dtype()) {
-            case FP16 -> segment.setAtIndex(F16, i, Float.floatToFloat16(v));
+            case FP16 -> {
+                if (floatHeld) segment.setAtIndex(F32, i, Float.float16ToFloat(Float.floatToFloat16(v)));
+                else segment.setAtIndex(F16, i, Float.floatToFloat16(v));
+            }
             case FP32 -> segment.setAtIndex(F32, i, v);
             case INT32 -> segment.setAtIndex(I32, i, (int) v);
             case INT8 -> segment.set(ValueLayout.JAVA_BYTE, i, (byte) Math.max(-128, Math.min(127, (int) v)));
@@ -117,24 +154,17 @@ public final class TensorBuffer {
         }
     }
 
-    private float load(long i) {
-        return switch (type.dtype()) {
-            case FP16 -> Float.float16ToFloat(segment.getAtIndex(F16, i));
-            case FP32 -> segment.getAtIndex(F32, i);
-            case INT32 -> segment.getAtIndex(I32, i);
-            case INT8 -> segment.get(ValueLayout.JAVA_BYTE, i);
-            case UINT8, BOOL -> segment.get(ValueLayout.JAVA_BYTE, i) & 0xFF;
-            default -> throw new AssertionError(type);
-        };
-    }
-
     private void checkIndex(long i) {
         if (i < 0 || i >= count) throw new IndexOutOfBoundsException("[tensor] index " + i + " outside " + type + " (" + count + " elements)");
     }
 
     public void fill(float v) {
         switch (type.dtype()) {
-            case FP16 -> { short h = Float.floatToFloat16(v); for (long i = 0; i < count; i++) segment.setAtIndex(F16, i, h); }
+            case FP16 -> {
+                short h = Float.floatToFloat16(v);
+                if (floatHeld) for (long i = 0; i < count; i++) segment.setAtIndex(F32, i, Float.float16ToFloat(h));
+                else for (long i = 0; i < count; i++) segment.setAtIndex(F16, i, h);
+            }
             case FP32 -> { for (long i = 0; i < count; i++) segment.setAtIndex(F32, i, v); }
             default -> { for (long i = 0; i < count; i++) put(i, v); }
         }
@@ -151,7 +181,10 @@ public final class TensorBuffer {
         java.util.Objects.checkFromIndexSize(srcOffset, length, src.length);
         java.util.Objects.checkFromIndexSize(dstIndex, length, count);
         switch (type.dtype()) {
-            case FP16 -> Fp16.fromFloats(src, srcOffset, segment, dstIndex, length);
+            case FP16 -> {
+                if (floatHeld) Fp16.roundInto(src, srcOffset, segment, dstIndex, length);
+                else Fp16.fromFloats(src, srcOffset, segment, dstIndex, length);
+            }
             case FP32 -> MemorySegment.copy(src, srcOffset, segment, F32, dstIndex * 4, length);
             default -> { for (int i = 0; i < length; i++) put(dstIndex + i, src[srcOffset + i]); }
         }
@@ -162,7 +195,10 @@ public final class TensorBuffer {
         java.util.Objects.checkFromIndexSize(dstOffset, length, dst.length);
         java.util.Objects.checkFromIndexSize(srcIndex, length, count);
         switch (type.dtype()) {
-            case FP16 -> Fp16.toFloats(segment, srcIndex, dst, dstOffset, length);
+            case FP16 -> {
+                if (floatHeld) MemorySegment.copy(segment, F32, srcIndex * 4, dst, dstOffset, length);
+                else Fp16.toFloats(segment, srcIndex, dst, dstOffset, length);
+            }
             case FP32 -> MemorySegment.copy(segment, F32, srcIndex * 4, dst, dstOffset, length);
             default -> { for (int i = 0; i < length; i++) dst[dstOffset + i] = load(srcIndex + i); }
         }
@@ -178,8 +214,7 @@ public final class TensorBuffer {
     /** Copies every element of {@code src} (same element count), converting the element type if needed. */
     public void copyFrom(TensorBuffer src) {
         if (src.count != count) throw new IllegalArgumentException("[tensor] cannot copy " + src.type + " into " + type + ": element counts differ");
-        if (src.dtype() == dtype()) MemorySegment.copy(src.segment, 0, segment, 0, type.byteSize());
-        else for (long i = 0; i < count; i++) put(i, src.load(i));
+        transfer(src, 0, 0, count);
     }
 
     // ---------------------------------------------------------------------------------------------------------------
@@ -215,8 +250,8 @@ public final class TensorBuffer {
         checkChannels(from, count);
         int[] s = type.shape();
         s[1] = count;
-        long bytesPerChannel = (long) channelSize() * dtype().byteSize();
-        return new TensorBuffer(segment.asSlice(from * bytesPerChannel, count * bytesPerChannel), type.withShape(s));
+        long bytesPerChannel = channelSize() * elementBytes();
+        return new TensorBuffer(segment.asSlice(from * bytesPerChannel, count * bytesPerChannel), type.withShape(s), floatHeld);
     }
 
     /** Copies channels {@code srcFrom…} of {@code src} into channels {@code dstFrom…} of this buffer (same channel size; dtypes converted). */
@@ -226,13 +261,27 @@ public final class TensorBuffer {
         src.checkChannels(srcFrom, count);
         checkChannels(dstFrom, count);
         long cs = channelSize();
-        if (src.dtype() == dtype()) {
-            long es = dtype().byteSize();
-            MemorySegment.copy(src.segment, srcFrom * cs * es, segment, dstFrom * cs * es, count * cs * es);
+        transfer(src, srcFrom * cs, dstFrom * cs, count * cs);
+    }
+
+    /** Elements {@code srcIndex…} of src into elements {@code dstIndex…} here: bytes copied where both hold them alike, else converted. */
+    private void transfer(TensorBuffer src, long srcIndex, long dstIndex, long n) {
+        if (src.dtype() == dtype() && src.floatHeld == floatHeld) {
+            long es = elementBytes();
+            MemorySegment.copy(src.segment, srcIndex * es, segment, dstIndex * es, n * es);
+        } else if (src.dtype().isFloat() && dtype().isFloat()) {
+            float[] f = TRANSFER.get();
+            for (long done = 0; done < n; done += f.length) {
+                int m = (int) Math.min(f.length, n - done);
+                src.copyTo(srcIndex + done, f, 0, m);
+                copyFrom(f, 0, dstIndex + done, m);
+            }
         } else {
-            for (long i = 0; i < count * cs; i++) put(dstFrom * cs + i, src.load(srcFrom * cs + i));
+            for (long i = 0; i < n; i++) put(dstIndex + i, src.load(srcIndex + i));
         }
     }
+
+    private static final ThreadLocal<float[]> TRANSFER = ThreadLocal.withInitial(() -> new float[4096]);
 
     /**
      * Writes columns {@code column … column+width-1} of channels {@code channelFrom … channelFrom+channels-1}: row r of
@@ -265,14 +314,7 @@ public final class TensorBuffer {
         src.checkColumns(0, channelCount(), srcColumn, width);
         checkColumns(0, channelCount(), dstColumn, width);
         long scs = src.channelSize(), dcs = channelSize();
-        for (long c = 0; c < channelCount(); c++) {
-            if (src.dtype() == dtype()) {
-                long es = dtype().byteSize();
-                MemorySegment.copy(src.segment, (c * scs + srcColumn) * es, segment, (c * dcs + dstColumn) * es, width * es);
-            } else {
-                for (int i = 0; i < width; i++) put(c * dcs + dstColumn + i, src.load(c * scs + srcColumn + i));
-            }
-        }
+        for (long c = 0; c < channelCount(); c++) transfer(src, c * scs + srcColumn, c * dcs + dstColumn, width);
     }
 
     private void checkColumns(int channelFrom, int channels, int column, int width) {
@@ -282,5 +324,5 @@ public final class TensorBuffer {
             throw new IndexOutOfBoundsException("[tensor] columns " + column + ".." + (column + width) + " outside channels of " + cs + " elements in " + type);
     }
 
-    @Override public String toString() { return "TensorBuffer" + type.dtype().milName() + Shapes.str(type.shape()); }
+    @Override public String toString() { return "TensorBuffer" + type.dtype().milName() + Shapes.str(type.shape()) + (floatHeld ? " (held as floats)" : ""); }
 }

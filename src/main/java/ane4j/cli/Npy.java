@@ -193,7 +193,8 @@ public final class Npy {
     }
 
     /** Writes a buffer as a version 1.0 .npy file, streaming the data (any size). */
-    public static void write(Path file, TensorBuffer t) {
+    public static void write(Path file, TensorBuffer buffer) {
+        TensorBuffer t = buffer.packed();
         StringBuilder shape = new StringBuilder();
         for (int d : t.shape()) shape.append(d).append(", ");
         String s = t.shape().length == 1 ? shape.toString().strip() : shape.length() > 0 ? shape.substring(0, shape.length() - 2) : "";

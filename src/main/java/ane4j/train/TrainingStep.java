@@ -155,7 +155,7 @@ public final class TrainingStep implements AutoCloseable {
                 Kernel compiled = backend.compile(k.program());
                 kernels.put(k.name(), compiled);
                 compiles++;
-                outputs.put(k.name(), compiled.allocateOutput(TrainingKernels.OUTPUT));   // the ANE: its output surface, read in place
+                outputs.put(k.name(), compiled.allocateDirectOutput(TrainingKernels.OUTPUT));   // the ANE: its output surface; ref: floats
             } else outputs.put(k.name(), TensorBuffer.allocate(k.program().main().outputs().get(0).type()));
         }
         if (!staticWeights && kernels.get(WEIGHTED[0]).prefersBoundInputs()) {
@@ -166,11 +166,13 @@ public final class TrainingStep implements AutoCloseable {
             weightedInput = new TensorBuffer[WEIGHTED.length];
             stagedLayer = new int[WEIGHTED.length];
             java.util.Arrays.fill(stagedLayer, -1);
-            for (int i = 0; i < WEIGHTED.length; i++) weightedInput[i] = TensorBuffer.allocate(specs.get(WEIGHTED[i]).program().main().inputs().get(0).type());
+            for (int i = 0; i < WEIGHTED.length; i++)
+                weightedInput[i] = staticWeights ? TensorBuffer.allocate(specs.get(WEIGHTED[i]).program().main().inputs().get(0).type())
+                        : kernels.get(WEIGHTED[i]).allocateDirectInput(TrainingKernels.INPUT);
         }
-        bwd1In = kernels.get("sdpaBwd1").allocateInput(TrainingKernels.INPUT);
-        bwd2In = kernels.get("sdpaBwd2").allocateInput(TrainingKernels.INPUT);
-        if (threeStage) valuesIn = kernels.get("attnValues").allocateInput(TrainingKernels.INPUT);
+        bwd1In = kernels.get("sdpaBwd1").allocateDirectInput(TrainingKernels.INPUT);
+        bwd2In = kernels.get("sdpaBwd2").allocateDirectInput(TrainingKernels.INPUT);
+        if (threeStage) valuesIn = kernels.get("attnValues").allocateDirectInput(TrainingKernels.INPUT);
         cosT = CpuOps.channelFirst(RopeTables.cos(config), s, config.headDim());
         sinT = CpuOps.channelFirst(RopeTables.sin(config), s, config.headDim());
         gradSets = new Gradients[] {new Gradients(d, h, q, kv, s), new Gradients(d, h, q, kv, s)};

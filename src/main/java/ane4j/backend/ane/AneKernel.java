@@ -119,7 +119,7 @@ public final class AneKernel implements Kernel {
         long t0 = System.nanoTime();
         for (TensorSpec spec : inputs) {
             Slot s = slots.get(spec.name());
-            TensorBuffer b = Kernel.argument(function, in, spec, "input");
+            TensorBuffer b = Kernel.argument(function, in, spec, "input").packed();
             if (isSurface(s, b)) continue;
             if (s.held != null) s.held.segment().copyFrom(b.segment());
             else s.surface.write(b.segment());
@@ -141,8 +141,10 @@ public final class AneKernel implements Kernel {
             Slot s = slots.get(spec.name());
             TensorBuffer b = out.get(spec.name());
             if (isSurface(s, b)) continue;
-            if (s.held != null) b.segment().copyFrom(s.held.segment());
-            else s.surface.read(b.segment());
+            TensorBuffer raw = b.floatHeld() ? TensorBuffer.allocate(b.type()) : b;
+            if (s.held != null) raw.segment().copyFrom(s.held.segment());
+            else s.surface.read(raw.segment());
+            if (raw != b) b.copyFrom(raw);
         }
         evaluations++;
         lastEvaluateNanos = System.nanoTime() - t0;

@@ -57,6 +57,16 @@ public final class RefKernel implements Kernel {
 
     @Override public List<TensorSpec> inputs() { return inputs; }
 
+    /** fp16 inputs held as floats: {@link #evaluate} reads them in place, as it reads fp32 ones. */
+    @Override public TensorBuffer allocateDirectInput(String name) { return direct(input(name)); }
+
+    /** fp16 outputs held as floats: {@link #evaluate} rounds its fp32 results into them without packing them. */
+    @Override public TensorBuffer allocateDirectOutput(String name) { return direct(output(name)); }
+
+    private static TensorBuffer direct(TensorSpec s) {
+        return s.type().dtype() == DType.FP16 ? TensorBuffer.allocateFloatHeld(s.type()) : TensorBuffer.allocate(s.type());
+    }
+
     @Override public List<TensorSpec> outputs() { return outputs; }
 
     /** Compile-time warnings (e.g. an ignored attn_mask). */
@@ -73,9 +83,9 @@ public final class RefKernel implements Kernel {
             TensorSpec s = inputs.get(i);
             TensorBuffer b = Kernel.argument(function, in, s, "input");
             Storage st = inputStorages.get(i);
-            if (staging[i] == null && b.segment().isAccessibleBy(OTHER_THREAD)) st.seg = b.segment();
-            else if (staging[i] == null) {
-                // a thread-confined fp32 input: copy it, the GEMM uses two threads
+            if ((staging[i] == null || b.floatHeld()) && b.segment().isAccessibleBy(OTHER_THREAD)) st.seg = b.segment();
+            else if (staging[i] == null || b.floatHeld()) {
+                // a thread-confined fp32 (or float-held) input: copy it, the GEMM uses two threads
                 if (confinedCopy[i] == null) confinedCopy[i] = arena.allocate(Math.max(1, st.floats) * 4, 64);
                 MemorySegment.copy(b.segment(), 0, confinedCopy[i], 0, st.floats * 4);
                 st.seg = confinedCopy[i];
@@ -123,6 +133,12 @@ public final class RefKernel implements Kernel {
             switch (b.dtype()) {
                 case FP32 -> MemorySegment.copy(s, v.off * 4, d, 0, n * 4);
                 case FP16 -> {
+                    if (b.floatHeld()) {
+                        long off = v.off;
+                        if (n >= PARALLEL_CONVERT_MIN) Parallel.forEach(2, half -> Fp16.roundInto(s, off + half * (n / 2), d, half * (n / 2), half == 0 ? n / 2 : n - n / 2));
+                        else Fp16.roundInto(s, off, d, 0, n);
+                        return;
+                    }
                     if (n >= PARALLEL_CONVERT_MIN) {
                         long off = v.off;
                         Parallel.forEach(2, half -> Fp16.fromFloats(s, off + half * (n / 2), d, half * (n / 2), half == 0 ? n / 2 : n - n / 2));
