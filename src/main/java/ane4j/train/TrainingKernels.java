@@ -28,6 +28,25 @@ public final class TrainingKernels {
     public record Spec(String name, Program program, PackedLayout input, PackedLayout output) {}
 
     /**
+     * LoRA adapters that reach sdpaFwd (q, k, v) and ffnFused (w1, w3) as inputs: the LoRA variants of those two kernels
+     * read u = s·A·drop(x) (r, S) and Bᵀ (r, OC) from extra column regions of their one packed input and add B·u to the
+     * projection (o and w2 meet the residual on the CPU, every backward kernel keeps the base W: no variant).
+     *
+     * @param rank    r; the kernels contract over r rounded up to a multiple of 32 ({@link #paddedRank}), zero channels after r
+     * @param targets the adapted matrices (of q,k,v,o,w1,w2,w3)
+     */
+    public record LoraInputs(int rank, List<String> targets) {
+        /** r rounded up to a multiple of 32: the matmul contraction rule (chip rule matmul-contraction-32). */
+        public int paddedRank() { return (rank + 31) / 32 * 32; }
+    }
+
+    /**
+     * Where one target's LoRA inputs sit in a LoRA variant's input: u (r, S) in columns of segment {@code u}, Bᵀ (r, OC)
+     * in the first OC columns of segment {@code bT}, both in channels [channel, channel + r) (zeros up to the padded rank).
+     */
+    public record LoraSlot(String u, String bT, int channel) {}
+
+    /**
      * The training kernels by name: the ten of every step, and {@link #ATTN_VALUES} of three-stage attention only.
      * {@link #id()} is the name metrics, doctor probes ({@code train/<id>}) and benchmarks print.
      */
@@ -73,6 +92,7 @@ public final class TrainingKernels {
     private final DType io;
     private final java.util.function.Function<String, float[]> staticWeights;
     private final boolean threeStage;
+    private final LoraInputs lora;                   // null: no LoRA variants
 
     /** fp16 kernels, as the ANE runs them. */
     public TrainingKernels(ModelConfig config) { this(config, DType.FP16); }
@@ -94,6 +114,16 @@ public final class TrainingKernels {
      *                   Q·Kᵀ/sqrt(HD), the CPU applies the causal mask and softmax, and {@link #attnValues()} computes P·V
      */
     public TrainingKernels(ModelConfig config, DType io, java.util.function.Function<String, float[]> staticWeights, boolean threeStage) {
+        this(config, io, staticWeights, threeStage, null);
+    }
+
+    /**
+     * @param lora LoRA adapters brought in as inputs (dynamic weights only: null, or ignored with {@code staticWeights},
+     *             whose kernels bake the merged weights): sdpaFwd and ffnFused become their LoRA variants when they
+     *             compute an adapted projection; every other kernel is unchanged
+     */
+    public TrainingKernels(ModelConfig config, DType io, java.util.function.Function<String, float[]> staticWeights, boolean threeStage, LoraInputs lora) {
+        this.lora = staticWeights == null ? lora : null;
         this.threeStage = threeStage;
         this.staticWeights = staticWeights;
         if (!io.isFloat()) throw new IllegalArgumentException("[kernels] io type must be fp16 or fp32, got " + io);
@@ -148,15 +178,16 @@ public final class TrainingKernels {
     public Spec sdpaFwd() {
         var in = new PackedLayout.Builder().add("xnorm", s).add("wqT", q).add("wkT", kv).add("wvT", kv);
         if (c.qkNorm()) in.add("qkNorm", 2 * hd);
+        java.util.Map<String, LoraSlot> slots = addLoraSegments(in, "sdpaFwd");
         var out = new PackedLayout.Builder().add(threeStage ? "scores" : "attn", threeStage ? nh * s : q).add("qRope", q).add("kRope", kv).add("v", kv);
         if (c.qkNorm()) out.add("qRaw", q).add("kRaw", kv);
         PackedLayout input = in.columns(d), output = out.channels(s);
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, d, 1, input.width()));
             Value xnT = activationT(f, x, d, 0);                                       // (1,1,S,D)
-            Value qAll = project(f, xnT, x, input, "wqT", d, q);                       // (1,1,S,Q)
-            Value kAll = project(f, xnT, x, input, "wkT", d, kv);                      // (1,1,S,KV)
-            Value vAll = project(f, xnT, x, input, "wvT", d, kv);                      // (1,1,S,KV)
+            Value qAll = withLora(f, x, input, slots.get("q"), project(f, xnT, x, input, "wqT", d, q), q);    // (1,1,S,Q)
+            Value kAll = withLora(f, x, input, slots.get("k"), project(f, xnT, x, input, "wkT", d, kv), kv);  // (1,1,S,KV)
+            Value vAll = withLora(f, x, input, slots.get("v"), project(f, xnT, x, input, "wvT", d, kv), kv);  // (1,1,S,KV)
             Value qh = toHeads(f, qAll, nh), kh = toHeads(f, kAll, nkv), vh = toHeads(f, vAll, nkv);  // (1,NH,S,HD)
             Value qn = qh, kn = kh;
             if (c.qkNorm()) {
@@ -203,13 +234,15 @@ public final class TrainingKernels {
 
     /** x2norm, x2 (D,S) with W1ᵀ, W3ᵀ, W2 → concat(xNext D, h1 H, h3 H, gate H); xNext = x2 + α·W2(silu(W1 x2n) ⊙ W3 x2n). */
     public Spec ffnFused() {
-        PackedLayout input = new PackedLayout.Builder().add("x2norm", s).add("x2", s).add("w1T", h).add("w3T", h).add("w2", h).columns(d);
+        var in = new PackedLayout.Builder().add("x2norm", s).add("x2", s).add("w1T", h).add("w3T", h).add("w2", h);
+        java.util.Map<String, LoraSlot> slots = addLoraSegments(in, "ffnFused");
+        PackedLayout input = in.columns(d);
         PackedLayout output = new PackedLayout.Builder().add("xNext", d).add("h1", h).add("h3", h).add("gate", h).channels(s);
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, d, 1, input.width()));
             Value xnT = activationT(f, x, d, 0);                                        // (1,1,S,D)
-            Value h1 = project(f, xnT, x, input, "w1T", d, h);                         // (1,1,S,H)
-            Value h3 = project(f, xnT, x, input, "w3T", d, h);                         // (1,1,S,H)
+            Value h1 = withLora(f, x, input, slots.get("w1"), project(f, xnT, x, input, "w1T", d, h), h);   // (1,1,S,H)
+            Value h3 = withLora(f, x, input, slots.get("w3"), project(f, xnT, x, input, "w3T", d, h), h);   // (1,1,S,H)
             Value gate = f.mul(f.mul(h1, f.sigmoid(h1)), h3);                          // silu(h1) ⊙ h3
             Value w2 = weightBlock(f, x, input, "w2", d, h);                           // (1,1,D,H) as stored
             Value ffn = f.matmul(gate, w2, false, true);                               // (1,1,S,D) = gate·W2ᵀ
@@ -302,6 +335,60 @@ public final class TrainingKernels {
             f.output(f.named(OUTPUT, fromRows(f, f.add(y1, y2), oc)));
         }).build();
         return new Spec(name, p, input, output);
+    }
+
+    /** The projections of a kernel that can take LoRA inputs, with their output widths. */
+    private java.util.Map<String, Integer> loraOutputs(String kernel) {
+        var m = new java.util.LinkedHashMap<String, Integer>();
+        if (kernel.equals("sdpaFwd")) { m.put("q", q); m.put("k", kv); m.put("v", kv); }
+        else if (kernel.equals("ffnFused")) { m.put("w1", h); m.put("w3", h); }
+        return m;
+    }
+
+    /**
+     * Where the LoRA inputs of {@code kernel} ("sdpaFwd" or "ffnFused") sit: target → slot, empty when the kernel is not
+     * a LoRA variant. Targets share regions by channel: a u region (S columns) and a Bᵀ region (the widest OC) hold
+     * ⌊D / rp⌋ targets, target i of a region in channels [i·rp, i·rp + r). Stacking on channels instead of adding two
+     * regions per target keeps the width inside the axis cap: qwen3-0.6b's ffnFused is 2S + 3H = 9728 columns (S 256,
+     * H 3072); one region pair per target would add 2S + 2H = 6656 (16384, at the cap; over it at S 512), stacked it
+     * adds S + H = 3328 (13056). The cap is 16384 on M1–M3 (chip rule axis-cap: ane-audit.md F5/F6, maderix and
+     * rustane reports), checked over these variants by TrainingKernelsChipRulesTest.
+     */
+    public java.util.Map<String, LoraSlot> loraSlots(String kernel) {
+        var slots = new java.util.LinkedHashMap<String, LoraSlot>();
+        if (lora == null) return slots;
+        List<String> adapted = loraOutputs(kernel).keySet().stream().filter(lora.targets()::contains).toList();
+        if (adapted.isEmpty()) return slots;
+        int rp = lora.paddedRank(), perRegion = d / rp;
+        if (perRegion == 0)
+            throw new IllegalArgumentException("[lora] rank " + lora.rank() + " takes " + rp + " channels in the kernels (a multiple of 32, for the matmul contraction), more than "
+                    + c.name() + "'s dim " + d + "; use a rank of at most " + d / 32 * 32);
+        for (int i = 0; i < adapted.size(); i++)
+            slots.put(adapted.get(i), new LoraSlot("loraU" + i / perRegion, "loraBT" + i / perRegion, i % perRegion * rp));
+        return slots;
+    }
+
+    /** Adds the LoRA variant's regions to a kernel's input columns; returns the slots (empty: the plain kernel). */
+    private java.util.Map<String, LoraSlot> addLoraSegments(PackedLayout.Builder in, String kernel) {
+        var slots = loraSlots(kernel);
+        var outs = loraOutputs(kernel);
+        var widths = new java.util.LinkedHashMap<String, Integer>();
+        for (var e : slots.entrySet()) widths.merge(e.getValue().bT(), outs.get(e.getKey()), Math::max);
+        for (var bT : widths.entrySet()) in.add(bT.getKey().replace("loraBT", "loraU"), s).add(bT.getKey(), bT.getValue());
+        return slots;
+    }
+
+    /**
+     * proj (1,1,S,OC) + u·Bᵀ for a target with a LoRA slot (proj unchanged without one): u (rp, S) and Bᵀ (rp, OC) sliced
+     * from the slot's channels, the same channel contraction as the base projection.
+     */
+    private Value withLora(FunctionBuilder f, Value x, PackedLayout in, LoraSlot slot, Value proj, int oc) {
+        if (slot == null) return proj;
+        int rp = lora.paddedRank();
+        Value u = f.sliceBySize(x, new int[] {0, slot.channel(), 0, in.start(slot.u())}, new int[] {1, rp, 1, s});
+        Value uT = f.transpose(f.reshape(u, 1, 1, rp, s), 0, 1, 3, 2);                  // (1,1,S,rp)
+        Value bT = f.reshape(f.sliceBySize(x, new int[] {0, slot.channel(), 0, in.start(slot.bT())}, new int[] {1, rp, 1, oc}), 1, 1, rp, oc);
+        return f.add(proj, f.matmul(uT, bT));                                           // (1,1,S,OC)
     }
 
     /** Columns [col, col+S) of x (1,C,1,W) as (1,1,S,C). */

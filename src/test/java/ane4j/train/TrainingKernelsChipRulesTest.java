@@ -31,12 +31,14 @@ class TrainingKernelsChipRulesTest {
         for (String preset : ModelConfig.PRESETS) {
             ModelConfig c = ModelConfig.parse(preset);
             for (boolean threeStage : new boolean[] {false, true})
-                for (boolean stat : new boolean[] {false, true}) {
+                for (boolean stat : new boolean[] {false, true})
+                  for (TrainingKernels.LoraInputs lora : LORA) {
+                    if (stat && lora != null) continue;                 // static weights bake the merged adapters: no variant
                     Function<String, float[]> w = stat ? seg -> new float[size(c, seg)] : null;
-                    for (TrainingKernels.Spec k : new TrainingKernels(c, DType.FP16, w, threeStage).all())
+                    for (TrainingKernels.Spec k : new TrainingKernels(c, DType.FP16, w, threeStage, lora).all())
                         for (Chip chip : Chip.values())
                             for (Violation v : ChipRules.check(k.program(), chip)) {
-                                String mode = (threeStage ? "threestage " : "") + (stat ? "static " : "");
+                                String mode = (threeStage ? "threestage " : "") + (stat ? "static " : "") + (lora == null ? "" : "lora" + lora.rank() + " ");
                                 if (v.isError()) {
                                     if (errors.computeIfAbsent(preset, p -> new TreeSet<>()).add(v.rule().id() + " " + mode + k.name() + " " + chip))
                                         if (firstErrors.size() < 5) firstErrors.add(preset + " " + mode + k.name() + " " + chip + ": " + v.format());
@@ -49,6 +51,29 @@ class TrainingKernelsChipRulesTest {
         warnings.forEach((p, ws) -> System.out.println("[chip rules] " + p + " warnings: " + ws));
         errors.forEach((p, es) -> System.out.println("[chip rules] " + p + " ERRORS: " + es));
         assertEquals(List.of(), firstErrors, "chip-rule errors: " + errors);
+    }
+
+    /**
+     * The LoRA variants of sdpaFwd and ffnFused (all seven targets): rank 8 (PEFT's usual; stacked 2 or more per region
+     * on every preset) and rank 64 (one per region on tiny, dim 64; the widest inputs elsewhere).
+     */
+    static final List<TrainingKernels.LoraInputs> LORA = java.util.Arrays.asList(null,
+            new TrainingKernels.LoraInputs(8, TrainOptions.LORA_TARGETS), new TrainingKernels.LoraInputs(64, TrainOptions.LORA_TARGETS));
+
+    /** The LoRA variants are new programs only where they compute an adapted projection; every other kernel is the same text. */
+    @Test
+    void loraVariantsChangeOnlySdpaFwdAndFfnFused() {
+        for (String preset : ModelConfig.PRESETS) {
+            ModelConfig c = ModelConfig.parse(preset);
+            var plain = new TrainingKernels(c, DType.FP16).all();
+            var lora = new TrainingKernels(c, DType.FP16, null, false, LORA.get(1)).all();
+            var oAndW2 = new TrainingKernels(c, DType.FP16, null, false, new TrainingKernels.LoraInputs(8, List.of("o", "w2"))).all();
+            for (int i = 0; i < plain.size(); i++) {
+                String name = plain.get(i).name(), text = ane4j.mil.MilWriter.write(plain.get(i).program(), ane4j.mil.Dialect.IOS18);
+                assertEquals(name.equals("sdpaFwd") || name.equals("ffnFused"), !text.equals(ane4j.mil.MilWriter.write(lora.get(i).program(), ane4j.mil.Dialect.IOS18)), preset + " " + name);
+                assertEquals(text, ane4j.mil.MilWriter.write(oAndW2.get(i).program(), ane4j.mil.Dialect.IOS18), preset + " " + name + ": o and w2 meet the residual on the CPU");
+            }
+        }
     }
 
     /** Elements of a static weight segment as TrainingKernels asks for it (IC·OC, or HD for the QK-norm weights). */
