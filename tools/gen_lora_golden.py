@@ -4,7 +4,7 @@
 The same base weights and tokens as gen_golden.py; low-rank adapters A (r, in), B (out, r) on the targeted projections,
 computed as Hugging Face PEFT's LoraLayer computes them (no peft needed):
 
-    y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ,   s = alpha / r            (lora_dropout 0)
+    y = x·Wᵀ + s·(dropout(x)·Aᵀ)·Bᵀ,   s = alpha / r
 
 only the adapters are parameters (the base is frozen: no gradient, no AdamW moments), AdamW as torch.optim.AdamW with
 weight decay on every adapter tensor, global-norm clipping over the adapters. Writes
@@ -13,9 +13,17 @@ src/test/resources/golden/lora/<case>.safetensors (layout in tools/TRAINING-GOLD
   llama_qvo1   llama config, targets q,v,o,w1, loss on every position
   qwen3_all    qwen3 config (GQA, QK-norm), targets q,k,v,o,w1,w2,w3, loss only on the completion (targets of the
                first PROMPT positions are -1: torch's ignore_index, the mean over the counted positions)
+  llama_drop   llama config, targets q,k,v,o,w1,w2,w3, lora_dropout 0.25, loss on every position
+  qwen3_drop   qwen3 config, targets q,k,v,o,w1,w2,w3, lora_dropout 0.1, loss only on the completion
+
+Dropout (PEFT: an independent nn.Dropout(p) per adapted Linear, on the adapter path's input only) uses ane4j's masks:
+the counter-based generator of ane4j.train.LoraDropout (keep_mask below), keyed by (seed, sequence = AdamW step,
+layer, target, element), kept elements scaled by 1/(1-p) as torch's dropout. Each case also stores maskCheck, the keep
+bits of (sequence 3, layer 1, target w2), which LoraDropoutTest compares bit for bit.
 
 Self-checks before writing: the LoRA forward equals gen_golden.forward on the merged weights W + s·B·A (float64), and
-the adapter gradients match a central difference of that merged-weights loss along random directions (float64).
+the adapter gradients match a central difference of that merged-weights loss along random directions (float64); with
+dropout (no merged equivalent) the central difference is of the LoRA forward itself with the step's masks fixed.
 
 Run:   /usr/bin/python3 tools/gen_lora_golden.py          (from the repository root)
 Check: /usr/bin/python3 tools/gen_lora_golden.py --check  (regenerate in memory, compare with the committed files)
@@ -48,7 +56,43 @@ BASE_NAME = {"q": "wq", "k": "wk", "v": "wv", "o": "wo", "w1": "w1", "w2": "w2",
 CASES = {
     "llama_qvo1": dict(config="llama", rank=4, alpha=8.0, targets=["q", "v", "o", "w1"], prompt=0, seed=11),
     "qwen3_all": dict(config="qwen3", rank=4, alpha=8.0, targets=TARGETS, prompt=6, seed=12),
+    "llama_drop": dict(config="llama", rank=4, alpha=8.0, targets=TARGETS, prompt=0, seed=13, dropout=0.25, dropoutSeed=77),
+    "qwen3_drop": dict(config="qwen3", rank=4, alpha=8.0, targets=TARGETS, prompt=6, seed=14, dropout=0.1, dropoutSeed=78),
 }
+PEFT_CASES = ["llama_qvo1", "qwen3_all"]     # the exported PEFT folders --peft loads
+MASK = (1 << 64) - 1
+SALT, GAMMA = 0x4C6F7261447270, 0x9E3779B97F4A7C15
+
+
+def mix(z):
+    """SplitMix64's finalizer (java.util.SplittableRandom.mix64) on a Python int or a numpy uint64 array."""
+    if isinstance(z, np.ndarray):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def keep_mask(p, seed, sequence, layer, target, n_in, S):
+    """ane4j's LoraDropout mask of (sequence, layer, target): bool (S, n_in); element e = ch·S + t of the (in, S) array."""
+    k = mix(mix(mix(mix((seed & MASK) ^ SALT) ^ sequence) ^ layer) ^ TARGETS.index(target))
+    e = np.arange(n_in * S, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        bits = mix(np.uint64(k) + (e + np.uint64(1)) * np.uint64(GAMMA))
+    threshold = math.ceil(float(np.float32(p)) * 16777216.0)
+    keep = (bits >> np.uint64(40)) >= np.uint64(threshold)
+    return torch.tensor(keep.reshape(n_in, S).T.copy())
+
+
+def masks_of(c, case, sequence):
+    """Every adapted (layer, target)'s mask for one step, or None without dropout."""
+    p = case.get("dropout", 0.0)
+    if p == 0:
+        return None
+    ins = {"q": c["dim"], "k": c["dim"], "v": c["dim"], "o": c["nHeads"] * c["headDim"], "w1": c["dim"], "w2": c["hiddenDim"], "w3": c["dim"]}
+    return {(l, t): keep_mask(p, case["dropoutSeed"], sequence, l, t, ins[t], c["seqLen"]) for l in range(c["nLayers"]) for t in case["targets"]}
 OPT = dict(lr=1e-2, beta1=0.9, beta2=0.95, eps=1e-8, weightDecay=0.1, clip=0.5, adamSteps=10)
 
 
@@ -77,10 +121,13 @@ def init_adapters(c, base, case):
     return ad
 
 
-def lora_forward(c, base, ad, case, x, y):
-    """gen_golden.forward with every targeted projection as x·Wᵀ + s·(x·Aᵀ)·Bᵀ; returns (logits (S, V), loss)."""
+def lora_forward(c, base, ad, case, x, y, masks=None):
+    """gen_golden.forward with every targeted projection as x·Wᵀ + s·(dropout(x)·Aᵀ)·Bᵀ; returns (logits (S, V), loss).
+    masks: (layer, target) -> bool (S, in) keep mask (dropout p = case["dropout"]), or None for no dropout."""
     S, H, KV, hd, eps = c["seqLen"], c["nHeads"], c["nKvHeads"], c["headDim"], c["normEps"]
     s = case["alpha"] / case["rank"]
+    if masks is not None:
+        keep_scale = float(np.float32(1) / (np.float32(1) - np.float32(case["dropout"])))
     cos, sin = G.rope_tables(c)
     mask = torch.triu(torch.ones(S, S, dtype=torch.bool), diagonal=1)
     h = base["tokenEmbedding"][x]
@@ -90,7 +137,8 @@ def lora_forward(c, base, ad, case, x, y):
         def proj(inp, t):
             out = inp @ L(BASE_NAME[t]).t()
             if t in case["targets"]:
-                out = out + s * ((inp @ ad[f"layers.{l}.{t}.loraA"].t()) @ ad[f"layers.{l}.{t}.loraB"].t())
+                dropped = inp if masks is None else inp * masks[(l, t)].to(inp.dtype) * keep_scale
+                out = out + s * ((dropped @ ad[f"layers.{l}.{t}.loraA"].t()) @ ad[f"layers.{l}.{t}.loraB"].t())
             return out
 
         xn = G.rmsnorm(h, L("rmsAtt"), eps)
@@ -131,7 +179,29 @@ def masked_forward(c, p, x, y):
     return logits, F.cross_entropy(logits, y, ignore_index=-1)
 
 
+def self_check_dropout(c, base, ad0, case, x, y, grads0):
+    """With dropout: central differences of the LoRA loss itself (float64), step 0's masks fixed."""
+    b64 = {k: v.double() for k, v in base.items()}
+    a64 = {k: v.double() for k, v in ad0.items()}
+    masks = masks_of(c, case, 0)
+    torch.set_default_dtype(torch.float64)
+    try:
+        rng = np.random.default_rng(6)
+        h = 1e-6
+        for k in ad0:
+            d = torch.tensor(rng.standard_normal(tuple(ad0[k].shape)))
+            lp = lora_forward(c, b64, {**a64, k: a64[k] + h * d}, case, x, y, masks)[1].item()
+            lm = lora_forward(c, b64, {**a64, k: a64[k] - h * d}, case, x, y, masks)[1].item()
+            fd = (lp - lm) / (2 * h)
+            an = float((grads0[k].double() * d).sum())
+            assert abs(fd - an) < 1e-5 * max(0.1, abs(fd)), (k, fd, an)
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
 def self_check(c, base, ad0, case, x, y, logits0, grads0):
+    if case.get("dropout", 0.0) > 0:
+        return self_check_dropout(c, base, ad0, case, x, y, grads0)
     b64 = {k: v.double() for k, v in base.items()}
     a64 = {k: v.double() for k, v in ad0.items()}
     torch.set_default_dtype(torch.float64)
@@ -166,7 +236,7 @@ def generate(name):
     logits0 = loss0 = grads0 = None
     for step in range(OPT["adamSteps"]):
         opt.zero_grad(set_to_none=True)
-        logits, loss = lora_forward(c, base, ad, case, x, y)
+        logits, loss = lora_forward(c, base, ad, case, x, y, masks_of(c, case, step))   # sequence = the step's number
         loss.backward()
         if step == 0:
             logits0, loss0 = logits.detach().clone(), loss.detach().clone()
@@ -186,6 +256,8 @@ def generate(name):
     for k, g in grads0.items():
         tensors["grad." + k] = g.numpy()
     tensors["losses"] = np.array(losses, dtype=np.float32)
+    if case.get("dropout", 0.0) > 0:
+        tensors["maskCheck"] = keep_mask(case["dropout"], case["dropoutSeed"], 3, 1, "w2", c["hiddenDim"], c["seqLen"]).T.numpy().astype(np.int32).reshape(-1)
     tensors["gradNorms"] = np.array(norms, dtype=np.float32)
     for k, v in ad.items():
         tensors["final." + k] = v.detach().numpy()
@@ -202,6 +274,9 @@ def generate(name):
     meta["alpha"] = repr(case["alpha"])
     meta["targets"] = ",".join(case["targets"])
     meta["prompt"] = str(case["prompt"])
+    if case.get("dropout", 0.0) > 0:
+        meta["dropout"] = repr(float(np.float32(case["dropout"])))
+        meta["dropoutSeed"] = str(case["dropoutSeed"])
     for k in ("lr", "beta1", "beta2", "eps", "weightDecay", "clip"):
         meta[k] = repr(float(OPT[k]))
     meta["adamSteps"] = str(OPT["adamSteps"])
@@ -287,7 +362,7 @@ def main():
     torch.use_deterministic_algorithms(True)
     if args.peft:
         import json as _json
-        out = {name: peft_golden(name, os.path.join(OUT_DIR, "peft", name)) for name in CASES}
+        out = {name: peft_golden(name, os.path.join(OUT_DIR, "peft", name)) for name in PEFT_CASES}
         path = os.path.join(OUT_DIR, "peft", "golden.json")
         with open(path, "w") as f:
             _json.dump({"generator": SCRIPT + " --peft", "torchVersion": torch.__version__, **out}, f)

@@ -96,7 +96,7 @@ public final class PeftAdapter {
         m.put("layers_pattern", "null");
         m.put("layers_to_transform", "null");
         m.put("lora_alpha", number(ad.alpha()));
-        m.put("lora_dropout", "0.0");
+        m.put("lora_dropout", Float.toString(ad.dropout().p()));      // PEFT's float: 0.0, 0.05, 0.1
         m.put("modules_to_save", "null");
         m.put("peft_type", "\"LORA\"");
         m.put("r", Integer.toString(ad.rank()));

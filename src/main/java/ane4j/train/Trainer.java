@@ -132,9 +132,10 @@ public final class Trainer implements AutoCloseable {
      */
     public Trainer(TrainOptions options, Backend backend, Listener listener, boolean lockRunDir, Map<String, String> placement) {
         this.o = options;
-        if (o.lora() > 0 && o.loraDropout() > 0)
-            throw new IllegalArgumentException("[train] loraDropout = " + o.loraDropout() + " is not supported: the adapters are merged into the staged weights, so the kernels "
-                    + "see W + s·B·A and cannot drop the adapters' input; train with loraDropout = 0 (PEFT's and mlx_lm's default) and regularise with weightDecay or fewer steps");
+        if (o.lora() == 0 && o.loraDropout() > 0)
+            throw new IllegalArgumentException("[train] loraDropout = " + o.loraDropout() + " without lora: the dropout is on LoRA adapters' input; add lora = RANK (--lora RANK) or drop loraDropout");
+        if (o.lora() > 0 && o.loraDropout() > 0 && o.weights().equals("static"))
+            throw new IllegalArgumentException("[train] loraDropout = " + o.loraDropout() + " with weights = static: the adapters are merged into the baked weights, which cannot drop their input per step; use weights = dynamic (the default) for dropout");
         Listener log = listener != null ? listener : m -> {};
         this.log = log;
         // model: from a checkpoint file (its config comes with it) or a preset/config file, initialised from the seed
@@ -159,7 +160,7 @@ public final class Trainer implements AutoCloseable {
         }
         ParameterLayout layout = params.layout();
         // LoRA: the base is frozen, so gradients and AdamW moments exist for the adapters only
-        this.lora = o.lora() > 0 ? LoraAdapters.init(config, o.lora(), o.loraAlpha(), List.of(o.loraTargets().split(",")), o.seed()) : null;
+        this.lora = o.lora() > 0 ? LoraAdapters.init(config, o.lora(), o.loraAlpha(), List.of(o.loraTargets().split(",")), o.seed(), o.loraDropout()) : null;
         int trained = lora != null ? lora.size() : layout.size();
         this.grads = new float[trained];
         this.m = new float[trained];
@@ -444,7 +445,8 @@ public final class Trainer implements AutoCloseable {
                 data.readMask(pos + 1, targetMask, 0, s);
                 maskTargets(targets, targetMask);
             }
-            float loss = step.forwardBackward(params.data(), grads, tokens, targets, scaler.scale());
+            // the micro-step numbers the sequence: LoRA dropout's masks are a function of it and the seed (nothing to checkpoint)
+            float loss = step.forwardBackward(params.data(), grads, tokens, targets, scaler.scale(), nextStep);
             divergence.loss(loss);
             if (!Float.isFinite(loss)) lostLoss = loss;
             boolean update = (nextStep + 1) % o.accum() == 0 || nextStep + 1 == o.steps();

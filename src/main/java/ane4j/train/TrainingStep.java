@@ -74,6 +74,7 @@ public final class TrainingStep implements AutoCloseable {
     // scratch reused by every step (no per-step garbage): classifier (V,S), residual-stream gradients (D,S), heads (Q,S)
     private float[] logits, dlogits;
     private final ThreadLocal<float[]> transposeScratch = ThreadLocal.withInitial(() -> new float[0]);
+    private final float[] dxLora;                      // LoRA: the q,k,v adapter paths' dx (D,S)
     private final float[] dxf, dy, dtmp, dxq, da, kTiled, vTiled, dvFull, dkFull, dqRaw, dkRaw;
 
     /** Vocabulary rows per classifier sgemm. */
@@ -94,6 +95,7 @@ public final class TrainingStep implements AutoCloseable {
      */
     private static final class Gradients {
         final float[] dffn, dgate, dh1, dh3, dx2, dO, dq, dk, dv;
+        float[][] lora;                                // LoRA as inputs, [target]: g = Bᵀ·dY (r,S)
         Future<?> lastReader;                          // the last dW task that reads this set
 
         Gradients(int d, int h, int q, int kv, int s) {
@@ -104,10 +106,20 @@ public final class TrainingStep implements AutoCloseable {
 
     private final Gradients[] gradSets;
 
-    // LoRA (null: every weight trains): the base is frozen, W + s·B·A is staged where W was, adapter gradients replace dW
+    // LoRA (null: every weight trains): the base is frozen and staged as in full training; the rank-r term reaches
+    // sdpaFwd/ffnFused as inputs (their LoRA variants) and meets o's and w2's outputs on the CPU, its share of each input
+    // gradient is added on the CPU, adapter gradients replace dW. Static weights merge W + s·B·A into the baked kernels.
     private final LoraAdapters lora;
+    private final boolean loraInputs;                  // LoRA with dynamic weights: adapters as kernel inputs, no merge
+    private final LoraDropout dropout;                 // of this step's adapters (training steps only)
+    private long sequence = -1;                        // the dropout masks' sequence number; −1: no dropout (validation)
     private final float[] frozenNormGrads;             // LoRA: the norm-weight gradients RMSNorm backward computes, unused
-    private final Map<String, float[]> merged = new java.util.concurrent.ConcurrentHashMap<>();   // per target: W_eff (out, in)
+    private final Map<String, float[]> merged = new java.util.concurrent.ConcurrentHashMap<>();   // static mode, per target: W_eff (out, in)
+    private Map<String, TrainingKernels.LoraSlot> sdpaSlots = Map.of(), ffnSlots = Map.of();
+    private float[][][] loraU;                         // [layer][target] u = A·drop(x) (r,S) of the forward
+    private long[][][] loraMask;                       // [layer][target] keep bits of the last training forward (dropout)
+    private float[] loraPad, loraX, loraDx;            // scratch: padded kernel rows (rp, max(S, OC)); drop(x), dx (maxIn, S)
+    private final ThreadLocal<float[]> droppedX = ThreadLocal.withInitial(() -> new float[0]);  // weight-gradient thread: drop(x)
 
     public TrainingStep(ModelConfig config, Backend backend, DType io) { this(config, backend, io, false); }
 
@@ -131,6 +143,10 @@ public final class TrainingStep implements AutoCloseable {
     public TrainingStep(ModelConfig config, Backend backend, DType io, boolean staticWeights, boolean threeStage, LoraAdapters lora) {
         if (lora != null && !lora.config().equals(config)) throw new IllegalArgumentException("[lora] the adapters are for model " + lora.config().name() + ", not " + config.name());
         this.lora = lora;
+        this.loraInputs = lora != null && !staticWeights;
+        this.dropout = lora != null ? lora.dropout() : LoraDropout.NONE;
+        if (dropout.active() && !loraInputs)
+            throw new IllegalArgumentException("[train] loraDropout = " + dropout.p() + " with weights = static: the adapters are merged into the baked weights, which cannot drop their input per step; use weights = dynamic (the default) for dropout");
         this.frozenNormGrads = lora != null ? new float[Math.max(config.dim(), config.headDim())] : null;
         this.threeStage = threeStage;
         this.c = config;
@@ -145,7 +161,22 @@ public final class TrainingStep implements AutoCloseable {
         this.kv = config.kvDim();
         this.v = config.vocabSize();
         this.nl = config.nLayers();
-        List<TrainingKernels.Spec> all = new TrainingKernels(config, io, null, threeStage).all();
+        TrainingKernels.LoraInputs loraIn = loraInputs ? new TrainingKernels.LoraInputs(lora.rank(), lora.targets()) : null;
+        TrainingKernels built = new TrainingKernels(config, io, null, threeStage, loraIn);
+        List<TrainingKernels.Spec> all = built.all();
+        if (loraInputs) {
+            sdpaSlots = built.loraSlots("sdpaFwd");
+            ffnSlots = built.loraSlots("ffnFused");
+            int n = TrainOptions.LORA_TARGETS.size(), r = lora.rank(), maxIn = Math.max(Math.max(config.dim(), config.hiddenDim()), config.qDim());
+            loraU = new float[config.nLayers()][n][];
+            for (float[][] row : loraU) for (String t : lora.targets()) row[TrainOptions.LORA_TARGETS.indexOf(t)] = new float[r * config.seqLen()];
+            if (dropout.active()) {
+                loraMask = new long[config.nLayers()][n][];
+                loraX = new float[maxIn * config.seqLen()];
+            }
+            loraDx = new float[maxIn * config.seqLen()];
+            loraPad = new float[new TrainingKernels.LoraInputs(r, lora.targets()).paddedRank() * Math.max(config.seqLen(), Math.max(config.qDim(), config.hiddenDim()))];
+        }
         int toCompile = staticWeights ? all.size() - WEIGHTED.length : all.size(), compiling = 0;
         for (TrainingKernels.Spec k : all) {
             specs.put(k.name(), k);
@@ -176,10 +207,16 @@ public final class TrainingStep implements AutoCloseable {
         cosT = CpuOps.channelFirst(RopeTables.cos(config), s, config.headDim());
         sinT = CpuOps.channelFirst(RopeTables.sin(config), s, config.headDim());
         gradSets = new Gradients[] {new Gradients(d, h, q, kv, s), new Gradients(d, h, q, kv, s)};
+        if (loraInputs)
+            for (Gradients g : gradSets) {
+                g.lora = new float[TrainOptions.LORA_TARGETS.size()][];
+                for (String t : lora.targets()) g.lora[TrainOptions.LORA_TARGETS.indexOf(t)] = new float[lora.rank() * s];
+            }
         acts = new Activations[nl + 1];
         for (int l = 0; l <= nl; l++) acts[l] = allocate(l == nl);
         dxf = new float[d * s]; dy = new float[d * s]; dtmp = new float[d * s]; dxq = new float[d * s];
         da = new float[q * s];
+        dxLora = loraInputs ? new float[d * s] : null;
         // grouped-query attention only: K and V tiled to the query heads, and their gradients before the group sums
         boolean gqa = c.nKvHeads() != c.nHeads();
         kTiled = gqa ? new float[q * s] : null; vTiled = gqa ? new float[q * s] : null;
@@ -288,10 +325,10 @@ public final class TrainingStep implements AutoCloseable {
     /** A matrix to stage: where it lives and its view there. */
     private record Weight(float[] array, ParameterView view) {}
 
-    /** Layer w's matrix of a LoRA target (q … w3): W from params, or W + s·B·A merged into a scratch when adapted. */
+    /** Layer w's matrix of a LoRA target (q … w3): W from params, or in static mode W + s·B·A merged into a scratch when adapted. */
     private Weight weight(float[] params, ParameterLayout.Layer w, String target) {
         ParameterView m = LoraAdapters.baseMatrix(w, target);
-        if (lora == null || !lora.adapts(target)) return new Weight(params, m);
+        if (lora == null || loraInputs || !lora.adapts(target)) return new Weight(params, m);
         float[] dst = merged.computeIfAbsent(target, t -> new float[m.size()]);
         lora.merge(dst, params, w.index(), target);
         return new Weight(dst, new ParameterView(m.name(), 0, m.shape(), m.decay()));
@@ -376,7 +413,7 @@ public final class TrainingStep implements AutoCloseable {
      * in the kernels are untouched.
      */
     public float forwardLoss(float[] params, int[] tokens, int[] targets) {
-        forward(params, tokens, targets);
+        forward(params, tokens, targets, -1);
         ParameterView cls = layout.classifier();
         Activations last = acts[nl];
         long tc = System.nanoTime();
@@ -392,8 +429,12 @@ public final class TrainingStep implements AutoCloseable {
         return loss;
     }
 
-    /** Embedding and the transformer blocks on the backend: acts[0..nl] hold the activations backward reads. */
-    private void forward(float[] params, int[] tokens, int[] targets) {
+    /**
+     * Embedding and the transformer blocks on the backend: acts[0..nl] hold the activations backward reads.
+     * @param sequence the LoRA dropout masks' sequence number (the training step's), −1 for none (validation)
+     */
+    private void forward(float[] params, int[] tokens, int[] targets, long sequence) {
+        this.sequence = dropout.active() ? sequence : -1;
         if (tokens.length != s || targets.length != s) throw new IllegalArgumentException("[train] expected " + s + " tokens and targets, got " + tokens.length + " and " + targets.length);
         for (int t = 0; t < s; t++)
             if (targets[t] < -1 || targets[t] >= v)
@@ -420,7 +461,9 @@ public final class TrainingStep implements AutoCloseable {
             CpuOps.rmsnormForward(a.xnorm, a.rrmsAtt, a.x, params, w.rmsAtt().offset(), d, s, eps);
             add(Phase.CPU, t0);
             // attention: sdpaFwd then woFwd
-            TensorBuffer out = run("sdpaFwd", l, input(l, "sdpaFwd"), 0, a.xnorm, Phase.FORWARD_BACKEND);
+            TensorBuffer sdpaIn = input(l, "sdpaFwd");
+            for (var e : sdpaSlots.entrySet()) loraInput(sdpaIn, "sdpaFwd", e.getValue(), l, e.getKey(), a.xnorm, d);   // u = s·A·drop(xnorm), Bᵀ
+            TensorBuffer out = run("sdpaFwd", l, sdpaIn, 0, a.xnorm, Phase.FORWARD_BACKEND);
             long t1 = System.nanoTime();
             var lay = specs.get("sdpaFwd").output();
             read(out, lay.start("qRope"), a.qRope);
@@ -435,6 +478,8 @@ public final class TrainingStep implements AutoCloseable {
             read(o, 0, a.x2);
             // residual: x2 = x + α·o
             for (int i = 0; i < d * s; i++) a.x2[i] = a.x[i] + alpha * a.x2[i];
+            // LoRA o: x2 += α·s·Bo·(Ao·drop(attn))
+            if (loraInputs && lora.adapts("o")) lora.addUp(l, "o", loraForward(l, "o", a.attn, q), alpha * lora.scale(), a.x2);
             CpuOps.rmsnormForward(a.x2norm, a.rrmsFfn, a.x2, params, w.rmsFfn().offset(), d, s, eps);
             add(Phase.CPU, t2);
             // feed-forward with residual: ffnFused
@@ -442,6 +487,7 @@ public final class TrainingStep implements AutoCloseable {
             long t3 = System.nanoTime();
             writeActivation(ffnIn, d, col("ffnFused", "x2"), a.x2);
             add(Phase.IO, t3);
+            for (var e : ffnSlots.entrySet()) loraInput(ffnIn, "ffnFused", e.getValue(), l, e.getKey(), a.x2norm, d);      // u = s·A·drop(x2norm), Bᵀ
             TensorBuffer f = run("ffnFused", l, ffnIn, 0, a.x2norm, Phase.FORWARD_BACKEND);
             long t4 = System.nanoTime();
             var fl = specs.get("ffnFused").output();
@@ -450,7 +496,77 @@ public final class TrainingStep implements AutoCloseable {
             read(f, fl.start("h3"), a.h3);
             read(f, fl.start("gate"), a.gate);
             add(Phase.IO, t4);
+            // LoRA w2: xNext += α·s·B2·(A2·drop(gate))
+            if (loraInputs && lora.adapts("w2")) lora.addUp(l, "w2", loraForward(l, "w2", a.gate, h), alpha * lora.scale(), acts[l + 1].x);
         }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // LoRA as inputs: the rank-r term y += s·B·A·drop(x) beside the base W the kernels hold
+
+    /** u (r,S) = A·drop(x) of layer l's adapted target, kept for the backward; x is (in,S). Draws the step's mask. */
+    private float[] loraForward(int l, String target, float[] x, int in) {
+        long t0 = System.nanoTime();
+        int ti = TrainOptions.LORA_TARGETS.indexOf(target);
+        float[] u = loraU[l][ti];
+        if (sequence >= 0) {
+            long[] bits = loraMask[l][ti];
+            if (bits == null) bits = loraMask[l][ti] = new long[(in * s + 63) >>> 6];
+            dropout.mask(dropout.key(sequence, l, ti), bits, in * s);
+            dropout.apply(x, bits, loraX, in * s);
+            lora.project(l, target, loraX, u);
+        } else lora.project(l, target, x, u);
+        add(Phase.CPU, t0);
+        return u;
+    }
+
+    /** Writes a LoRA variant's inputs for one target: s·u (r,S) and Bᵀ (r,OC) into its slot, zero rows up to the padded rank. */
+    private void loraInput(TensorBuffer in, String kernel, TrainingKernels.LoraSlot slot, int l, String target, float[] x, int inDim) {
+        float[] u = loraForward(l, target, x, inDim);
+        long t0 = System.nanoTime();
+        int r = lora.rank(), rp = new TrainingKernels.LoraInputs(r, lora.targets()).paddedRank(), oc = lora.b(l, target).rows();
+        float[] pad = loraPad, ad = lora.data();
+        float sc = lora.scale();
+        java.util.Arrays.fill(pad, 0, rp * Math.max(s, oc), 0f);
+        for (int i = 0; i < r * s; i++) pad[i] = sc * u[i];
+        in.writeColumns(slot.channel(), rp, col(kernel, slot.u()), s, pad, 0, s);
+        activationBytes += (long) rp * s * in.dtype().byteSize();
+        // Bᵀ (r, OC): channel j, column o ← B[o, j]
+        int bo = lora.b(l, target).offset();
+        for (int o = 0; o < oc; o++) for (int j = 0; j < r; j++) pad[j * oc + o] = ad[bo + o * r + j];
+        java.util.Arrays.fill(pad, r * oc, rp * oc, 0f);
+        in.writeColumns(slot.channel(), rp, col(kernel, slot.bT()), oc, pad, 0, oc);
+        weightBytes.add((long) rp * oc * in.dtype().byteSize());
+        add(Phase.IO, t0);
+    }
+
+    /**
+     * The adapter path of one adapted target in the backward, dY (out,S) its output's gradient: g = Bᵀ·dY into the
+     * gradient set, dx (in,S) += s·mask/(1−p) ⊙ (Aᵀ·g). The adapter gradients need g, u and drop(x): {@link #loraGrads}.
+     */
+    private void loraBackward(Gradients gs, int l, String target, float[] dY, float[] dx, int in) {
+        long t0 = System.nanoTime();
+        int ti = TrainOptions.LORA_TARGETS.indexOf(target);
+        float[] g = gs.lora[ti];
+        lora.backProject(l, target, dY, g);
+        if (sequence < 0) lora.backDown(l, target, g, lora.scale(), 1f, dx);
+        else {
+            lora.backDown(l, target, g, 1f, 0f, loraDx);
+            dropout.addMasked(dx, loraDx, lora.scale(), loraMask[l][ti], in * s);
+        }
+        add(Phase.CPU, t0);
+    }
+
+    /** On the weight-gradient thread: dB += s·dY·uᵀ, dA += s·g·drop(x)ᵀ, with drop(x) rebuilt from the forward's mask. */
+    private void loraGrads(float[] grads, Gradients gs, int l, String target, float[] dY, float[] x, int in) {
+        int ti = TrainOptions.LORA_TARGETS.indexOf(target);
+        float[] xd = x;
+        if (sequence >= 0) {
+            xd = droppedX.get();
+            if (xd.length < in * s) droppedX.set(xd = new float[in * s]);
+            dropout.apply(x, loraMask[l][ti], xd, in * s);
+        }
+        lora.accumulateGradients(grads, l, target, dY, loraU[l][ti], gs.lora[ti], xd);
     }
 
     /**
@@ -458,9 +574,18 @@ public final class TrainingStep implements AutoCloseable {
      *                completion mask): the loss is the mean over the counted positions, as torch's ignore_index
      */
     public float forwardBackward(float[] params, float[] grads, int[] tokens, int[] targets, float lossScale) {
+        return forwardBackward(params, grads, tokens, targets, lossScale, 0);
+    }
+
+    /**
+     * @param sequence the number of this training sequence in its run (the trainer's micro-step): with LoRA dropout it
+     *                 selects the masks ({@link LoraDropout}), so a resumed run draws the same ones
+     */
+    public float forwardBackward(float[] params, float[] grads, int[] tokens, int[] targets, float lossScale, long sequence) {
         int gradCount = lora == null ? layout.size() : lora.size();
         if (grads.length != gradCount) throw new IllegalArgumentException("[train] grads has " + grads.length + " floats, " + (lora == null ? "the model " : "the adapters ") + gradCount);
-        forward(params, tokens, targets);
+        if (sequence < 0) throw new IllegalArgumentException("[train] sequence " + sequence + " must be at least 0");
+        forward(params, tokens, targets, sequence);
         float eps = c.normEps(), alpha = c.residualScale();
         ParameterView emb = layout.tokenEmbedding(), cls = layout.classifier();
 
@@ -495,6 +620,7 @@ public final class TrainingStep implements AutoCloseable {
 
         // transformer blocks in reverse
         for (int l = nl - 1; l >= 0; l--) {
+            final int layer = l;
             Activations a = acts[l];
             ParameterLayout.Layer w = layout.layer(l);
             Gradients g = gradSets[l & 1];
@@ -502,14 +628,21 @@ public final class TrainingStep implements AutoCloseable {
             // FFN: dffn = α·dy → dgate = W2ᵀ·dffn
             for (int i = 0; i < d * s; i++) g.dffn[i] = alpha * dy[i];
             read(run("ffnBwdW2t", l, input(l, "ffnBwdW2t"), 0, g.dffn, Phase.BACKWARD_BACKEND), 0, g.dgate);
-            dw(() -> weightGrad(grads, w, "w2", g.dffn, a.gate));                          // dW2 (D,H) += dffn·gateᵀ
+            if (loraAt("w2")) {
+                loraBackward(g, l, "w2", g.dffn, g.dgate, h);                              // dgate += s·m ⊙ A2ᵀ·B2ᵀ·dffn
+                dw(() -> loraGrads(grads, g, layer, "w2", g.dffn, a.gate, h));
+            } else dw(() -> weightGrad(grads, w, "w2", g.dffn, a.gate));                   // dW2 (D,H) += dffn·gateᵀ
             long t0 = System.nanoTime();
             CpuOps.swigluBackward(g.dh1, g.dh3, g.dgate, a.h1, a.h3, h * s);
             add(Phase.CPU, t0);
             TensorBuffer w13 = input(l, "ffnBwdW13t");
             writeActivation(w13, h, col("ffnBwdW13t", "dh3"), g.dh3);
             read(run("ffnBwdW13t", l, w13, 0, g.dh1, Phase.BACKWARD_BACKEND), 0, dtmp);
-            dw(() -> { weightGrad(grads, w, "w1", g.dh1, a.x2norm); weightGrad(grads, w, "w3", g.dh3, a.x2norm); });
+            if (loraInputs) {
+                // dx2norm += s·m ⊙ Aᵀ·Bᵀ·dh of w1 and w3
+                if (lora.adapts("w1")) { loraBackward(g, l, "w1", g.dh1, dtmp, d); dw(() -> loraGrads(grads, g, layer, "w1", g.dh1, a.x2norm, d)); }
+                if (lora.adapts("w3")) { loraBackward(g, l, "w3", g.dh3, dtmp, d); dw(() -> loraGrads(grads, g, layer, "w3", g.dh3, a.x2norm, d)); }
+            } else dw(() -> { weightGrad(grads, w, "w1", g.dh1, a.x2norm); weightGrad(grads, w, "w3", g.dh3, a.x2norm); });
             // dx2 = rmsnorm_bwd(dffn path) + dy (residual)
             long t1 = System.nanoTime();
             CpuOps.rmsnormBackward(g.dx2, normGrads(grads), normOffset(w.rmsFfn()), dtmp, a.x2, params, w.rmsFfn().offset(), a.rrmsFfn, d, s);
@@ -517,7 +650,10 @@ public final class TrainingStep implements AutoCloseable {
             add(Phase.CPU, t1);
             // attention output projection: da = Woᵀ·(α·dx2)
             read(run("wotBwd", l, input(l, "wotBwd"), 0, g.dO, Phase.BACKWARD_BACKEND), 0, da);
-            dw(() -> weightGrad(grads, w, "o", g.dO, a.attn));                             // dWo (D,Q) += α·dx2·attnᵀ
+            if (loraAt("o")) {
+                loraBackward(g, l, "o", g.dO, da, q);                                      // da += s·m ⊙ Aoᵀ·Boᵀ·dO, before sdpaBwd1 reads it
+                dw(() -> loraGrads(grads, g, layer, "o", g.dO, a.attn, q));
+            } else dw(() -> weightGrad(grads, w, "o", g.dO, a.attn));                      // dWo (D,Q) += α·dx2·attnᵀ
             // attention core: recompute probs, dV, dP (sdpaBwd1), then dQ, dK (sdpaBwd2), on heads tiled to NH
             long t2 = System.nanoTime();
             // (multi-head attention, NKV = NH: the heads are already tiled, K and V go in as they are)
@@ -561,7 +697,18 @@ public final class TrainingStep implements AutoCloseable {
                 System.arraycopy(dkRaw, 0, g.dk, 0, kv * s);
             }
             add(Phase.CPU, t4);
-            g.lastReader = dw(() -> { weightGrad(grads, w, "q", g.dq, a.xnorm); weightGrad(grads, w, "k", g.dk, a.xnorm); weightGrad(grads, w, "v", g.dv, a.xnorm); });
+            if (loraInputs) {
+                // the adapter paths' dx go to dxLora (D,S), added to the kernels' dx below
+                java.util.Arrays.fill(dxLora, 0f);
+                if (lora.adapts("q")) loraBackward(g, l, "q", g.dq, dxLora, d);
+                if (lora.adapts("k")) loraBackward(g, l, "k", g.dk, dxLora, d);
+                if (lora.adapts("v")) loraBackward(g, l, "v", g.dv, dxLora, d);
+                g.lastReader = dw(() -> {
+                    if (lora.adapts("q")) loraGrads(grads, g, layer, "q", g.dq, a.xnorm, d);
+                    if (lora.adapts("k")) loraGrads(grads, g, layer, "k", g.dk, a.xnorm, d);
+                    if (lora.adapts("v")) loraGrads(grads, g, layer, "v", g.dv, a.xnorm, d);
+                });
+            } else g.lastReader = dw(() -> { weightGrad(grads, w, "q", g.dq, a.xnorm); weightGrad(grads, w, "k", g.dk, a.xnorm); weightGrad(grads, w, "v", g.dv, a.xnorm); });
             // dx through the projections: Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv
             read(run("qBwd", l, input(l, "qBwd"), 0, g.dq, Phase.BACKWARD_BACKEND), 0, dxq);
             TensorBuffer kvIn = input(l, "kvBwd");
@@ -569,6 +716,7 @@ public final class TrainingStep implements AutoCloseable {
             read(run("kvBwd", l, kvIn, 0, g.dk, Phase.BACKWARD_BACKEND), 0, dtmp);
             long t5 = System.nanoTime();
             for (int i = 0; i < d * s; i++) dtmp[i] += dxq[i];
+            if (loraInputs) for (int i = 0; i < d * s; i++) dtmp[i] += dxLora[i];
             // dy_prev = rmsnorm_bwd(dx_attn) + dx2 (residual); dy is not read after this point of the layer, so it is reused
             CpuOps.rmsnormBackward(dy, normGrads(grads), normOffset(w.rmsAtt()), dtmp, a.x, params, w.rmsAtt().offset(), a.rrmsAtt, d, s);
             for (int i = 0; i < d * s; i++) dy[i] += g.dx2[i];
@@ -608,6 +756,9 @@ public final class TrainingStep implements AutoCloseable {
         add(Phase.CPU, t0);
         read(eval("attnValues", -1, valuesIn, Phase.FORWARD_BACKEND), 0, a.attn);
     }
+
+    /** Whether target's adapter path runs on the CPU beside the base kernels (LoRA as inputs, target adapted). */
+    private boolean loraAt(String target) { return loraInputs && lora.adapts(target); }
 
     /** The gradient of one projection: dW in full training; with LoRA the adapters' (if it is adapted), never the frozen dW. */
     private void weightGrad(float[] grads, ParameterLayout.Layer w, String target, float[] dY, float[] x) {

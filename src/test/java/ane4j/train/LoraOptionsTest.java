@@ -38,5 +38,7 @@ class LoraOptionsTest {
                 assertThrows(IllegalArgumentException.class, () -> TrainOptions.of(Map.of("lora", "-1"))).getMessage());
         assertEquals("[train] loraDropout must be below 1, got 1.0",
                 assertThrows(IllegalArgumentException.class, () -> TrainOptions.of(Map.of("loraDropout", "1"))).getMessage());
+        assertEquals("[train] loraDropout = '-0.1' is not a non-negative number",
+                assertThrows(IllegalArgumentException.class, () -> TrainOptions.of(Map.of("lora-dropout", "-0.1"))).getMessage());
     }
 }

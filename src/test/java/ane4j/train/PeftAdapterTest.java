@@ -81,6 +81,17 @@ class PeftAdapterTest {
         }
     }
 
+    /** adapter_config.json records the run's lora_dropout (the committed golden folders are of lora_dropout 0: "0.0", unchanged bytes). */
+    @org.junit.jupiter.api.Test
+    void theConfigRecordsTheRunsDropout() throws IOException {
+        LoraAdapters g = goldenAdapters("llama_qvo1");
+        LoraAdapters ad = new LoraAdapters(g.config(), g.rank(), g.alpha(), g.targets(), new LoraDropout(0.1f, 7));
+        PeftAdapter.write(dir, ad, "base");
+        String cfg = Files.readString(dir.resolve("adapter_config.json"));
+        assertTrue(cfg.contains("\n  \"lora_dropout\": 0.1,\n"), cfg);
+        assertEquals(0.1, ((Number) ((Map<?, ?>) Json.parse(cfg)).get("lora_dropout")).doubleValue(), 1e-9);
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"qwen3_all"})
     void unsupportedSettingsAreOneLine(String name) throws IOException {

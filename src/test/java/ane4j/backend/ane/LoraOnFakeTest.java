@@ -1,0 +1,58 @@
+package ane4j.backend.ane;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ane4j.backend.ane.ffm.FakeObjc;
+import ane4j.backend.ref.RefBackend;
+import ane4j.train.Trainer;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * LoRA with dropout on the (fake) ANE: the LoRA variants of sdpaFwd and ffnFused compile once with the other eight
+ * (through the backend's chip-rule check for the fake's chip; every chip: TrainingKernelsChipRulesTest), each layer's bound input takes u and Bᵀ beside the base weights, no evaluate
+ * copies an input, and the losses equal the reference backend's bit for bit.
+ */
+class LoraOnFakeTest {
+    FakeObjc fake;
+    RefOnFake ane;
+    @TempDir Path tmp;
+
+    @BeforeEach
+    void setUp() {
+        ane = FakeRuntime.withReferenceEvaluate(tmp.resolve("ane"));
+        fake = ane.fake();
+    }
+
+    @AfterEach
+    void noViolations() {
+        ane.close();
+        FakeRuntime.assertNoViolations(fake);
+    }
+
+    @Test
+    void loraWithDropoutTrainsOnBoundInputsAsOnTheReference() throws Exception {
+        Path conf = TrainingStagingOnFakeTest.writeConfig(tmp);
+        Map<String, String> opts = Map.of("model", conf.toString(), "steps", "4", "accum", "2", "warmup", "1", "checkpointEvery", "0",
+                "lora", "4", "loraTargets", "q,k,v,o,w1,w2,w3", "loraDropout", "0.1", "lr", "1e-2");
+        List<Trainer.StepMetrics> onAne, onRef;
+        List<AneKernel> compiled = new java.util.ArrayList<>();
+        try (Trainer t = new Trainer(TrainingStagingOnFakeTest.options(opts, tmp.resolve("ane-run")), TrainingStagingOnFakeTest.recording(AneBackendContractTest.backend(), compiled), null)) {
+            onAne = t.run(null, 0);
+        }
+        try (Trainer t = new Trainer(TrainingStagingOnFakeTest.options(opts, tmp.resolve("ref-run")), new RefBackend(), null)) {
+            onRef = t.run(null, 0);
+        }
+        assertEquals(10, compiled.size(), "the ten kernels, compiled once");
+        for (AneKernel k : compiled) assertEquals(0, k.copiedInputBytes(), k + ": no evaluate copied an input");
+        for (int i = 0; i < onAne.size(); i++)
+            assertEquals(Float.floatToIntBits(onRef.get(i).loss()), Float.floatToIntBits(onAne.get(i).loss()), "step " + i + ": " + onAne.get(i).loss() + " vs " + onRef.get(i).loss());
+        assertTrue(onAne.get(3).loss() != onAne.get(0).loss(), "the adapters train");
+    }
+}
