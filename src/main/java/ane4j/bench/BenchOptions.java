@@ -39,6 +39,7 @@ public final class BenchOptions {
             new Spec("lora-targets", "q,k,…", "the adapted projections of --lora (default all seven: q,k,v,o,w1,w2,w3)", Set.of("step")),
             new Spec("lora-alpha", "A", "the adapters' alpha of --lora (scale alpha/rank, default 16)", Set.of("step")),
             new Spec("compare-full", null, "with --lora: also time the full step, each side in its own JVM (peak RSS per process), and print the ratios", Set.of("step")),
+            new Spec("rounds", "N", "with --compare-full: LoRA and full sides alternated N times (default 3; --quick 1), ratios taken pair by pair", Set.of("step")),
             new Spec("python", "PATH", "the python3 with torch/numpy", Set.of("step", "sgemm")),
             new Spec("torch-script", "FILE", "the PyTorch step script (default tools/torch_train_step.py, with --lora tools/torch_lora_step.py)", Set.of("step")),
             new Spec("torch-threads", "N", "PyTorch's threads", Set.of("step")),

@@ -58,10 +58,11 @@ public final class StepBench {
 
     public static BenchResult run(BenchOptions o, Backend backend) {
         Set<String> keys = new java.util.HashSet<>(Set.of("model", "steps", "warmup", "weights", "storage", "python", "torch-script", "torch-threads", "seed",
-                "lora", "lora-targets", "lora-alpha"));
+                "lora", "lora-targets", "lora-alpha", "rounds"));
         for (String k : TrainOptions.MODEL_KEYS) keys.add(RunSpec.KEYS.key(k).flag().substring(2));
         o.check("step", keys);
         if (o.flag("compare-full")) return LoraComparison.run(o);
+        if (o.has("rounds")) throw new IllegalArgumentException("[bench] --rounds alternates the two sides of --compare-full: give --lora RANK --compare-full too");
         ModelConfig cfg = config(o);
         int steps = steps(o), warmup = o.getInt("warmup", o.quick() ? 1 : 2);
         if (steps < 1 || warmup < 0) throw new IllegalArgumentException("[bench] --steps must be ≥ 1 and --warmup ≥ 0");

@@ -29,7 +29,7 @@ class LoraStepBenchTest {
     void loraAndFullStepsSideBySideWithPyTorch() throws Exception {
         Path json = dir.resolve("lora.json");
         var r = BenchCommandTest.run("bench", "step", "--quick", "--steps", "1", "--warmup", "0", "--backend", "ref",
-                "--lora", "4", "--lora-targets", "q,v,o,w2", "--compare-full", "--compare-torch", "--json", json.toString());
+                "--lora", "4", "--lora-targets", "q,v,o,w2", "--compare-full", "--rounds", "2", "--compare-torch", "--json", json.toString());
         assumeTrue(r.code() == 0 || !r.err().contains("torch_lora_step.py failed"), "no PyTorch for /usr/bin/python3: " + r.err());
         assertEquals(0, r.code(), r.err() + r.out());
         Map<String, Object> m = (Map<String, Object>) Json.parse(Files.readString(json));
@@ -46,7 +46,13 @@ class LoraStepBenchTest {
         assertEquals(10.0, num(BenchCommandTest.summary(fullSide), "compiles"));
         assertTrue(String.valueOf(loraSide.get("command")).contains("--lora 4 --lora-targets q,v,o,w2"), String.valueOf(loraSide.get("command")));
         assertTrue(!String.valueOf(fullSide.get("command")).contains("--lora"), String.valueOf(fullSide.get("command")));
-        assertEquals(num(s, "msPerStep") / num(s, "fullMsPerStep"), num(s, "msRatio"), 1e-3 * num(s, "msRatio"));   // the JSON keeps 3 decimals
+        // two rounds (LoRA first, then full first): the ratio is the median of the rounds' ratios, each a pair's
+        List<Number> lr = (List<Number>) s.get("msPerStepRounds"), fr = (List<Number>) s.get("fullMsPerStepRounds"), rr = (List<Number>) s.get("msRatioRounds");
+        assertEquals(2, rr.size());
+        for (int i = 0; i < 2; i++) assertEquals(lr.get(i).doubleValue() / fr.get(i).doubleValue(), rr.get(i).doubleValue(), 2e-3 * rr.get(i).doubleValue());   // the JSON keeps 3 decimals
+        assertEquals((rr.get(0).doubleValue() + rr.get(1).doubleValue()) / 2, num(s, "msRatio"), 2e-3 * num(s, "msRatio"));
+        assertEquals((lr.get(0).doubleValue() + lr.get(1).doubleValue()) / 2, num(s, "msPerStep"), 2e-3 * num(s, "msPerStep"));
+        assertTrue(r.out().contains("(LoRA first, ") && r.out().contains("(full first, "), r.out());
         assertEquals(num(s, "peakRssMB") / num(s, "fullPeakRssMB"), num(s, "peakRssRatio"), 1e-3 * num(s, "peakRssRatio"));
         assertTrue(num(s, "peakRssMB") > 50 && num(s, "fullPeakRssMB") > 50, "each side's VmHWM is a JVM's: " + s);
         // PyTorch, written from the math in tools/: its adapters have the same size, its LoRA start is its full model
@@ -71,5 +77,9 @@ class LoraStepBenchTest {
         assertTrue(r.err().contains("[lora] target 'x' is not one of q,k,v,o,w1,w2,w3"), r.err());
         r = BenchCommandTest.run("bench", "step", "--quick", "--no-save", "--lora-alpha", "8");
         assertEquals("ane4j bench: [bench] --lora-alpha needs --lora RANK", r.err().strip());
+        r = BenchCommandTest.run("bench", "step", "--quick", "--no-save", "--rounds", "3");
+        assertEquals("ane4j bench: [bench] --rounds alternates the two sides of --compare-full: give --lora RANK --compare-full too", r.err().strip());
+        r = BenchCommandTest.run("bench", "step", "--quick", "--no-save", "--lora", "4", "--compare-full", "--rounds", "0");
+        assertEquals("ane4j bench: [bench] --rounds 0 must be 1 to 20 (each round runs both sides once)", r.err().strip());
     }
 }
