@@ -27,6 +27,7 @@ public final class RefKernel implements Kernel {
     private final String function;
     private final List<TensorSpec> inputs, outputs;
     private final List<Storage> inputStorages;
+    /** Per fp16 input: the fp32 buffer a packed fp16 input is converted into, allocated at its first use (null before). */
     private final MemorySegment[] staging;
     private final List<T> outputViews;
     private final List<Step> steps;
@@ -51,8 +52,6 @@ public final class RefKernel implements Kernel {
         this.profileName = function + (outputs.isEmpty() ? "" : "→" + outputs.get(0).type());
         this.staging = new MemorySegment[inputs.size()];
         this.confinedCopy = new MemorySegment[inputs.size()];
-        for (int i = 0; i < staging.length; i++)
-            if (inputs.get(i).type().dtype() != DType.FP32) staging[i] = arena.allocate(Math.max(1, inputStorages.get(i).floats) * 4, 64);
     }
 
     @Override public List<TensorSpec> inputs() { return inputs; }
@@ -83,14 +82,16 @@ public final class RefKernel implements Kernel {
             TensorSpec s = inputs.get(i);
             TensorBuffer b = Kernel.argument(function, in, s, "input");
             Storage st = inputStorages.get(i);
-            if ((staging[i] == null || b.floatHeld()) && b.segment().isAccessibleBy(OTHER_THREAD)) st.seg = b.segment();
-            else if (staging[i] == null || b.floatHeld()) {
+            boolean fp32 = b.dtype() == DType.FP32 || b.floatHeld();
+            if (fp32 && b.segment().isAccessibleBy(OTHER_THREAD)) st.seg = b.segment();
+            else if (fp32) {
                 // a thread-confined fp32 (or float-held) input: copy it, the GEMM uses two threads
                 if (confinedCopy[i] == null) confinedCopy[i] = arena.allocate(Math.max(1, st.floats) * 4, 64);
                 MemorySegment.copy(b.segment(), 0, confinedCopy[i], 0, st.floats * 4);
                 st.seg = confinedCopy[i];
             }
             else {
+                if (staging[i] == null) staging[i] = arena.allocate(Math.max(1, st.floats) * 4, 64);
                 st.seg = staging[i];
                 toFloats(b, staging[i]);
             }
