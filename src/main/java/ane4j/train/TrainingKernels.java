@@ -30,7 +30,10 @@ public final class TrainingKernels {
     /**
      * LoRA adapters that reach sdpaFwd (q, k, v) and ffnFused (w1, w3) as inputs: the LoRA variants of those two kernels
      * read u = s·A·drop(x) (r, S) and Bᵀ (r, OC) from extra column regions of their one packed input and add B·u to the
-     * projection (o and w2 meet the residual on the CPU, every backward kernel keeps the base W: no variant).
+     * projection (o and w2 meet the residual on the CPU, every backward kernel keeps the base W: no variant). One packed
+     * input, not extra inputs: every input surface of a program must have the same allocation size, else status 0x1d
+     * (anchors.md point 7: Orion #2, #12; maderix packs everything into one input for that reason). Chip rules as for
+     * every kernel (TrainingKernelsChipRulesTest); not yet run on Apple hardware.
      *
      * @param rank    r; the kernels contract over r rounded up to a multiple of 32 ({@link #paddedRank}), zero channels after r
      * @param targets the adapted matrices (of q,k,v,o,w1,w2,w3)
