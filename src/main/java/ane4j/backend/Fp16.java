@@ -61,7 +61,9 @@ public final class Fp16 {
         float[] f = FLOATS.get();
         for (int done = 0; done < n; done += CHUNK) {
             int m = Math.min(CHUNK, n - done);
-            for (int i = 0, at = srcOffset + done; i < m; i++) f[i] = Float.float16ToFloat(Float.floatToFloat16(src[at + i]));
+            // copied first, then rounded in place: C2 vectorises the one-array loop, not the two-array one (2× slower)
+            System.arraycopy(src, srcOffset + done, f, 0, m);
+            for (int i = 0; i < m; i++) f[i] = Float.float16ToFloat(Float.floatToFloat16(f[i]));
             MemorySegment.copy(f, 0, dst, F, (dstIndex + done) * 4, m);
         }
     }
