@@ -13,7 +13,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A LoRA run in the worker, restarted for the compile budget, ends bit-identical to the same run in this JVM. */
+/** A LoRA run in the worker, restarted for the compile budget or killed, ends bit-identical to the same run in this JVM. */
 class LoraSupervisedTest {
     @TempDir Path dir;
 
@@ -38,6 +38,45 @@ class LoraSupervisedTest {
             assertEquals(1, s.status().restarts(), log.lines.toString());
             Checkpoint.Contents c = Checkpoint.loadNewest(runDir.resolve("checkpoints"), w -> { throw new AssertionError(w); });
             assertEquals(20, c.state().step());
+            assertArrayEquals(adapters, c.lora(), "adapters");
+            assertArrayEquals(m, c.m(), "the adapters' AdamW first moments");
+            assertArrayEquals(losses, SupervisedTrainingTest.losses(h), "loss curve");
+        }
+    }
+
+    /** Dropout's masks are a function of (seed, step, layer, target, element): workers killed mid-run redraw the same ones. */
+    @Test
+    void killedWorkersOfALoraRunWithDropoutEndBitIdentical() throws Exception {
+        Map<String, String> refOpts = new java.util.HashMap<>(WorkerTestSupport.trainOptions(dir, dir.resolve("ref"), 30, "dynamic", 3));
+        refOpts.put("lora", "2");
+        refOpts.put("loraTargets", "q,v,o,w2");
+        refOpts.put("loraDropout", "0.1");
+        float[] adapters, m, losses;
+        try (Trainer t = new Trainer(TrainOptions.of(refOpts), new RefBackend(RefBackend.Options.ANE_LIKE), null)) {
+            losses = SupervisedTrainingTest.losses(t.run(null, 0));
+            adapters = t.adapters().data().clone();
+            m = t.firstMoments().clone();
+        }
+        var log = new WorkerTestSupport.Log();
+        Path runDir = dir.resolve("supervised");
+        Map<String, String> opts = new java.util.HashMap<>(refOpts);
+        opts.put("runDir", runDir.toString());
+        try (Supervisor s = new Supervisor(WorkerTestSupport.options(log))) {
+            TrainingSession session = s.startTraining(TrainOptions.of(opts), null);
+            int kills = 0;
+            for (long killAt : new long[] {5, 13, 22}) {
+                while (!session.isDone() && session.status().nextStep() < killAt) Thread.sleep(2);
+                long pid = s.workerPid();
+                if (session.isDone() || pid < 0) break;
+                ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+                RemoteKernelTest.waitDead(pid);
+                kills++;
+            }
+            List<Trainer.StepMetrics> h = session.await(java.time.Duration.ofMinutes(3));
+            assertEquals(3, kills, "the run ended before three kills");
+            assertEquals(kills, s.status().restarts(), log.lines.toString());
+            Checkpoint.Contents c = Checkpoint.loadNewest(runDir.resolve("checkpoints"), w -> { throw new AssertionError(w); });
+            assertEquals(30, c.state().step());
             assertArrayEquals(adapters, c.lora(), "adapters");
             assertArrayEquals(m, c.m(), "the adapters' AdamW first moments");
             assertArrayEquals(losses, SupervisedTrainingTest.losses(h), "loss curve");
