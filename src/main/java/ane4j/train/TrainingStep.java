@@ -709,6 +709,8 @@ public final class TrainingStep implements AutoCloseable {
                     if (lora.adapts("v")) loraGrads(grads, g, layer, "v", g.dv, a.xnorm, d);
                 });
             } else g.lastReader = dw(() -> { weightGrad(grads, w, "q", g.dq, a.xnorm); weightGrad(grads, w, "k", g.dk, a.xnorm); weightGrad(grads, w, "v", g.dv, a.xnorm); });
+            // LoRA: nothing below layer 0's projections trains (embedding and norms are frozen), so its input gradient is unused
+            if (lora != null && l == 0) continue;
             // dx through the projections: Wqᵀ·dq + Wkᵀ·dk + Wvᵀ·dv
             read(run("qBwd", l, input(l, "qBwd"), 0, g.dq, Phase.BACKWARD_BACKEND), 0, dxq);
             TensorBuffer kvIn = input(l, "kvBwd");
