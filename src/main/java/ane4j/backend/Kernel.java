@@ -45,8 +45,8 @@ public interface Kernel extends AutoCloseable {
     /**
      * Whether a caller that keeps several input sets for this kernel (one per layer, say) should hold them as
      * {@link #bind() bindings}: true where handing a separate buffer to {@link #evaluate} costs a copy of the whole
-     * input (the ANE's IOSurfaces), false where bindings would only cost memory (the reference backend converts its
-     * inputs at every evaluate anyway, so one input staged on demand is as good and smaller).
+     * input (the ANE's IOSurfaces), false where bindings would only cost memory (the reference backend: one direct
+     * input restaged per layer on demand costs a write of the weights, several held at once their fp32 size each).
      */
     default boolean prefersBoundInputs() { return false; }
 
