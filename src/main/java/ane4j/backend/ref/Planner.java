@@ -132,7 +132,7 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
         allocate();
         List<TensorSpec> in = fn.inputs().stream().map(v -> new TensorSpec(v.name(), v.type())).toList();
         List<TensorSpec> out = fn.outputs().stream().map(v -> new TensorSpec(v.name(), v.type())).toList();
-        return new RefKernel(fn.name(), in, out, inputStorages, outs, steps, warnings, arena);
+        return new RefKernel(fn.name(), in, out, inputStorages, outs, steps, warnings, arena, !opt.fp32Storage());
     }
 
     private static List<Value> argValues(Arg a) {

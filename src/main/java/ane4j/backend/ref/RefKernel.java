@@ -38,10 +38,13 @@ public final class RefKernel implements Kernel {
     /** The function and its first output type: tells the training kernels apart in the profile (all are "main"). */
     private final String profileName;
     private static final Thread OTHER_THREAD = new Thread(() -> {});
+    /** Whether every fp16 value the steps leave is already an fp16 value (fp16 storage: each op rounds its result). */
+    private final boolean fp16Results;
 
     RefKernel(String function, List<TensorSpec> inputs, List<TensorSpec> outputs, List<Storage> inputStorages,
-              List<T> outputViews, List<Step> steps, List<String> warnings, Arena arena) {
+              List<T> outputViews, List<Step> steps, List<String> warnings, Arena arena, boolean fp16Results) {
         this.function = function;
+        this.fp16Results = fp16Results;
         this.inputs = List.copyOf(inputs);
         this.outputs = List.copyOf(outputs);
         this.inputStorages = inputStorages;
@@ -108,7 +111,7 @@ public final class RefKernel implements Kernel {
                 throw new BackendException("[" + step.label() + "] failed: " + e, e);
             }
         }
-        for (int i = 0; i < outputs.size(); i++) fromView(outputViews.get(i), out.get(outputs.get(i).name()));
+        for (int i = 0; i < outputs.size(); i++) fromView(outputViews.get(i), out.get(outputs.get(i).name()), fp16Results);
         if (Profile.ON) Profile.add(profileName, "(outputs)", t0);
         for (Storage st : inputStorages) st.seg = null;
     }
@@ -127,13 +130,18 @@ public final class RefKernel implements Kernel {
     /** Conversions from this many elements run in two halves on two threads (about 0.6 ns per element on one). */
     private static final long PARALLEL_CONVERT_MIN = 1 << 18;
 
-    private static void fromView(T v, TensorBuffer b) {
+    private static void fromView(T v, TensorBuffer b, boolean fp16Results) {
         MemorySegment s = v.st.seg, d = b.segment();
         if (v.isContiguous()) {
             long n = v.count();
             switch (b.dtype()) {
                 case FP32 -> MemorySegment.copy(s, v.off * 4, d, 0, n * 4);
                 case FP16 -> {
+                    if (b.floatHeld() && fp16Results) {
+                        // already fp16 values: the floats as they are
+                        MemorySegment.copy(s, v.off * 4, d, 0, n * 4);
+                        return;
+                    }
                     if (b.floatHeld()) {
                         long off = v.off;
                         if (n >= PARALLEL_CONVERT_MIN) Parallel.forEach(2, half -> Fp16.roundInto(s, off + half * (n / 2), d, half * (n / 2), half == 0 ? n / 2 : n - n / 2));
