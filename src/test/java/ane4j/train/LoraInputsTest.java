@@ -47,4 +47,30 @@ class LoraInputsTest {
         assertEquals(List.of("q", "k", "v"), List.copyOf(slots.keySet()));
         assertEquals(rank == 4 ? 32 : 0, slots.get("k").channel(), "rank 4 (padded 32) stacks two per region on dim 64");
     }
+
+    /** Dropout only in training steps: validation's forward drops nothing; a training step's masks follow its sequence number. */
+    @org.junit.jupiter.api.Test
+    void dropoutIsOfTrainingStepsOnlyAndFollowsTheSequence() {
+        ModelConfig c = ModelConfig.parse("tiny").withVocabSize(96);
+        float[] base = Parameters.init(c, 5).data();
+        LoraAdapters plain = new LoraAdapters(c, 4, 8f, TrainOptions.LORA_TARGETS);
+        LoraAdapters dropped = new LoraAdapters(c, 4, 8f, TrainOptions.LORA_TARGETS, new LoraDropout(0.3f, 11));
+        Rng rng = new Rng(9);
+        for (int i = 0; i < plain.size(); i++) plain.data()[i] = dropped.data()[i] = (2 * rng.nextFloat() - 1) * 0.1f;
+        int[] tokens = new int[c.seqLen()], targets = new int[c.seqLen()];
+        for (int t = 0; t < tokens.length; t++) { tokens[t] = rng.nextInt(96); targets[t] = rng.nextInt(96); }
+        var ref = new RefBackend(RefBackend.Options.FP32_STORAGE);
+        try (TrainingStep p = new TrainingStep(c, ref, DType.FP32, false, false, plain);
+             TrainingStep d = new TrainingStep(c, ref, DType.FP32, false, false, dropped)) {
+            p.stageWeights(base);
+            d.stageWeights(base);
+            float noDropout = p.forwardLoss(base, tokens, targets);
+            float[] g = new float[dropped.size()];
+            float step3 = d.forwardBackward(base, g, tokens, targets, 1f, 3);
+            assertEquals(noDropout, d.forwardLoss(base, tokens, targets), "validation loss: no dropout");
+            assertEquals(step3, d.forwardBackward(base, g, tokens, targets, 1f, 3), "the same sequence, the same masks");
+            org.junit.jupiter.api.Assertions.assertNotEquals(step3, d.forwardBackward(base, g, tokens, targets, 1f, 4), "another sequence, other masks");
+            org.junit.jupiter.api.Assertions.assertNotEquals(noDropout, step3);
+        }
+    }
 }
