@@ -19,13 +19,11 @@ public final class CpuOps {
 
     /** out (C,S), x (C,S), w (C); rrms (S) receives the reciprocal RMS of each position for the backward. */
     public static void rmsnormForward(float[] out, float[] rrms, float[] x, float[] w, int wOffset, int channels, int seq, float eps) {
-        // mean of squares over channels, per position (sums in double, channel by channel): blocks of positions in parallel
+        // mean of squares over channels, per position: rows of x streamed in order, sums in double
         double[] ss = new double[seq];
-        parallelColumns(channels, seq, (s0, s1) -> {
-            for (int c = 0; c < channels; c++)
-                for (int s = s0, i = c * seq + s0; s < s1; s++, i++) ss[s] += (double) x[i] * x[i];
-            for (int s = s0; s < s1; s++) rrms[s] = (float) (1.0 / Math.sqrt(ss[s] / channels + eps));
-        });
+        for (int c = 0; c < channels; c++)
+            for (int s = 0, i = c * seq; s < seq; s++, i++) ss[s] += (double) x[i] * x[i];
+        for (int s = 0; s < seq; s++) rrms[s] = (float) (1.0 / Math.sqrt(ss[s] / channels + eps));
         parallelRows(channels, seq, (c0, c1) -> {
             for (int c = c0; c < c1; c++) {
                 float wc = w[wOffset + c];
@@ -40,15 +38,14 @@ public final class CpuOps {
      */
     public static void rmsnormBackward(float[] dx, float[] dw, int dwOffset, float[] dout, float[] x, float[] w, int wOffset,
                                        float[] rrms, int channels, int seq) {
-        // dot[s] = Σ_c dout·w·x, channel by channel, blocks of positions in parallel; k[s] = r³·dot/C, so dx = r·w·dout − x·k
-        float[] dot = new float[seq], k = new float[seq];
-        parallelColumns(channels, seq, (s0, s1) -> {
-            for (int c = 0; c < channels; c++) {
-                float wc = w[wOffset + c];
-                for (int s = s0, i = c * seq + s0; s < s1; s++, i++) dot[s] += dout[i] * wc * x[i];
-            }
-            for (int s = s0; s < s1; s++) { float r = rrms[s]; k[s] = r * r * dot[s] / channels * r; }
-        });
+        float[] dot = new float[seq];
+        for (int c = 0; c < channels; c++) {
+            float wc = w[wOffset + c];
+            for (int s = 0, i = c * seq; s < seq; s++, i++) dot[s] += dout[i] * wc * x[i];
+        }
+        // k[s] = r³·dot/C, so dx = r·w·dout − x·k
+        float[] k = new float[seq];
+        for (int s = 0; s < seq; s++) { float r = rrms[s]; k[s] = r * r * dot[s] / channels * r; }
         parallelRows(channels, seq, (c0, c1) -> {
             for (int c = c0; c < c1; c++) {
                 float wc = w[wOffset + c];
@@ -61,16 +58,6 @@ public final class CpuOps {
                 dw[dwOffset + c] += (float) dwc;
             }
         });
-    }
-
-    /**
-     * Positions [0, seq) of a (rows, seq) array in parallel blocks of whole cache lines (each position's sum over the rows
-     * keeps its order, so the result does not depend on the split): the caller's body gets [s0, s1).
-     */
-    static void parallelColumns(int rows, int seq, java.util.function.BiConsumer<Integer, Integer> body) {
-        int blocks = (long) rows * seq < 1 << 15 ? 1 : Math.min(seq / 16, 8);
-        if (blocks <= 1) { body.accept(0, seq); return; }
-        Parallel.forEach(blocks, b -> body.accept(seq * b / blocks / 16 * 16, b == blocks - 1 ? seq : seq * (b + 1) / blocks / 16 * 16));
     }
 
     /** Rows [0, rows) of a (rows, seq) array in parallel blocks (rows are independent): the caller's body gets [r0, r1). */
@@ -120,8 +107,7 @@ public final class CpuOps {
     public static void ropeBackward(float[] d, ModelConfig c, int heads, float[] cosT, float[] sinT) {
         int hd = c.headDim(), seq = c.seqLen();
         boolean interleaved = c.ropeStyle() == RopeStyle.INTERLEAVED;
-        // heads are independent: in parallel
-        Parallel.forEach(heads, h -> {
+        for (int h = 0; h < heads; h++)
             for (int i = 0; i < hd / 2; i++) {
                 int ja = interleaved ? 2 * i : i, jb = interleaved ? 2 * i + 1 : i + hd / 2;
                 int ra = (h * hd + ja) * seq, rb = (h * hd + jb) * seq, ta = ja * seq;
@@ -132,7 +118,6 @@ public final class CpuOps {
                     d[rb + s] = -da * si + db * co;
                 }
             }
-        });
     }
 
     /** A (rows, cols) table as (cols, rows): the RoPE tables (S, HD) as (HD, S) for {@link #ropeBackward}. */

@@ -8,9 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * RMSNorm forward and backward over channels, at sizes that run in parallel blocks of positions (stories110m's
- * 768 × 256 and an odd 200 × 72), give the bits of the serial loops in the same summation order (channel by channel,
- * per position), so the result does not depend on the machine's thread count.
+ * RMSNorm forward and backward over channels (stories110m's 768 × 256, an odd 200 × 72, a small 8 × 16) give the bits
+ * of plain loops in the same summation order (channel by channel, per position; dw per channel in double), whichever
+ * rows the parallel part splits off.
  */
 class RmsNormTest {
     @Test
