@@ -23,12 +23,8 @@ class LoraSupervisedTest {
         Map<String, String> refOpts = new java.util.HashMap<>(WorkerTestSupport.trainOptions(dir, dir.resolve("ref"), 20, "static", 0));
         refOpts.put("lora", "2");
         refOpts.put("loraTargets", "q,v,o,w2");
-        float[] adapters, m, losses;
-        try (Trainer t = new Trainer(TrainOptions.of(refOpts), new RefBackend(RefBackend.Options.ANE_LIKE), null)) {
-            losses = SupervisedTrainingTest.losses(t.run(null, 0));
-            adapters = t.adapters().data().clone();
-            m = t.firstMoments().clone();
-        }
+        Reference ref = reference(refOpts);
+        float[] adapters = ref.adapters(), m = ref.m(), losses = ref.losses();
         var log = new WorkerTestSupport.Log();
         Path runDir = dir.resolve("supervised");
         Map<String, String> opts = new java.util.HashMap<>(refOpts);
@@ -51,12 +47,8 @@ class LoraSupervisedTest {
         refOpts.put("lora", "2");
         refOpts.put("loraTargets", "q,v,o,w2");
         refOpts.put("loraDropout", "0.1");
-        float[] adapters, m, losses;
-        try (Trainer t = new Trainer(TrainOptions.of(refOpts), new RefBackend(RefBackend.Options.ANE_LIKE), null)) {
-            losses = SupervisedTrainingTest.losses(t.run(null, 0));
-            adapters = t.adapters().data().clone();
-            m = t.firstMoments().clone();
-        }
+        Reference ref = reference(refOpts);
+        float[] adapters = ref.adapters(), m = ref.m(), losses = ref.losses();
         var log = new WorkerTestSupport.Log();
         Path runDir = dir.resolve("supervised");
         Map<String, String> opts = new java.util.HashMap<>(refOpts);
@@ -80,6 +72,16 @@ class LoraSupervisedTest {
             assertArrayEquals(adapters, c.lora(), "adapters");
             assertArrayEquals(m, c.m(), "the adapters' AdamW first moments");
             assertArrayEquals(losses, SupervisedTrainingTest.losses(h), "loss curve");
+        }
+    }
+
+    /** The uninterrupted in-process run's adapters, their AdamW first moments and its loss curve. */
+    private record Reference(float[] adapters, float[] m, float[] losses) {}
+
+    private static Reference reference(Map<String, String> opts) {
+        try (Trainer t = new Trainer(TrainOptions.of(opts), new RefBackend(RefBackend.Options.ANE_LIKE), null)) {
+            float[] losses = SupervisedTrainingTest.losses(t.run(null, 0));
+            return new Reference(t.adapters().data().clone(), t.firstMoments().clone(), losses);
         }
     }
 }
