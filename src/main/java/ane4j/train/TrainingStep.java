@@ -290,6 +290,9 @@ public final class TrainingStep implements AutoCloseable {
             compileStatic(params);
             return;
         }
+        // LoRA with the adapters as inputs: the base is frozen, so what was staged of it stays valid (each forward writes
+        // the adapters' regions itself); on the ANE each layer's bound surfaces then get the base once per run
+        if (loraInputs && params == stagedParams) return;
         stagedParams = params;
         if (bound != null) for (boolean[] row : boundStaged) java.util.Arrays.fill(row, false);
         else java.util.Arrays.fill(stagedLayer, -1);
