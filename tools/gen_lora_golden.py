@@ -319,7 +319,10 @@ def peft_golden(name, folder):
     case = CASES[name]
     c = G.CONFIGS[case["config"]]
     g, _ = read_safetensors(os.path.join(OUT_DIR, name + ".safetensors"))
-    cfg = _json.load(open(os.path.join(folder, "adapter_config.json")))
+    text = open(os.path.join(folder, "adapter_config.json")).read()
+    cfg = _json.loads(text)
+    # PEFT's own form of the file (PeftConfigMixin.save_pretrained: json.dumps(indent=2, sort_keys=True)), byte for byte
+    assert text == _json.dumps(cfg, indent=2, sort_keys=True), "adapter_config.json is not in json.dumps(indent=2, sort_keys=True) form"
     st, _ = read_safetensors(os.path.join(folder, "adapter_model.safetensors"))
     assert cfg["peft_type"] == "LORA" and cfg["task_type"] == "CAUSAL_LM", cfg
     inv = {v.split(".")[1]: k for k, v in HF_MODULE.items()}

@@ -82,37 +82,40 @@ public final class PeftAdapter {
         }
     }
 
-    /** adapter_config.json with LoraConfig's keys, sorted as PEFT's to_json_string sorts them. */
+    /**
+     * adapter_config.json with LoraConfig's keys, as PEFT's {@code PeftConfigMixin.save_pretrained} writes them
+     * ({@code json.dumps(output_dict, indent=2, sort_keys=True)}: sorted keys, two-space indent, one list item per line,
+     * no newline at the end).
+     */
     static String configJson(LoraAdapters ad, String baseModel) {
         List<String> modules = new ArrayList<>();
-        for (String t : ad.targets()) modules.add(Json.quote(module(t).substring(module(t).indexOf('.') + 1)));
-        Map<String, String> m = new java.util.TreeMap<>();
-        m.put("alpha_pattern", "{}");
-        m.put("base_model_name_or_path", baseModel == null ? "null" : Json.quote(baseModel));
-        m.put("bias", "\"none\"");
-        m.put("fan_in_fan_out", "false");
-        m.put("inference_mode", "true");
-        m.put("init_lora_weights", "true");
-        m.put("layers_pattern", "null");
-        m.put("layers_to_transform", "null");
+        for (String t : ad.targets()) modules.add(module(t).substring(module(t).indexOf('.') + 1));
+        Map<String, Object> m = new java.util.TreeMap<>();
+        m.put("alpha_pattern", Map.of());
+        m.put("base_model_name_or_path", baseModel);
+        m.put("bias", "none");
+        m.put("fan_in_fan_out", false);
+        m.put("inference_mode", true);
+        m.put("init_lora_weights", true);
+        m.put("layers_pattern", null);
+        m.put("layers_to_transform", null);
         m.put("lora_alpha", number(ad.alpha()));
-        m.put("lora_dropout", Float.toString(ad.dropout().p()));      // PEFT's float: 0.0, 0.05, 0.1
-        m.put("modules_to_save", "null");
-        m.put("peft_type", "\"LORA\"");
-        m.put("r", Integer.toString(ad.rank()));
-        m.put("rank_pattern", "{}");
-        m.put("revision", "null");
-        m.put("target_modules", "[" + String.join(", ", modules) + "]");
-        m.put("task_type", "\"CAUSAL_LM\"");
-        m.put("use_dora", "false");
-        m.put("use_rslora", "false");
-        StringBuilder sb = new StringBuilder("{\n");
-        int i = 0;
-        for (var e : m.entrySet()) sb.append("  ").append(Json.quote(e.getKey())).append(": ").append(e.getValue()).append(++i < m.size() ? ",\n" : "\n");
-        return sb.append("}\n").toString();
+        m.put("lora_dropout", Double.parseDouble(Float.toString(ad.dropout().p())));   // PEFT's float: 0.0, 0.05, 0.1
+        m.put("modules_to_save", null);
+        m.put("peft_type", "LORA");
+        m.put("r", ad.rank());
+        m.put("rank_pattern", Map.of());
+        m.put("revision", null);
+        m.put("target_modules", modules);
+        m.put("task_type", "CAUSAL_LM");
+        m.put("use_dora", false);
+        m.put("use_rslora", false);
+        String json = Json.pretty(m);
+        return json.substring(0, json.length() - 1);   // PEFT writes json.dumps(...) with no newline after it
     }
 
-    private static String number(float f) { return f == Math.rint(f) ? Integer.toString((int) f) : Float.toString(f); }
+    /** An integral alpha as an integer (PEFT's default type), else the float's shortest decimal. */
+    private static Number number(float f) { return f == Math.rint(f) ? (Number) (long) f : (Number) Double.parseDouble(Float.toString(f)); }
 
     /**
      * Reads a PEFT LoRA folder for a base model of config {@code c}. Settings ane4j does not compute (DoRA, rsLoRA,
