@@ -1,11 +1,25 @@
 """Shared helpers of the jupyter_client test scripts (kernel_client_test.py, notebook_client_test.py)."""
+import contextlib
 import os
 import re
 import sys
 import time
 
+from jupyter_client.manager import start_new_kernel
+
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 failures = []
+
+
+@contextlib.contextmanager
+def kernel(name):
+    """A started kernel of the kernelspec `name`: (manager, client), shut down when the block ends, failed or not."""
+    km, kc = start_new_kernel(kernel_name=name, startup_timeout=60)
+    try:
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 
 def check(cond, what):

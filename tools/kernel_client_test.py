@@ -11,17 +11,15 @@ import re
 import sys
 import time
 
-from jupyter_client.manager import start_new_kernel
 
 KERNEL = sys.argv[1] if len(sys.argv) > 1 else "ane4j"
-from kernel_client import ANSI, check, cpu_seconds, failures, finish, interrupt_cell, of, run, thread_cpu_seconds
+from kernel_client import ANSI, check, cpu_seconds, failures, finish, interrupt_cell, kernel, of, run, thread_cpu_seconds
 
 
 def main():
     t0 = time.monotonic()
-    km, kc = start_new_kernel(kernel_name=KERNEL, startup_timeout=60)
-    t_ready = time.monotonic() - t0
-    try:
+    with kernel(KERNEL) as (km, kc):
+        t_ready = time.monotonic() - t0
         reply, msgs = run(kc, "6 * 7")
         t_first = time.monotonic() - t0
         print(f"kernel start -> ready {t_ready:.2f} s, -> first cell result {t_first:.2f} s", flush=True)
@@ -170,9 +168,6 @@ def main():
         reply, msgs = run(kc, "1 + 1")
         print(f"restart after the exit -> first result {time.monotonic() - t0:.2f} s", flush=True)
         check(of(msgs, "execute_result") and of(msgs, "execute_result")[0]["data"]["text/plain"] == "2", "the restarted kernel works")
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
     finish()
 

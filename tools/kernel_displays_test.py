@@ -10,10 +10,9 @@ Run by ane4j.notebook.KernelDisplaysTest (mvn test). Exit status 0 when every ch
 import sys
 import time
 
-from jupyter_client.manager import start_new_kernel
 
 KERNEL = sys.argv[1] if len(sys.argv) > 1 else "ane4j"
-from kernel_client import ANSI, check, finish, interrupt_cell, of, run, thread_cpu_seconds
+from kernel_client import ANSI, check, finish, interrupt_cell, kernel, of, run, thread_cpu_seconds
 import tempfile
 
 
@@ -38,8 +37,7 @@ def replies(kc, ids, timeout=60):
 
 
 def main():
-    km, kc = start_new_kernel(kernel_name=KERNEL, startup_timeout=60)
-    try:
+    with kernel(KERNEL) as (km, kc):
         # in-process session: no worker JVM to start for these displays
         run(kc, 'System.setProperty("ane4j.session", "local");')
 
@@ -147,9 +145,6 @@ def main():
         got = replies(kc, ids)
         check([got[i]["status"] for i in ids] == ["error", "ok", "ok"], "stop_on_error false: the next cells run: " + str([got[i]["status"] for i in ids]))
         print(f"stop_on_error checks took {time.monotonic() - t0:.2f} s", flush=True)
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
     finish()
 
 

@@ -8,11 +8,10 @@ Run by ane4j.notebook.KernelInstallTest (mvn test). Exit status 0 when every che
 """
 import sys
 
-from jupyter_client.manager import start_new_kernel
 
 SPEC = sys.argv[1]
 KERNEL = sys.argv[2] if len(sys.argv) > 2 else "ane4j"
-from kernel_client import check, finish, of, run
+from kernel_client import check, finish, kernel, of, run
 
 
 def text(msgs):
@@ -21,8 +20,7 @@ def text(msgs):
 
 
 def main():
-    km, kc = start_new_kernel(kernel_name=KERNEL, startup_timeout=60)
-    try:
+    with kernel(KERNEL) as (km, kc):
         check(km.kernel_spec.resource_dir == SPEC, f"the kernel is the installed one: {km.kernel_spec.resource_dir}")
         reply, msgs = run(kc, "6 * 7")
         check(text(msgs) == "42", "the installed kernel runs a cell: " + str(of(msgs, "error"))[:300])
@@ -33,9 +31,6 @@ def main():
                               'java.util.Arrays.toString(Ane.compile(g).run(-1f, 2f)) + " " + Ane.status().worker()', timeout=180)
         check(text(msgs).startswith("[0.0, 2.0] ") and "pid" in text(msgs), "a worker JVM started from the kernelspec's jars compiles and runs: "
               + text(msgs) + str(of(msgs, "error"))[:300])
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
     finish()
 
 

@@ -17,9 +17,8 @@ import sys
 import tempfile
 import time
 
-from jupyter_client.manager import start_new_kernel
 
-from kernel_client import check, finish, run
+from kernel_client import check, finish, kernel, run
 
 KERNEL = sys.argv[1] if len(sys.argv) > 1 else "ane4j"
 STOPPED = re.compile(r"stopped by %train stop \(cell (\d+)\) at step (\d+)/(\d+); checkpoint (\S+); %train resume continues")
@@ -104,8 +103,7 @@ class Cells:
 
 def main():
     runs = tempfile.mkdtemp(prefix="ane4j-stop-")
-    km, kc = start_new_kernel(kernel_name=KERNEL, startup_timeout=60)
-    try:
+    with kernel(KERNEL) as (km, kc):
         cells = Cells(kc)
         train = cells.send(f"%%train\nbackend = ref\nsteps = 3000\nseed = 3\nrunDir = {runs}/long\n")
         # wait for a few steps so the stop lands mid-run (the worker starts and compiles first)
@@ -186,9 +184,6 @@ def main():
         reply, msgs = run(kc, "%train stop")
         res = [c["content"]["data"]["text/plain"] for c in msgs if c["msg_type"] == "execute_result"]
         check(reply["status"] == "ok" and res and res[0].startswith("not running"), f"%train stop with nothing running: {res}")
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
     finish()
 
 

@@ -20,9 +20,7 @@ class LoraSupervisedTest {
     @Test
     void compileBudgetRestartsOfALoraRunEndBitIdentical() throws Exception {
         // static weights: 10 compiles to start, 8 per update; a budget of 82 allows 10 steps per worker
-        Map<String, String> refOpts = new java.util.HashMap<>(WorkerTestSupport.trainOptions(dir, dir.resolve("ref"), 20, "static", 0));
-        refOpts.put("lora", "2");
-        refOpts.put("loraTargets", "q,v,o,w2");
+        Map<String, String> refOpts = loraOptions(20, "static", 0, "0");
         Reference ref = reference(refOpts);
         float[] adapters = ref.adapters(), m = ref.m(), losses = ref.losses();
         var log = new WorkerTestSupport.Log();
@@ -43,10 +41,7 @@ class LoraSupervisedTest {
     /** Dropout's masks are a function of (seed, step, layer, target, element): workers killed mid-run redraw the same ones. */
     @Test
     void killedWorkersOfALoraRunWithDropoutEndBitIdentical() throws Exception {
-        Map<String, String> refOpts = new java.util.HashMap<>(WorkerTestSupport.trainOptions(dir, dir.resolve("ref"), 30, "dynamic", 3));
-        refOpts.put("lora", "2");
-        refOpts.put("loraTargets", "q,v,o,w2");
-        refOpts.put("loraDropout", "0.1");
+        Map<String, String> refOpts = loraOptions(30, "dynamic", 3, "0.1");
         Reference ref = reference(refOpts);
         float[] adapters = ref.adapters(), m = ref.m(), losses = ref.losses();
         var log = new WorkerTestSupport.Log();
@@ -73,6 +68,15 @@ class LoraSupervisedTest {
             assertArrayEquals(m, c.m(), "the adapters' AdamW first moments");
             assertArrayEquals(losses, SupervisedTrainingTest.losses(h), "loss curve");
         }
+    }
+
+    /** A rank-2 LoRA run on q, v, o, w2 of the workers' test model, its reference run's folder under dir/ref. */
+    private Map<String, String> loraOptions(int steps, String weights, int checkpointEvery, String dropout) throws java.io.IOException {
+        Map<String, String> o = new java.util.HashMap<>(WorkerTestSupport.trainOptions(dir, dir.resolve("ref"), steps, weights, checkpointEvery));
+        o.put("lora", "2");
+        o.put("loraTargets", "q,v,o,w2");
+        o.put("loraDropout", dropout);
+        return o;
     }
 
     /** The uninterrupted in-process run's adapters, their AdamW first moments and its loss curve. */
