@@ -56,6 +56,14 @@ public final class Fp16 {
         }
     }
 
+    /** a[off … off+n) rounded to fp16 and back in place (vectorised: F16C / AVX-512 conversions). */
+    public static void round(float[] a, int off, int n) {
+        for (int i = off, end = off + n; i < end; i++) a[i] = Float.float16ToFloat(Float.floatToFloat16(a[i]));
+    }
+
+    /** fp32 elements [from, from + n) of seg rounded to fp16 and back in place, through a heap chunk. */
+    public static void round(MemorySegment seg, long from, long n) { roundInto(seg, from, seg, from, n); }
+
     /** fp32 element {@code dstIndex + i} of dst = {@code src[srcOffset + i]} rounded to fp16 and back, i < n (a float-held fp16 buffer). */
     public static void roundInto(float[] src, int srcOffset, MemorySegment dst, long dstIndex, int n) {
         float[] f = FLOATS.get();
@@ -63,7 +71,7 @@ public final class Fp16 {
             int m = Math.min(CHUNK, n - done);
             // copied first, then rounded in place: C2 vectorises the one-array loop, not the two-array one (2× slower)
             System.arraycopy(src, srcOffset + done, f, 0, m);
-            for (int i = 0; i < m; i++) f[i] = Float.float16ToFloat(Float.floatToFloat16(f[i]));
+            round(f, 0, m);
             MemorySegment.copy(f, 0, dst, F, (dstIndex + done) * 4, m);
         }
     }
@@ -74,7 +82,7 @@ public final class Fp16 {
         for (long done = 0; done < n; done += CHUNK) {
             int m = (int) Math.min(CHUNK, n - done);
             MemorySegment.copy(src, F, (srcIndex + done) * 4, f, 0, m);
-            for (int i = 0; i < m; i++) f[i] = Float.float16ToFloat(Float.floatToFloat16(f[i]));
+            round(f, 0, m);
             MemorySegment.copy(f, 0, dst, F, (dstIndex + done) * 4, m);
         }
     }

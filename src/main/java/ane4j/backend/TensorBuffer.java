@@ -142,7 +142,7 @@ public final class TensorBuffer {
     private void put(long i, float v) {
         switch (type.dtype()) {
             case FP16 -> {
-                if (floatHeld) segment.setAtIndex(F32, i, Float.float16ToFloat(Float.floatToFloat16(v)));
+                if (floatHeld) segment.setAtIndex(F32, i, ane4j.mil.Fp16.round(v));
                 else segment.setAtIndex(F16, i, Float.floatToFloat16(v));
             }
             case FP32 -> segment.setAtIndex(F32, i, v);

@@ -155,6 +155,6 @@ final class Fused {
     private static float reduceRow(Op op, float[] r, int len, float scale, boolean round) {
         float v = op == Op.REDUCE_MAX ? Math.max(Float.NEGATIVE_INFINITY, Reductions.max8(r, len)) : 0f + Reductions.sum8(r, len);
         if (scale != 1f) v = v * scale;
-        return round ? Float.float16ToFloat(Float.floatToFloat16(v)) : v;
+        return round ? ane4j.mil.Fp16.round(v) : v;
     }
 }

@@ -241,9 +241,7 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
     /** Rounds a heap chunk to fp16 and back (vectorised: F16C/AVX-512 conversions). */
     static void round16(float[] a, int n) { round16(a, 0, n); }
 
-    static void round16(float[] a, int off, int n) {
-        for (int i = off, end = off + n; i < end; i++) a[i] = Float.float16ToFloat(Float.floatToFloat16(a[i]));
-    }
+    static void round16(float[] a, int off, int n) { ane4j.backend.Fp16.round(a, off, n); }
 
     /** Adds the op's computation and, for fp16 outputs with fp16 storage, the rounding of its (dense) result. */
     @Override public void addRounded(Runnable r, T out) {
@@ -257,10 +255,10 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
 
     static void roundFp16(MemorySegment seg, long from, long n) {
         // the chunked loop does ~4 elements/ns on one core: only huge tensors gain from the pool
-        if (n < ROUND_PARALLEL_MIN) { roundFp16Range(seg, from, from + n); return; }
+        if (n < ROUND_PARALLEL_MIN) { ane4j.backend.Fp16.round(seg, from, n); return; }
         // elementwise: disjoint pieces in parallel
         int pieces = 8;
-        Parallel.forEach(pieces, p -> roundFp16Range(seg, from + n * p / pieces, from + n * (p + 1) / pieces));
+        Parallel.forEach(pieces, p -> ane4j.backend.Fp16.round(seg, from + n * p / pieces, n * (p + 1) / pieces - n * p / pieces));
     }
 
     private static final long ROUND_PARALLEL_MIN = 1L << 22;
@@ -284,17 +282,6 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
     private static float fp16HalfStepAbove(float v) {
         short h = Float.floatToFloat16(v);
         return (Float.float16ToFloat((short) (h + 1)) - v) / 2;
-    }
-
-    /** Rounds floats to fp16 and back in place, through a heap chunk: C2 vectorises the array loop, not a segment loop. */
-    private static void roundFp16Range(MemorySegment seg, long from, long to) {
-        float[] f = new float[(int) Math.min(4096, Math.max(0, to - from))];
-        for (long i = from; i < to; i += f.length) {
-            int n = (int) Math.min(f.length, to - i);
-            MemorySegment.copy(seg, F, i * 4, f, 0, n);
-            for (int k = 0; k < n; k++) f[k] = Float.float16ToFloat(Float.floatToFloat16(f[k]));
-            MemorySegment.copy(f, 0, seg, F, i * 4, n);
-        }
     }
 
     /** {@code t} if it is dense, else a dense copy made by a step. */

@@ -41,7 +41,7 @@ interface Quantization extends OpContext {
         for (int i = 0; i < data.length; i++) {
             int c = (int) ((i / inner) % shape[axis]);
             float v = (data[i] - zp[zp.length == 1 ? 0 : c]) * scale[scale.length == 1 ? 0 : c];
-            data[i] = fp16 ? Float.float16ToFloat(Float.floatToFloat16(v)) : v;
+            data[i] = fp16 ? ane4j.mil.Fp16.round(v) : v;
         }
         Storage s = new Storage(data.length, Storage.Kind.CONSTANT, data, -1);
         s.lastUse = Integer.MAX_VALUE;
