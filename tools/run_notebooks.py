@@ -142,6 +142,8 @@ def expect_05(c):
     before, full, lora = (float(m.group(i)) for i in range(1, 4)) if m else (None,) * 3
     export, ev = c["export"].stdout(), c["before"].stdout()
     evaluated, last = c["before"].number(r"model.bin: loss"), c["before"].number(r"last validation loss:")
+    gen = c["generate"].stdout()
+    texts = dict(re.findall(r"^(before|full fine-tuning|LoRA adapter):\s+(.*)$", gen, re.M))
     return [
         (re.search(r"exported tiny \([\d,]+ parameters\) → \S+model.bin \(llama2.c", export) and "exit status" not in export, "ane4j export --format llama2c writes model.bin: " + export.strip()),
         (evaluated is not None and last is not None and abs(evaluated - last) < 1e-3, f"ane4j eval of model.bin equals the pretrained run's last validation loss: {evaluated} vs {last}\n" + ev.strip()),
@@ -151,6 +153,10 @@ def expect_05(c):
         (m is not None and lora < before, f"LoRA lowers the validation loss: {before} -> {lora}"),
         ("<table" in c["results"].html(), "the comparison is an HTML table"),
         (len(c["curves"].pngs()) == 1, "the validation curves are a PNG"),
+        (len(texts) == 3 and all(t.startswith("Once upon a time") and len(t) > 30 for t in texts.values()), "generate samples from the three models:\n" + gen.strip()),
+        (len(texts) == 3 and texts["LoRA adapter"] != texts["before"] and texts["full fine-tuning"] != texts["before"], "the same seed draws another text after each fine-tune"),
+        ("+ LoRA adapter" in c["generate"].stderr() and "(rank 8, q,v)" in c["generate"].stderr(), "generate names the unmerged adapter it applied:\n" + c["generate"].stderr().strip()),
+        (c["cleanup"].stdout().strip().endswith(" deleted"), "the temporary folder is deleted: " + c["cleanup"].stdout().strip()),
     ]
 
 
