@@ -12,12 +12,27 @@ import java.nio.file.Path;
 final class AdapterSource {
     private AdapterSource() {}
 
-    /** The adapter, or null when neither --adapter nor a LoRA run folder gives one. */
+    /**
+     * The adapter, or null when neither --adapter nor a LoRA run gives one. A LoRA checkpoint's own adapters (as of its
+     * step, not the newest checkpoint's) take their rank, alpha and targets from the run's adapter_config.json.
+     */
     static LoraAdapters find(ModelSource src, String adapterDir) {
         Path dir = adapterDir != null ? Path.of(adapterDir) : src.runDir() != null ? src.runDir().resolve("adapter") : null;
-        if (dir == null || adapterDir == null && !Files.isRegularFile(dir.resolve(PeftAdapter.CONFIG))) return null;
+        boolean folder = dir != null && Files.isRegularFile(dir.resolve(PeftAdapter.CONFIG));
+        if (adapterDir == null && !folder) {
+            if (src.checkpointAdapters() != null)
+                throw new CliException("[lora] " + src.description() + " holds LoRA adapters, but there is no adapter_config.json beside it (in RUN/adapter) to say their rank and targets; give --adapter DIR (a PEFT folder of the run)");
+            return null;
+        }
         try {
-            return PeftAdapter.read(dir, src.params().config());
+            LoraAdapters ad = PeftAdapter.read(dir, src.params().config());
+            float[] own = src.checkpointAdapters();
+            if (adapterDir == null && own != null) {
+                if (own.length != ad.size())
+                    throw new CliException("[lora] " + src.description() + " holds " + own.length + " adapter floats, but " + dir + " (rank " + ad.rank() + ", " + String.join(",", ad.targets()) + ") needs " + ad.size() + "; give --adapter DIR");
+                System.arraycopy(own, 0, ad.data(), 0, own.length);
+            }
+            return ad;
         } catch (IllegalArgumentException e) {
             throw new CliException(e.getMessage());
         }
@@ -25,7 +40,11 @@ final class AdapterSource {
 
     /** The source with the adapter's W + s·B·A in place of each adapted W (in memory; the files stay as they are). */
     static ModelSource fused(ModelSource src, LoraAdapters ad, String adapterFrom) {
-        return new ModelSource(ad.fused(src.params()), src.tokenizer(), src.tokenizerFrom(), src.runDir(),
-                src.description() + " + LoRA adapter " + adapterFrom + " (rank " + ad.rank() + ", " + String.join(",", ad.targets()) + ")");
+        return new ModelSource(ad.fused(src.params()), src.tokenizer(), src.tokenizerFrom(), src.runDir(), describe(src, ad, adapterFrom), null);
+    }
+
+    /** "SOURCE + LoRA adapter DIR (rank r, targets)". */
+    static String describe(ModelSource src, LoraAdapters ad, String adapterFrom) {
+        return src.description() + " + LoRA adapter " + adapterFrom + " (rank " + ad.rank() + ", " + String.join(",", ad.targets()) + ")";
     }
 }

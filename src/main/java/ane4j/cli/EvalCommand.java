@@ -7,6 +7,7 @@ import ane4j.model.Json;
 import ane4j.model.ModelConfig;
 import ane4j.model.TokenData;
 import ane4j.model.TokenShard;
+import ane4j.train.LoraAdapters;
 import ane4j.train.TrainOptions;
 import ane4j.train.TrainingStep;
 import ane4j.train.Validation;
@@ -42,6 +43,8 @@ final class EvalCommand implements Callable<Integer> {
     Integer tokens;
     @Option(names = "--tokenizer", paramLabel = "FILE", description = "the tokenizer for text data (default: the model's)")
     String tokenizer;
+    @Option(names = "--adapter", paramLabel = "DIR", description = "a LoRA adapter in the PEFT layout (adapter_model.safetensors, adapter_config.json) on the model; a LoRA run's own by default")
+    String adapter;
     @Option(names = "--backend", paramLabel = "ane|ref", description = "where the forward pass runs (default: the run's, else automatic)")
     String backend;
     @Option(names = "--storage", paramLabel = "fp16|fp32", description = "activation storage (default: the run's, else fp16 as the ANE)")
@@ -55,6 +58,10 @@ final class EvalCommand implements Callable<Integer> {
     public Integer call() {
         if (tokens != null && tokens < 1) throw new CliException("--tokens " + tokens + " is not a positive number of tokens (e.g. --tokens 4096)");
         ModelSource src = checkpoint != null ? ModelSource.open(null, checkpoint, null, tokenizer, "eval") : ModelSource.open(run, null, model, tokenizer, "eval");
+        // the adapter reaches the forward kernels as in training's validation (inputs, not merged), so a LoRA run's last
+        // validation loss and eval --run agree
+        LoraAdapters lora = AdapterSource.find(src, adapter);
+        String described = lora == null ? src.description() : AdapterSource.describe(src, lora, adapter != null ? adapter : src.runDir().resolve("adapter").toString());
         Path runDir = run != null ? Path.of(run) : src.runDir();
         TrainOptions o = runOptions(runDir);
         ModelConfig c = src.params().config();
@@ -75,13 +82,13 @@ final class EvalCommand implements Callable<Integer> {
             Backend b = ane4j.session.RunSpec.newBackend(how);   // as ane4j train builds it
             long t0 = System.nanoTime();
             float loss;
-            try (TrainingStep step = new TrainingStep(c, b, how.storage().equals("fp32") ? DType.FP32 : DType.FP16, false, o != null && o.attention().equals("threestage"))) {
+            try (TrainingStep step = new TrainingStep(c, b, how.storage().equals("fp32") ? DType.FP32 : DType.FP16, false, o != null && o.attention().equals("threestage"), lora)) {
                 step.stageWeights(src.params().data());
                 loss = Validation.loss(step, src.params().data(), held, seq, windows);
             }
             double secs = (System.nanoTime() - t0) / 1e9;
             out.printf(Locale.ROOT, "loss %.4f  perplexity %.3f  on %d windows of %d tokens of %s%n", loss, Math.exp(loss), windows, seq, held.description());
-            out.printf(Locale.ROOT, "model %s, backend %s, %s storage, %.1f s%n", src.description(), b.name(), how.storage(), secs);
+            out.printf(Locale.ROOT, "model %s, backend %s, %s storage, %.1f s%n", described, b.name(), how.storage(), secs);
         }
         return Cli.OK;
     }

@@ -55,11 +55,12 @@ final class ExportCommand implements Callable<Integer> {
         if (format.equals("llama2c") && dtype != Safetensors.DType.F32)
             throw new CliException("llama2.c v0 files are float32; drop --dtype " + dtypeName + " or export --format safetensors");
         ModelSource src = ModelSource.open(run, checkpoint, model, tokenizer, "export");
-        var lora = AdapterSource.find(src, adapter);
+        var lora = merge ? AdapterSource.find(src, adapter) : null;
         if (merge && lora == null)
             throw new CliException("--merge needs a LoRA adapter: give --adapter DIR (adapter_model.safetensors, adapter_config.json) or the --run of a LoRA training");
         if (merge) src = AdapterSource.fused(src, lora, adapter != null ? adapter : src.runDir().resolve("adapter").toString());
-        else if (lora != null) out.println("note: exporting the base model without the LoRA adapter" + (adapter != null ? " " + adapter : " of this run (" + src.runDir().resolve("adapter") + ")") + "; add --merge for the fused model");
+        else if (adapter != null || src.checkpointAdapters() != null) out.println("note: exporting the base model without the LoRA adapter" + (adapter != null ? " " + adapter
+                : src.runDir() != null ? " of this run (" + src.runDir().resolve("adapter") + ")" : "s this checkpoint holds") + "; add --merge for the fused model");
         Path dest = outPath != null ? Path.of(outPath) : defaultOut(src);
         refuseOverwritingTheSource(dest);
         if (format.equals("safetensors")) safetensors(src.params(), src.tokenizer(), dest, dtype, out);

@@ -15,7 +15,13 @@ import java.nio.file.Path;
  * Where {@code export} and {@code generate} take a model from: a run folder (its newest readable checkpoint), an ane4j
  * checkpoint, a llama2.c {@code .bin}, or a safetensors file or folder — and the tokenizer that goes with it.
  */
-record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom, Path runDir, String description) {
+record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom, Path runDir, String description, float[] checkpointAdapters) {
+
+    /** A source without LoRA adapters of its own. */
+    ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom, Path runDir, String description) {
+        this(params, tokenizer, tokenizerFrom, runDir, description, null);
+    }
+
 
     /** From {@code --run DIR}, {@code --checkpoint FILE} or {@code --model FILE}: exactly one of them. */
     static ModelSource open(String run, String checkpoint, String model, String tokenizerFile, String command) {
@@ -32,7 +38,7 @@ record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom,
         }
         if (tokenizerFile != null) {
             Path t = ModelFiles.findTokenizer(Path.of(tokenizerFile), null, null);
-            s = new ModelSource(s.params, Tokenizer.read(t), t.toString(), s.runDir, s.description);
+            s = new ModelSource(s.params, Tokenizer.read(t), t.toString(), s.runDir, s.description, s.checkpointAdapters);
         }
         return s;
     }
@@ -74,7 +80,8 @@ record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom,
                 if (t != null) { tok = Tokenizer.read(t); from = t.toString(); }
             }
         }
-        return new ModelSource(p, tok, from, dir, file + " (step " + c.state().step() + ")");
+        // a LoRA run's checkpoint: params are the frozen base, c.lora() the adapters as of this step
+        return new ModelSource(p, tok, from, dir, file + " (step " + c.state().step() + ")", c.lora());
     }
 
     // a checkpoint in RUN/checkpoints/ belongs to RUN when RUN has a run.txt

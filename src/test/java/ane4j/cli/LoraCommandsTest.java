@@ -26,7 +26,7 @@ class LoraCommandsTest {
     static void trainALoraRun() {
         runDir = tmp.resolve("run");
         var o = TrainOptions.of(Map.of("model", "tiny", "steps", "8", "runDir", runDir.toString(), "lora", "4", "loraTargets", "q,k,v,w2",
-                "lr", "3e-2", "warmup", "1", "evalEvery", "0"));
+                "lr", "3e-2", "warmup", "1", "evalEvery", "0", "checkpointEvery", "4", "keep", "2"));
         try (Trainer t = new Trainer(o, new RefBackend(RefBackend.Options.ANE_LIKE), null)) {
             t.run(null, 0);
         }
@@ -68,6 +68,49 @@ class LoraCommandsTest {
         var r = ExportCommandTest.run("export", "--model", base.toString(), "--format", "safetensors", "--merge", "--out", tmp.resolve("x").toString());
         assertEquals(1, r.err().strip().lines().count(), r.err());
         assertTrue(r.err().contains("--merge needs a LoRA adapter: give --adapter DIR"), r.err());
+    }
+
+    /**
+     * eval applies a LoRA run's adapter as training's validation does (before, eval --run measured the frozen base): the
+     * run, its newest checkpoint and the exported base with the run's PEFT folder give one loss; an older checkpoint is
+     * evaluated with its own adapters, not the newest ones in RUN/adapter.
+     */
+    @Test
+    void evalAppliesTheAdapterOfTheCheckpointItReads() throws Exception {
+        Path base = tmp.resolve("base-eval"), data = tmp.resolve("heldout.bin");
+        assertEquals(0, ExportCommandTest.run("export", "--run", runDir.toString(), "--format", "safetensors", "--out", base.toString()).code());
+        int[] tokens = ane4j.model.EmbeddedCorpus.validation(3, 2 * 64 + 1);
+        var bytes = java.nio.ByteBuffer.allocate(2 * tokens.length).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        for (int t : tokens) bytes.putShort((short) t);
+        java.nio.file.Files.write(data, bytes.array());
+        Path ck4 = runDir.resolve("checkpoints/ckpt-00000004.ane4j"), ck8 = runDir.resolve("checkpoints/ckpt-00000008.ane4j");
+        var run = EvalCommandTest.eval("--run", runDir.toString(), "--data", data.toString());
+        var newest = EvalCommandTest.eval("--checkpoint", ck8.toString(), "--data", data.toString());
+        var onBase = EvalCommandTest.eval("--model", base.toString(), "--adapter", runDir.resolve("adapter").toString(), "--data", data.toString());
+        var plain = EvalCommandTest.eval("--model", base.toString(), "--data", data.toString());
+        var older = EvalCommandTest.eval("--checkpoint", ck4.toString(), "--data", data.toString());
+        assertTrue(run.out().contains("+ LoRA adapter") && run.out().contains("(rank 4, q,k,v,w2)"), run.out() + run.err());
+        assertEquals(EvalCommandTest.loss(run), EvalCommandTest.loss(newest));
+        assertEquals(EvalCommandTest.loss(run), EvalCommandTest.loss(onBase));
+        assertNotEquals(EvalCommandTest.loss(run), EvalCommandTest.loss(plain), "the adapter changes the loss");
+        assertNotEquals(EvalCommandTest.loss(run), EvalCommandTest.loss(older), "step 4's adapters, not step 8's");
+        // the older checkpoint's adapters are its own section, bit for bit
+        var src = ModelSource.open(null, ck4.toString(), null, null, "eval");
+        assertTrue(java.util.Arrays.equals(ane4j.train.Checkpoint.loadWeights(ck4).lora(), AdapterSource.find(src, null).data()));
+    }
+
+    /** A LoRA checkpoint away from its run cannot say its adapters' rank: eval refuses in one line; export writes the base with a note. */
+    @Test
+    void aLoraCheckpointWithoutItsRunIsOneLine() throws Exception {
+        Path alone = tmp.resolve("alone.ane4j");
+        java.nio.file.Files.copy(runDir.resolve("checkpoints/ckpt-00000008.ane4j"), alone);
+        var r = EvalCommandTest.eval("--checkpoint", alone.toString(), "--data", runDir.resolve("run.txt").toString());
+        assertEquals(1, r.code(), r.out());
+        assertEquals(1, r.err().strip().lines().count(), r.err());
+        assertTrue(r.err().contains("holds LoRA adapters") && r.err().contains("give --adapter DIR"), r.err());
+        var e = ExportCommandTest.run("export", "--checkpoint", alone.toString(), "--format", "safetensors", "--out", tmp.resolve("alone-base").toString());
+        assertEquals(0, e.code(), e.err());
+        assertTrue(e.out().contains("note: exporting the base model without the LoRA adapters this checkpoint holds"), e.out());
     }
 
     private static String[] cat(String[] a, String[] b) {
