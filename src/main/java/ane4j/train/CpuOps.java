@@ -155,7 +155,7 @@ public final class CpuOps {
         Parallel.forEach(chunks, k -> {
             int from = k * SWIGLU_CHUNK, len = Math.min(SWIGLU_CHUNK, n - from);
             // sig = 1/(1 + exp(−h1)), through a scratch row for the vector exp
-            float[] sig = new float[len];
+            float[] sig = SWIGLU_SCRATCH.get();
             for (int i = 0; i < len; i++) sig[i] = -h1[from + i];
             VectorMath.expInPlace(sig, len);
             for (int i = 0; i < len; i++) {
@@ -168,6 +168,7 @@ public final class CpuOps {
     }
 
     private static final int SWIGLU_CHUNK = 1 << 14;
+    private static final ThreadLocal<float[]> SWIGLU_SCRATCH = ThreadLocal.withInitial(() -> new float[SWIGLU_CHUNK]);
 
     // -----------------------------------------------------------------------------------------------------------------
     // classifier loss: mean cross-entropy over the counted positions

@@ -312,6 +312,8 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
     }
 
     private static final int TILE = 64;
+    // per thread, not per task: a task's 16 KB tile was 22 MB of garbage a stories15m step
+    private static final ThreadLocal<float[][]> TILES = ThreadLocal.withInitial(() -> new float[][] {new float[TILE * TILE], new float[TILE]});
 
     /**
      * dst[.., i, j] = src[.., j·sj + i] (the last two merged dims swapped) in TILE×TILE tiles through heap arrays: each
@@ -336,7 +338,8 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
                 dOff += idx * it.strides[0][i];
                 sOff += idx * it.strides[1][i];
             }
-            float[] tile = new float[TILE * TILE], run = new float[TILE];
+            float[][] scratch = TILES.get();
+            float[] tile = scratch[0], run = scratch[1];
             for (int j0 = 0; j0 < cols; j0 += TILE) {
                 int jw = Math.min(TILE, cols - j0);
                 for (int j = 0; j < jw; j++) MemorySegment.copy(s, F, (sOff + (j0 + j) * sCol + i0) * 4, tile, j * TILE, ih);
