@@ -65,6 +65,7 @@ public final class TrainOptions {
 
     /** key → default value. */
     public static final Map<String, String> DEFAULTS = defaults();
+    private static final Map<String, String> CANONICAL_DEFAULTS = KEYS.resolve(Map.of());
 
     private static Map<String, String> defaults() {
         Map<String, String> m = new LinkedHashMap<>();
@@ -76,6 +77,20 @@ public final class TrainOptions {
 
     private TrainOptions(Map<String, String> values) {
         this.values = java.util.Collections.unmodifiableMap(values);
+        checkLora();
+    }
+
+    // the LoRA keys that mean nothing, or something else, with the other settings: refused as the options are read,
+    // before a run folder exists
+    private void checkLora() {
+        if (lora() == 0 && loraDropout() > 0)
+            throw new IllegalArgumentException("[train] loraDropout = " + loraDropout() + " without lora: the dropout is on LoRA adapters' input; add lora = RANK (--lora RANK) or drop loraDropout");
+        if (lora() > 0 && loraDropout() > 0 && weights().equals("static"))
+            throw new IllegalArgumentException("[train] loraDropout = " + loraDropout() + " with weights = static: the adapters are merged into the baked weights, which cannot drop their input per step; use weights = dynamic (the default) for dropout");
+        // without lora these would be ignored, and the run a full fine-tune nobody asked for
+        for (String key : List.of("loraTargets", "loraAlpha"))
+            if (lora() == 0 && !values.get(key).equals(CANONICAL_DEFAULTS.get(key)))
+                throw new IllegalArgumentException("[train] " + key + " = " + values.get(key) + " without lora: it is a setting of LoRA adapters, and this run would train every weight; add lora = RANK (--lora RANK) or drop " + key);
     }
 
     /** Options from key/value pairs (any spelling) over the defaults; unknown keys and bad values give a one-line error naming the key. */

@@ -132,10 +132,6 @@ public final class Trainer implements AutoCloseable {
      */
     public Trainer(TrainOptions options, Backend backend, Listener listener, boolean lockRunDir, Map<String, String> placement) {
         this.o = options;
-        if (o.lora() == 0 && o.loraDropout() > 0)
-            throw new IllegalArgumentException("[train] loraDropout = " + o.loraDropout() + " without lora: the dropout is on LoRA adapters' input; add lora = RANK (--lora RANK) or drop loraDropout");
-        if (o.lora() > 0 && o.loraDropout() > 0 && o.weights().equals("static"))
-            throw new IllegalArgumentException("[train] loraDropout = " + o.loraDropout() + " with weights = static: the adapters are merged into the baked weights, which cannot drop their input per step; use weights = dynamic (the default) for dropout");
         Listener log = listener != null ? listener : m -> {};
         this.log = log;
         // model: from a checkpoint file (its config comes with it) or a preset/config file, initialised from the seed

@@ -185,4 +185,20 @@ class BadRunInputTest {
         assertEquals(1, llama3.code(), llama3.all());
         assertTrue(llama3.err().contains("an llm.c shard of uint32 tokens (magic 20240801, version 7), read as uint16; pass --data-dtype uint32") && oneLine(llama3.err()), llama3.err());
     }
+
+    /** LoRA settings without --lora (a full fine-tune in their place) are refused as the options are read: one line, no run folder, worker or not. */
+    @Test
+    void loraSettingsWithoutARankAreOneLineAndLeaveNoFolder() {
+        String[][] cases = {{"--lora-targets", "q,k"}, {"--lora-alpha", "32"}, {"--lora-dropout", "0.1"}};
+        for (String[] c : cases)
+            for (boolean inProcess : new boolean[] {true, false}) {
+                Path run = tmp.resolve("lora-" + c[0].substring(2) + "-" + inProcess);
+                List<String> args = new ArrayList<>(List.of("--init", miniBin().toString(), "--steps", "2", "--run-dir", run.toString(), "--backend", "ref", c[0], c[1]));
+                if (inProcess) args.add("--in-process");
+                var r = RunFolderTest.train(args.toArray(String[]::new));
+                assertEquals(1, r.code(), r.all());
+                assertTrue(oneLine(r.err()) && r.err().contains("without lora") && r.err().contains("add lora = RANK (--lora RANK)"), r.all());
+                assertFalse(Files.exists(run), run + " was created for a refused run");
+            }
+    }
 }

@@ -100,5 +100,16 @@ class LoraTrainerTest {
                 + "use weights = dynamic (the default) for dropout", d.getMessage());
         d = assertThrows(IllegalArgumentException.class, () -> new Trainer(TrainOptions.of(Map.of("steps", "2", "runDir", dir.resolve("nolora").toString(), "loraDropout", "0.1")), ref(), null));
         assertEquals("[train] loraDropout = 0.1 without lora: the dropout is on LoRA adapters' input; add lora = RANK (--lora RANK) or drop loraDropout", d.getMessage());
+        // targets or alpha without a rank: refused, not a full fine-tune in their place; nothing written
+        for (String[] kv : new String[][] {{"loraTargets", "q,k"}, {"loraAlpha", "32.0"}}) {
+            Path runDir = dir.resolve("nolora-" + kv[0]);
+            d = assertThrows(IllegalArgumentException.class, () -> new Trainer(TrainOptions.of(Map.of("steps", "2", "runDir", runDir.toString(), kv[0], kv[1])), ref(), null));
+            assertEquals("[train] " + kv[0] + " = " + kv[1] + " without lora: it is a setting of LoRA adapters, and this run would train every weight; add lora = RANK (--lora RANK) or drop " + kv[0], d.getMessage());
+            assertFalse(java.nio.file.Files.exists(runDir), "no run folder for a refused run");
+        }
+        // the defaults, as a full run's run.json records them, are not a LoRA setting
+        try (Trainer t = new Trainer(TrainOptions.of(Map.of("steps", "1", "runDir", dir.resolve("defaults").toString(), "loraTargets", "q,v", "loraAlpha", "16")), ref(), null)) {
+            t.run(null, 0);
+        }
     }
 }
