@@ -43,6 +43,11 @@ final class AdapterSource {
         return new ModelSource(ad.fused(src.params()), src.tokenizer(), src.tokenizerFrom(), src.runDir(), describe(src, ad, adapterFrom), null);
     }
 
+    /** Where the adapter of {@link #find} came from: --adapter DIR, else the run's RUN/adapter. */
+    static String from(ModelSource src, String adapterDir) {
+        return adapterDir != null ? adapterDir : src.runDir().resolve("adapter").toString();
+    }
+
     /** "SOURCE + LoRA adapter DIR (rank r, targets)". */
     static String describe(ModelSource src, LoraAdapters ad, String adapterFrom) {
         return src.description() + " + LoRA adapter " + adapterFrom + " (rank " + ad.rank() + ", " + String.join(",", ad.targets()) + ")";

@@ -61,7 +61,7 @@ final class EvalCommand implements Callable<Integer> {
         // the adapter reaches the forward kernels as in training's validation (inputs, not merged), so a LoRA run's last
         // validation loss and eval --run agree
         LoraAdapters lora = AdapterSource.find(src, adapter);
-        String described = lora == null ? src.description() : AdapterSource.describe(src, lora, adapter != null ? adapter : src.runDir().resolve("adapter").toString());
+        String described = lora == null ? src.description() : AdapterSource.describe(src, lora, AdapterSource.from(src, adapter));
         Path runDir = run != null ? Path.of(run) : src.runDir();
         TrainOptions o = runOptions(runDir);
         ModelConfig c = src.params().config();

@@ -58,7 +58,7 @@ final class ExportCommand implements Callable<Integer> {
         var lora = merge ? AdapterSource.find(src, adapter) : null;
         if (merge && lora == null)
             throw new CliException("--merge needs a LoRA adapter: give --adapter DIR (adapter_model.safetensors, adapter_config.json) or the --run of a LoRA training");
-        if (merge) src = AdapterSource.fused(src, lora, adapter != null ? adapter : src.runDir().resolve("adapter").toString());
+        if (merge) src = AdapterSource.fused(src, lora, AdapterSource.from(src, adapter));
         else if (adapter != null || src.checkpointAdapters() != null) out.println("note: exporting the base model without the LoRA adapter" + (adapter != null ? " " + adapter
                 : src.runDir() != null ? " of this run (" + src.runDir().resolve("adapter") + ")" : "s this checkpoint holds") + "; add --merge for the fused model");
         Path dest = outPath != null ? Path.of(outPath) : defaultOut(src);

@@ -58,7 +58,7 @@ final class GenerateCommand implements Callable<Integer> {
         Cli.inRange("--top-p", topP, 0, 1);
         ModelSource src = ModelSource.open(run, checkpoint, model, tokenizer, "generate");
         var lora = AdapterSource.find(src, adapter);
-        if (lora != null) src = AdapterSource.fused(src, lora, adapter != null ? adapter : src.runDir().resolve("adapter").toString());
+        if (lora != null) src = AdapterSource.fused(src, lora, AdapterSource.from(src, adapter));
         Tokenizer tok = src.tokenizer();
         int vocab = src.params().config().vocabSize();
         if (tok == null)

@@ -22,7 +22,6 @@ record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom,
         this(params, tokenizer, tokenizerFrom, runDir, description, null);
     }
 
-
     /** From {@code --run DIR}, {@code --checkpoint FILE} or {@code --model FILE}: exactly one of them. */
     static ModelSource open(String run, String checkpoint, String model, String tokenizerFile, String command) {
         int given = (run != null ? 1 : 0) + (checkpoint != null ? 1 : 0) + (model != null ? 1 : 0);

@@ -22,19 +22,12 @@ class LoraSupervisedTest {
         // static weights: 10 compiles to start, 8 per update; a budget of 82 allows 10 steps per worker
         Map<String, String> refOpts = loraOptions(20, "static", 0, "0");
         Reference ref = reference(refOpts);
-        float[] adapters = ref.adapters(), m = ref.m(), losses = ref.losses();
         var log = new WorkerTestSupport.Log();
         Path runDir = dir.resolve("supervised");
-        Map<String, String> opts = new java.util.HashMap<>(refOpts);
-        opts.put("runDir", runDir.toString());
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(log).withCompileBudget(82))) {
-            List<Trainer.StepMetrics> h = s.train(TrainOptions.of(opts), null);
+            List<Trainer.StepMetrics> h = s.train(inWorker(refOpts, runDir), null);
             assertEquals(1, s.status().restarts(), log.lines.toString());
-            Checkpoint.Contents c = Checkpoint.loadNewest(runDir.resolve("checkpoints"), w -> { throw new AssertionError(w); });
-            assertEquals(20, c.state().step());
-            assertArrayEquals(adapters, c.lora(), "adapters");
-            assertArrayEquals(m, c.m(), "the adapters' AdamW first moments");
-            assertArrayEquals(losses, SupervisedTrainingTest.losses(h), "loss curve");
+            ref.assertMatches(runDir, 20, h);
         }
     }
 
@@ -43,13 +36,10 @@ class LoraSupervisedTest {
     void killedWorkersOfALoraRunWithDropoutEndBitIdentical() throws Exception {
         Map<String, String> refOpts = loraOptions(30, "dynamic", 3, "0.1");
         Reference ref = reference(refOpts);
-        float[] adapters = ref.adapters(), m = ref.m(), losses = ref.losses();
         var log = new WorkerTestSupport.Log();
         Path runDir = dir.resolve("supervised");
-        Map<String, String> opts = new java.util.HashMap<>(refOpts);
-        opts.put("runDir", runDir.toString());
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(log))) {
-            TrainingSession session = s.startTraining(TrainOptions.of(opts), null);
+            TrainingSession session = s.startTraining(inWorker(refOpts, runDir), null);
             int kills = 0;
             for (long killAt : new long[] {5, 13, 22}) {
                 while (!session.isDone() && session.status().nextStep() < killAt) Thread.sleep(2);
@@ -62,11 +52,7 @@ class LoraSupervisedTest {
             List<Trainer.StepMetrics> h = session.await(java.time.Duration.ofMinutes(3));
             assertEquals(3, kills, "the run ended before three kills");
             assertEquals(kills, s.status().restarts(), log.lines.toString());
-            Checkpoint.Contents c = Checkpoint.loadNewest(runDir.resolve("checkpoints"), w -> { throw new AssertionError(w); });
-            assertEquals(30, c.state().step());
-            assertArrayEquals(adapters, c.lora(), "adapters");
-            assertArrayEquals(m, c.m(), "the adapters' AdamW first moments");
-            assertArrayEquals(losses, SupervisedTrainingTest.losses(h), "loss curve");
+            ref.assertMatches(runDir, 30, h);
         }
     }
 
@@ -79,8 +65,24 @@ class LoraSupervisedTest {
         return o;
     }
 
+    /** The reference run's options in runDir, for the worker. */
+    private static TrainOptions inWorker(Map<String, String> refOpts, Path runDir) {
+        Map<String, String> opts = new java.util.HashMap<>(refOpts);
+        opts.put("runDir", runDir.toString());
+        return TrainOptions.of(opts);
+    }
+
     /** The uninterrupted in-process run's adapters, their AdamW first moments and its loss curve. */
-    private record Reference(float[] adapters, float[] m, float[] losses) {}
+    private record Reference(float[] adapters, float[] m, float[] losses) {
+        /** The supervised run in runDir ended at step {@code steps} with exactly these. */
+        void assertMatches(Path runDir, int steps, List<Trainer.StepMetrics> h) {
+            Checkpoint.Contents c = Checkpoint.loadNewest(runDir.resolve("checkpoints"), w -> { throw new AssertionError(w); });
+            assertEquals(steps, c.state().step());
+            assertArrayEquals(adapters, c.lora(), "adapters");
+            assertArrayEquals(m, c.m(), "the adapters' AdamW first moments");
+            assertArrayEquals(losses, SupervisedTrainingTest.losses(h), "loss curve");
+        }
+    }
 
     private static Reference reference(Map<String, String> opts) {
         try (Trainer t = new Trainer(TrainOptions.of(opts), new RefBackend(RefBackend.Options.ANE_LIKE), null)) {

@@ -3,32 +3,20 @@ package ane4j.backend.ane;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import ane4j.backend.ane.ffm.FakeObjc;
 import ane4j.backend.ref.RefBackend;
 import ane4j.train.Trainer;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * LoRA with dropout on the (fake) ANE: the LoRA variants of sdpaFwd and ffnFused compile once with the other eight
  * (through the backend's chip-rule check for the fake's chip; every chip: TrainingKernelsChipRulesTest), each layer's bound input takes u and Bᵀ beside the base weights, no evaluate
  * copies an input, and the losses equal the reference backend's bit for bit.
  */
-class LoraOnFakeTest {
-    FakeObjc fake;
-    RefOnFake ane;
-    @TempDir Path tmp;
-
-    @BeforeEach
-    void setUp() {
-        ane = FakeRuntime.withReferenceEvaluate(tmp.resolve("ane"));
-        fake = ane.fake();
-    }
+class LoraOnFakeTest extends FakeRuntimeFixture {
 
     @AfterEach
     void noViolations() {

@@ -1,6 +1,5 @@
 package ane4j.backend.ane;
 
-import ane4j.backend.ane.ffm.FakeObjc;
 import ane4j.backend.ref.RefBackend;
 import ane4j.model.ModelConfig;
 import ane4j.train.PackedLayout;
@@ -8,9 +7,7 @@ import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.train.TrainingKernels;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,16 +24,7 @@ import static org.junit.jupiter.api.Assertions.*;
  * {@code pls[L].*_in} staged at start and in the Adam block, {@code write_*_acts} per step). The losses equal the
  * reference backend's, which keeps its on-demand staging.
  */
-class TrainingStagingOnFakeTest {
-    FakeObjc fake;
-    RefOnFake ane;
-    @TempDir Path tmp;
-
-    @BeforeEach
-    void setUp() {
-        ane = FakeRuntime.withReferenceEvaluate(tmp.resolve("ane"));
-        fake = ane.fake();
-    }
+class TrainingStagingOnFakeTest extends FakeRuntimeFixture {
 
     @AfterEach
     void noViolations() {
