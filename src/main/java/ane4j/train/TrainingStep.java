@@ -1,16 +1,19 @@
 package ane4j.train;
 
 import ane4j.backend.Backend;
+import ane4j.backend.Fp16;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;
 import ane4j.blas.Parallel;
 import ane4j.blas.Transpose;
+import ane4j.blas.Transposes;
 import ane4j.mil.DType;
 import ane4j.model.ModelConfig;
 import ane4j.model.ParameterLayout;
 import ane4j.model.ParameterView;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -394,6 +397,19 @@ public final class TrainingStep implements AutoCloseable {
         ParameterView m = wt.view();
         int rows = m.rows(), cols = m.cols(), off = m.offset(), strips = (cols + STAGE_ROWS - 1) / STAGE_ROWS;
         weightBytes.add((long) rows * cols * dst.dtype().byteSize());
+        boolean fp16 = dst.dtype() == DType.FP16;
+        if (dst.floatHeld() || dst.dtype() == DType.FP32) {
+            // the segment holds floats: transposed straight into it (OpenBLAS's omatcopy where it runs), then each
+            // channel's run rounded to fp16 in place; 3–4× faster than the heap strips below
+            MemorySegment seg = dst.segment();
+            int cs = dst.channelSize();
+            Parallel.forEach(strips, b -> {
+                int j0 = b * STAGE_ROWS, jw = Math.min(STAGE_ROWS, cols - j0);
+                Transposes.copy(params, off + j0, rows, jw, cols, seg, (long) j0 * cs + at, cs);
+                if (fp16) for (int j = j0; j < j0 + jw; j++) Fp16.round(seg, (long) j * cs + at, rows);
+            });
+            return;
+        }
         Parallel.forEach(strips, b -> {
             int j0 = b * STAGE_ROWS, jw = Math.min(STAGE_ROWS, cols - j0);
             float[] t = transposeScratch.get();
