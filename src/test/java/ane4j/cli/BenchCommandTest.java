@@ -110,7 +110,12 @@ class BenchCommandTest {
         assertTrue(((String) s.get("median")).endsWith(" ms/step"));
         assertEquals(10.0, ((Number) s.get("compiles")).doubleValue());
         assertEquals(StepBench.flopsPerStep(ModelConfig.parse("tiny")) / 1e9, ((Number) s.get("gflopPerStep")).doubleValue(), 1e-5 * ((Number) s.get("gflopPerStep")).doubleValue());
-        assertTrue(((Number) s.get("sgemmPeakGflops")).doubleValue() > 0);
+        // the peak is the faster of the measurements before and after the steps, and the utilisation is against it
+        double peak = ((Number) s.get("sgemmPeakGflops")).doubleValue(), before = ((Number) s.get("sgemmPeakGflopsBefore")).doubleValue(),
+                after = ((Number) s.get("sgemmPeakGflopsAfter")).doubleValue();
+        assertTrue(before > 0 && after > 0, before + ", " + after);
+        assertEquals(Math.max(before, after), peak);
+        assertEquals(((Number) s.get("achievedGflops")).doubleValue() / peak, ((Number) s.get("utilisation")).doubleValue(), 1e-9);
         long params = ((Number) m.get("parameters")).longValue();
         assertEquals(16.0 * params / 1e6, ((Number) s.get("weightsGradsMomentsMB")).doubleValue(), 1e-5 * 16.0 * params / 1e6);
         assertTrue(((Number) s.get("peakRssMB")).doubleValue() > 0);
