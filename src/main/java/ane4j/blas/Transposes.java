@@ -13,7 +13,8 @@ import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
- * Out-of-place transpose from a heap array into memory, {@code b = aᵀ}: the training step's transposed weight staging.
+ * Out-of-place transpose {@code b = aᵀ} from a heap array or memory into memory: the training step's transposed weight
+ * staging and the reference backend's transposing copies.
  * OpenBLAS's {@code cblas_somatcopy} (row-major, transposed, alpha 1) where the selected GEMM is OpenBLAS's and the
  * library has it; else a Java loop in 64×64 tiles through heap arrays. Both are copies: the same bits either way. One
  * call runs on the calling thread (the library does not thread it); callers split the columns across threads.
@@ -40,13 +41,18 @@ public final class Transposes {
      * transposed into b (cols × rows, row stride ldb). Offsets and strides in floats.
      */
     public static void copy(float[] a, int aOffset, int rows, int cols, int lda, MemorySegment b, long bOffset, int ldb) {
+        if (a == null) throw new IllegalArgumentException("[transpose] source is null");
+        copy(MemorySegment.ofArray(a), aOffset, rows, cols, lda, b, bOffset, ldb);
+    }
+
+    /** {@link #copy(float[], int, int, int, int, MemorySegment, long, int)} from memory (the interpreter's transposing copies). */
+    public static void copy(MemorySegment a, long aOffset, int rows, int cols, int lda, MemorySegment b, long bOffset, int ldb) {
         check(a, aOffset, rows, cols, lda, b, bOffset, ldb);
         if (rows == 0 || cols == 0) return;
         MethodHandle h = nativeHandle();
         if (h != null) {
             try {
-                h.invokeExact(CBLAS_ROW_MAJOR, CBLAS_TRANS, rows, cols, 1f, MemorySegment.ofArray(a).asSlice(4L * aOffset),
-                        lda, b.asSlice(4L * bOffset), ldb);
+                h.invokeExact(CBLAS_ROW_MAJOR, CBLAS_TRANS, rows, cols, 1f, a.asSlice(4 * aOffset), lda, b.asSlice(4 * bOffset), ldb);
             } catch (Throwable t) {
                 throw new IllegalStateException("[transpose] native cblas_somatcopy failed: " + t, t);
             }
@@ -57,7 +63,7 @@ public final class Transposes {
     private static final ThreadLocal<float[][]> TILES = ThreadLocal.withInitial(() -> new float[][] {new float[TILE * TILE], new float[TILE * TILE]});
 
     /** The Java path of {@link #copy} (also what tests compare the native one with). */
-    static void copyJava(float[] a, int aOffset, int rows, int cols, int lda, MemorySegment b, long bOffset, int ldb) {
+    static void copyJava(MemorySegment a, long aOffset, int rows, int cols, int lda, MemorySegment b, long bOffset, int ldb) {
         check(a, aOffset, rows, cols, lda, b, bOffset, ldb);
         float[][] scratch = TILES.get();
         float[] tile = scratch[0], turned = scratch[1];
@@ -66,7 +72,7 @@ public final class Transposes {
             for (int j0 = 0; j0 < cols; j0 += TILE) {
                 int jw = Math.min(TILE, cols - j0);
                 // tile (ih, jw) ← a[i0.., j0..]: contiguous runs of a
-                for (int i = 0; i < ih; i++) System.arraycopy(a, aOffset + (i0 + i) * lda + j0, tile, i * TILE, jw);
+                for (int i = 0; i < ih; i++) MemorySegment.copy(a, F, 4 * (aOffset + (long) (i0 + i) * lda + j0), tile, i * TILE, jw);
                 // turned (jw, ih) = tileᵀ, in cache
                 for (int j = 0; j < jw; j++) for (int i = 0; i < ih; i++) turned[j * TILE + i] = tile[i * TILE + j];
                 // b[j0 + j, i0..] ← turned row j: contiguous runs of b
@@ -75,15 +81,15 @@ public final class Transposes {
         }
     }
 
-    private static void check(float[] a, int aOffset, int rows, int cols, int lda, MemorySegment b, long bOffset, int ldb) {
+    private static void check(MemorySegment a, long aOffset, int rows, int cols, int lda, MemorySegment b, long bOffset, int ldb) {
         if (a == null || b == null) throw new IllegalArgumentException("[transpose] " + (a == null ? "source" : "destination") + " is null");
         if (rows < 0 || cols < 0) throw new IllegalArgumentException("[transpose] negative size " + rows + "×" + cols);
         if (lda < Math.max(1, cols) || ldb < Math.max(1, rows))
             throw new IllegalArgumentException("[transpose] strides " + lda + ", " + ldb + " below the rows they step over (" + cols + ", " + rows + ")");
         if (rows == 0 || cols == 0) return;
         long aEnd = aOffset + (long) (rows - 1) * lda + cols, bEnd = bOffset + (long) (cols - 1) * ldb + rows;
-        if (aOffset < 0 || aEnd > a.length)
-            throw new IllegalArgumentException("[transpose] source " + rows + "×" + cols + " at " + aOffset + " (stride " + lda + ") outside " + a.length + " floats");
+        if (aOffset < 0 || 4 * aEnd > a.byteSize())
+            throw new IllegalArgumentException("[transpose] source " + rows + "×" + cols + " at " + aOffset + " (stride " + lda + ") outside " + a.byteSize() / 4 + " floats");
         if (bOffset < 0 || 4 * bEnd > b.byteSize())
             throw new IllegalArgumentException("[transpose] destination " + cols + "×" + rows + " at " + bOffset + " (stride " + ldb + ") outside " + b.byteSize() / 4 + " floats");
     }

@@ -34,7 +34,7 @@ class TransposesTest {
                 b.fill((byte) 0x55);
                 j.fill((byte) 0x55);
                 Transposes.copy(a, aOff, rows, cols, lda, b, bOff, ldb);
-                Transposes.copyJava(a, aOff, rows, cols, lda, j, bOff, ldb);
+                Transposes.copyJava(MemorySegment.ofArray(a), aOff, rows, cols, lda, j, bOff, ldb);
                 String what = rows + "×" + cols + " lda " + lda + " ldb " + ldb + " (" + Transposes.implementation() + ")";
                 for (long k = 0; k < floats; k++) {
                     long rel = k - bOff, row = rel / ldb, col = rel % ldb;
@@ -58,7 +58,7 @@ class TransposesTest {
                     assertThrows(IllegalArgumentException.class, () -> Transposes.copy(a, 1, 3, 4, 4, b, 0, 3)).getMessage(),
                     assertThrows(IllegalArgumentException.class, () -> Transposes.copy(a, 0, 3, 4, 4, b, 1, 3)).getMessage(),
                     assertThrows(IllegalArgumentException.class, () -> Transposes.copy(a, 0, -1, 4, 4, b, 0, 3)).getMessage(),
-                    assertThrows(IllegalArgumentException.class, () -> Transposes.copy(null, 0, 3, 4, 4, b, 0, 3)).getMessage()};
+                    assertThrows(IllegalArgumentException.class, () -> Transposes.copy((float[]) null, 0, 3, 4, 4, b, 0, 3)).getMessage()};
             for (String m : messages) {
                 assertTrue(m.startsWith("[transpose] "), m);
                 assertTrue(!m.contains("\n"), m);

@@ -3,6 +3,7 @@ package ane4j.backend.ref;
 import ane4j.backend.BackendException;
 import ane4j.backend.TensorSpec;
 import ane4j.blas.Parallel;
+import ane4j.blas.Transposes;
 import ane4j.mil.Arg;
 import ane4j.mil.DType;
 import ane4j.mil.Function;
@@ -316,8 +317,10 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
     private static final ThreadLocal<float[][]> TILES = ThreadLocal.withInitial(() -> new float[][] {new float[TILE * TILE], new float[TILE]});
 
     /**
-     * dst[.., i, j] = src[.., j·sj + i] (the last two merged dims swapped) in TILE×TILE tiles through heap arrays: each
-     * tile is read as TILE contiguous runs of src and written as TILE contiguous runs of dst.
+     * dst[.., i, j] = src[.., j·sj + i] (the last two merged dims swapped), strips of TILE rows in parallel: through
+     * {@link Transposes} (OpenBLAS's omatcopy where it runs, 2–3× faster) when the operands do not overlap their own
+     * rows, else in TILE×TILE tiles through heap arrays, each read as TILE contiguous runs of src and written as TILE
+     * contiguous runs of dst.
      */
     private static void transposeCopy(Iter it, MemorySegment d, MemorySegment s) {
         int nd = it.dims.length;
@@ -326,6 +329,7 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
         long outer = 1;
         for (int i = 0; i < nd - 2; i++) outer *= it.dims[i];
         int rowTiles = (rows + TILE - 1) / TILE, colTiles = (cols + TILE - 1) / TILE;
+        boolean strided = sCol >= rows && dRow >= cols && sCol <= Integer.MAX_VALUE && dRow <= Integer.MAX_VALUE;
         long tasks = outer * rowTiles;
         java.util.function.LongConsumer task = t -> {
             long b = t / rowTiles;
@@ -337,6 +341,11 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
                 b /= it.dims[i];
                 dOff += idx * it.strides[0][i];
                 sOff += idx * it.strides[1][i];
+            }
+            if (strided) {
+                // rows [i0, i0+ih) of dst = columns [i0, i0+ih) of src, transposed (OpenBLAS's omatcopy where it runs)
+                Transposes.copy(s, sOff + i0, cols, ih, (int) sCol, d, dOff + i0 * dRow, (int) dRow);
+                return;
             }
             float[][] scratch = TILES.get();
             float[] tile = scratch[0], run = scratch[1];
