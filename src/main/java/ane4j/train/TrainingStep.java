@@ -400,7 +400,7 @@ public final class TrainingStep implements AutoCloseable {
         boolean fp16 = dst.dtype() == DType.FP16;
         if (dst.floatHeld() || dst.dtype() == DType.FP32) {
             // the segment holds floats: transposed straight into it (OpenBLAS's omatcopy where it runs), then each
-            // channel's run rounded to fp16 in place; 3–4× faster than the heap strips below
+            // channel's run rounded to fp16 in place: 0.6–0.76 ns a weight against the heap strips' 1.07–1.17 (two threads)
             MemorySegment seg = dst.segment();
             int cs = dst.channelSize();
             Parallel.forEach(strips, b -> {

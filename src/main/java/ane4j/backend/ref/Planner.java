@@ -318,7 +318,7 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
 
     /**
      * dst[.., i, j] = src[.., j·sj + i] (the last two merged dims swapped), strips of TILE rows in parallel: through
-     * {@link Transposes} (OpenBLAS's omatcopy where it runs, 2–3× faster) when the operands do not overlap their own
+     * {@link Transposes} (OpenBLAS's omatcopy where it runs: about twice as fast) when the operands do not overlap their own
      * rows, else in TILE×TILE tiles through heap arrays, each read as TILE contiguous runs of src and written as TILE
      * contiguous runs of dst.
      */
@@ -328,7 +328,7 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
         long dRow = it.strides[0][nd - 2], sCol = it.inner[1];
         long outer = 1;
         for (int i = 0; i < nd - 2; i++) outer *= it.dims[i];
-        int rowTiles = (rows + TILE - 1) / TILE, colTiles = (cols + TILE - 1) / TILE;
+        int rowTiles = (rows + TILE - 1) / TILE;
         boolean strided = sCol >= rows && dRow >= cols && sCol <= Integer.MAX_VALUE && dRow <= Integer.MAX_VALUE;
         long tasks = outer * rowTiles;
         java.util.function.LongConsumer task = t -> {
