@@ -16,7 +16,8 @@ import java.util.Map;
 
 /**
  * A function compiled by the {@link Planner}: a list of steps over planned fp32 buffers. Evaluating converts the inputs
- * into their buffers (fp32 native inputs are read in place), runs the steps, and converts the outputs.
+ * into their buffers (fp32 native inputs are read in place), runs the steps, and converts the outputs (fp32 and
+ * float-held outputs are written in place by the steps, when nothing else shares their memory).
  */
 public final class RefKernel implements Kernel {
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
@@ -100,20 +101,52 @@ public final class RefKernel implements Kernel {
             }
         }
         for (TensorSpec s : outputs) Kernel.argument(function, out, s, "output");
-        if (Profile.ON) t0 = Profile.add(profileName, "(inputs)", t0);
-        for (Step step : steps) {
-            try {
-                step.run().run();
-                if (Profile.ON) t0 = Profile.add(profileName, step.label(), t0);
-            } catch (BackendException e) {
-                throw e;
-            } catch (RuntimeException e) {
-                throw new BackendException("[" + step.label() + "] failed: " + e, e);
+        // outputs that can hold the results as the steps leave them are written by the steps themselves, in place
+        MemorySegment[] planned = new MemorySegment[outputs.size()];
+        for (int i = 0; i < outputs.size(); i++) {
+            T v = outputViews.get(i);
+            TensorBuffer b = out.get(outputs.get(i).name());
+            if (bindable(i, v, b, in, out)) {
+                planned[i] = v.st.seg;
+                v.st.seg = b.segment();
             }
         }
-        for (int i = 0; i < outputs.size(); i++) fromView(outputViews.get(i), out.get(outputs.get(i).name()), fp16Results);
+        if (Profile.ON) t0 = Profile.add(profileName, "(inputs)", t0);
+        try {
+            for (Step step : steps) {
+                try {
+                    step.run().run();
+                    if (Profile.ON) t0 = Profile.add(profileName, step.label(), t0);
+                } catch (BackendException e) {
+                    throw e;
+                } catch (RuntimeException e) {
+                    throw new BackendException("[" + step.label() + "] failed: " + e, e);
+                }
+            }
+            for (int i = 0; i < outputs.size(); i++)
+                if (planned[i] == null) fromView(outputViews.get(i), out.get(outputs.get(i).name()), fp16Results);
+        } finally {
+            for (int i = 0; i < outputs.size(); i++) if (planned[i] != null) outputViews.get(i).st.seg = planned[i];
+        }
         if (Profile.ON) Profile.add(profileName, "(outputs)", t0);
         for (Storage st : inputStorages) st.seg = null;
+    }
+
+    /**
+     * Whether output i may be computed straight into b: b holds floats as the steps leave them (fp32, or fp16 held as
+     * floats when every op rounds its result), the output is a whole planned buffer of its own, b is reachable from
+     * the pool's threads and shares no memory with an input or another output.
+     */
+    private boolean bindable(int i, T v, TensorBuffer b, Map<String, TensorBuffer> in, Map<String, TensorBuffer> out) {
+        boolean floats = b.dtype() == DType.FP32 && !b.floatHeld() || b.dtype() == DType.FP16 && b.floatHeld() && fp16Results;
+        if (!floats || v.st.kind != Storage.Kind.TEMP || !v.isContiguous() || v.off != 0 || v.count() != v.st.floats) return false;
+        if (!b.segment().isAccessibleBy(OTHER_THREAD) || b.segment().byteSize() < 4 * v.count()) return false;
+        for (int j = 0; j < i; j++) {
+            TensorBuffer other = out.get(outputs.get(j).name());
+            if (outputViews.get(j).st == v.st || other.segment().asOverlappingSlice(b.segment()).isPresent()) return false;
+        }
+        for (TensorBuffer x : in.values()) if (x.segment().asOverlappingSlice(b.segment()).isPresent()) return false;
+        return true;
     }
 
     /** Converts a buffer into fp32 floats, in two halves on two threads when large. */

@@ -39,6 +39,32 @@ class DirectOutputsTest {
         compare("ops", p);
     }
 
+    @Test
+    void outputsWrittenInPlaceWaitForTheInputsTheyShareMemoryWith() {
+        // y = 2x, z = 3x: were y written in place into x's own buffer, z would read 2x
+        Program p = Mil.program().function("main", f -> {
+            Value x = f.input("x", TensorType.of(DType.FP16, 1, 4, 1, 8));
+            f.output(f.mul(x, 2f), f.mul(x, 3f));
+        }).build();
+        try (RefKernel k = new Planner(p.main(), p.weights(), RefBackend.Options.ANE_LIKE, true, true, true).plan()) {
+            String y = k.outputs().get(0).name(), z = k.outputs().get(1).name();
+            TensorBuffer x = k.allocateDirectInput("x"), yApart = k.allocateDirectOutput(y), zApart = k.allocateDirectOutput(z), zShared = k.allocateDirectOutput(z);
+            for (long j = 0; j < x.count(); j++) x.set(j, j - 7.5f);
+            k.evaluate(Map.of("x", x), Map.of(y, yApart, z, zApart));     // in place: nothing shared
+            k.evaluate(Map.of("x", x), Map.of(y, x, z, zShared));         // y's buffer is x's
+            for (long j = 0; j < x.count(); j++) {
+                assertEquals(yApart.get(j), x.get(j), "y element " + j);
+                assertEquals(zApart.get(j), zShared.get(j), "z element " + j);
+            }
+            assertEquals(3 * (1 - 7.5f), zShared.get(1), "3x");
+            // a packed output after in-place ones: the planned buffer is back in place
+            TensorBuffer packed = k.allocateOutput(z);
+            for (long j = 0; j < x.count(); j++) x.set(j, j - 7.5f);
+            k.evaluate(Map.of("x", x), Map.of(y, k.allocateOutput(y), z, packed));
+            for (long j = 0; j < x.count(); j++) assertEquals(zApart.get(j), packed.get(j), "packed z element " + j);
+        }
+    }
+
     private static void compare(String what, Program p) {
         try (RefKernel k = new Planner(p.main(), p.weights(), RefBackend.Options.ANE_LIKE, true, true, true).plan()) {
             Random rnd = new Random(what.hashCode());
