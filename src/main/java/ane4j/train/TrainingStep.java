@@ -64,6 +64,8 @@ public final class TrainingStep implements AutoCloseable {
     private TensorBuffer valuesIn;                     // three-stage attention: probs and tiled V
     private Kernel[][] staticKernels;                  // [layer][weight-bearing kernel], static mode only
     private final TensorBuffer bwd1In, bwd2In;
+    /** Whether sdpaBwd1's output and sdpaBwd2's input share the probs and dP channels (buffers of floats). */
+    private final boolean probsShared;
     private final float[] cosT, sinT;                  // RoPE tables (HD, S)
     private final Activations[] acts;
     private final ExecutorService dwThread = Executors.newSingleThreadExecutor(r -> {
@@ -205,7 +207,20 @@ public final class TrainingStep implements AutoCloseable {
                         : kernels.get(WEIGHTED[i]).allocateDirectInput(TrainingKernels.INPUT);
         }
         bwd1In = kernels.get("sdpaBwd1").allocateDirectInput(TrainingKernels.INPUT);
-        bwd2In = kernels.get("sdpaBwd2").allocateDirectInput(TrainingKernels.INPUT);
+        TensorBuffer in2 = kernels.get("sdpaBwd2").allocateDirectInput(TrainingKernels.INPUT), out1 = outputs.get("sdpaBwd1");
+        // buffers of floats (the reference backend): sdpaBwd1 writes probs and dP where sdpaBwd2 reads them, two views of
+        // one buffer [dv | probs, dP | q, k], instead of a copy of 2·NH·S channels per layer between them
+        int shift = specs.get("sdpaBwd1").output().start("probs") - specs.get("sdpaBwd2").input().start("probs");
+        probsShared = in2.floatHeld() && out1.floatHeld() && shift >= 0 && in2.channelSize() == out1.channelSize()
+                && out1.channelCount() <= shift + specs.get("sdpaBwd2").input().start("q");
+        if (probsShared) {
+            int[] shape = in2.type().shape();
+            shape[1] = shift + in2.channelCount();
+            TensorBuffer both = TensorBuffer.allocateFloatHeld(in2.type().withShape(shape));
+            outputs.put("sdpaBwd1", both.channels(0, out1.channelCount()));
+            in2 = both.channels(shift, in2.channelCount());
+        }
+        bwd2In = in2;
         if (threeStage) valuesIn = kernels.get("attnValues").allocateDirectInput(TrainingKernels.INPUT);
         cosT = CpuOps.channelFirst(RopeTables.cos(config), s, config.headDim());
         sinT = CpuOps.channelFirst(RopeTables.sin(config), s, config.headDim());
@@ -693,9 +708,9 @@ public final class TrainingStep implements AutoCloseable {
             var l1 = specs.get("sdpaBwd1").output();
             var b2 = specs.get("sdpaBwd2").input();
             read(o1, l1.start("dv"), mha ? g.dv : dvFull);
-            bwd2In.copyChannels(o1, l1.start("probs"), b2.start("probs"), 2 * c.nHeads() * s);   // probs and dp, adjacent in both
-            bwd2In.copyChannels(bwd1In, b1.start("q"), b2.start("q"), 2 * q);                     // q and k tiled, adjacent in both
-            activationBytes += (2L * c.nHeads() * s + 2L * q) * s * bwd2In.dtype().byteSize();
+            if (!probsShared) bwd2In.copyChannels(o1, l1.start("probs"), b2.start("probs"), 2 * c.nHeads() * s);   // probs and dp, adjacent in both
+            bwd2In.copyChannels(bwd1In, b1.start("q"), b2.start("q"), 2 * q);                                       // q and k tiled, adjacent in both
+            activationBytes += ((probsShared ? 0 : 2L * c.nHeads() * s) + 2L * q) * s * bwd2In.dtype().byteSize();
             add(Phase.IO, t3);
             TensorBuffer o2 = eval("sdpaBwd2", -1, bwd2In, Phase.BACKWARD_BACKEND);
             long t4 = System.nanoTime();
