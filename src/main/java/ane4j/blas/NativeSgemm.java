@@ -82,7 +82,6 @@ final class NativeSgemm extends Sgemm {
     /** The same library with another heap-copy threshold (tests: {@code 0} forces the copy path). */
     NativeSgemm withCriticalMaxMacs(long macs) { return new NativeSgemm(name, description, threads, parallel, symbol, macs); }
 
-
     @Override public String name() { return name; }
     @Override public int threads() { return threads; }
     @Override public String description() { return description; }
