@@ -45,14 +45,17 @@ public final class Transposes {
         copy(MemorySegment.ofArray(a), aOffset, rows, cols, lda, b, bOffset, ldb);
     }
 
-    /** {@link #copy(float[], int, int, int, int, MemorySegment, long, int)} from memory (the interpreter's transposing copies). */
-    public static void copy(MemorySegment a, long aOffset, int rows, int cols, int lda, MemorySegment b, long bOffset, int ldb) {
+    /**
+     * {@link #copy(float[], int, int, int, int, MemorySegment, long, int)} from memory (the interpreter's transposing
+     * copies); a source whose rows overlap (lda < cols, 0 for one row read again) is read by the Java loop.
+     */
+    public static void copy(MemorySegment a, long aOffset, int rows, int cols, long lda, MemorySegment b, long bOffset, long ldb) {
         check(a, aOffset, rows, cols, lda, b, bOffset, ldb);
         if (rows == 0 || cols == 0) return;
-        MethodHandle h = nativeHandle();
+        MethodHandle h = lda >= cols && lda <= Integer.MAX_VALUE && ldb <= Integer.MAX_VALUE ? nativeHandle() : null;
         if (h != null) {
             try {
-                h.invokeExact(CBLAS_ROW_MAJOR, CBLAS_TRANS, rows, cols, 1f, a.asSlice(4 * aOffset), lda, b.asSlice(4 * bOffset), ldb);
+                h.invokeExact(CBLAS_ROW_MAJOR, CBLAS_TRANS, rows, cols, 1f, a.asSlice(4 * aOffset), (int) lda, b.asSlice(4 * bOffset), (int) ldb);
             } catch (Throwable t) {
                 throw new IllegalStateException("[transpose] native cblas_somatcopy failed: " + t, t);
             }
@@ -63,7 +66,7 @@ public final class Transposes {
     private static final ThreadLocal<float[][]> TILES = ThreadLocal.withInitial(() -> new float[][] {new float[TILE * TILE], new float[TILE * TILE]});
 
     /** The Java path of {@link #copy} (also what tests compare the native one with). */
-    static void copyJava(MemorySegment a, long aOffset, int rows, int cols, int lda, MemorySegment b, long bOffset, int ldb) {
+    static void copyJava(MemorySegment a, long aOffset, int rows, int cols, long lda, MemorySegment b, long bOffset, long ldb) {
         check(a, aOffset, rows, cols, lda, b, bOffset, ldb);
         float[][] scratch = TILES.get();
         float[] tile = scratch[0], turned = scratch[1];
@@ -72,22 +75,23 @@ public final class Transposes {
             for (int j0 = 0; j0 < cols; j0 += TILE) {
                 int jw = Math.min(TILE, cols - j0);
                 // tile (ih, jw) ← a[i0.., j0..]: contiguous runs of a
-                for (int i = 0; i < ih; i++) MemorySegment.copy(a, F, 4 * (aOffset + (long) (i0 + i) * lda + j0), tile, i * TILE, jw);
+                for (int i = 0; i < ih; i++) MemorySegment.copy(a, F, 4 * (aOffset + (i0 + i) * lda + j0), tile, i * TILE, jw);
                 // turned (jw, ih) = tileᵀ, in cache
                 for (int j = 0; j < jw; j++) for (int i = 0; i < ih; i++) turned[j * TILE + i] = tile[i * TILE + j];
                 // b[j0 + j, i0..] ← turned row j: contiguous runs of b
-                for (int j = 0; j < jw; j++) MemorySegment.copy(turned, j * TILE, b, F, 4 * (bOffset + (long) (j0 + j) * ldb + i0), ih);
+                for (int j = 0; j < jw; j++) MemorySegment.copy(turned, j * TILE, b, F, 4 * (bOffset + (j0 + j) * ldb + i0), ih);
             }
         }
     }
 
-    private static void check(MemorySegment a, long aOffset, int rows, int cols, int lda, MemorySegment b, long bOffset, int ldb) {
+    private static void check(MemorySegment a, long aOffset, int rows, int cols, long lda, MemorySegment b, long bOffset, long ldb) {
         if (a == null || b == null) throw new IllegalArgumentException("[transpose] " + (a == null ? "source" : "destination") + " is null");
         if (rows < 0 || cols < 0) throw new IllegalArgumentException("[transpose] negative size " + rows + "×" + cols);
-        if (lda < Math.max(1, cols) || ldb < Math.max(1, rows))
-            throw new IllegalArgumentException("[transpose] strides " + lda + ", " + ldb + " below the rows they step over (" + cols + ", " + rows + ")");
+        // the source may be read twice (overlapping rows); the destination's rows must not overlap
+        if (lda < 0 || ldb < Math.max(1, rows))
+            throw new IllegalArgumentException("[transpose] strides " + lda + ", " + ldb + ": the destination's " + ldb + " is below the " + rows + " floats of its rows");
         if (rows == 0 || cols == 0) return;
-        long aEnd = aOffset + (long) (rows - 1) * lda + cols, bEnd = bOffset + (long) (cols - 1) * ldb + rows;
+        long aEnd = aOffset + (rows - 1) * lda + cols, bEnd = bOffset + (cols - 1) * ldb + rows;
         if (aOffset < 0 || 4 * aEnd > a.byteSize())
             throw new IllegalArgumentException("[transpose] source " + rows + "×" + cols + " at " + aOffset + " (stride " + lda + ") outside " + a.byteSize() / 4 + " floats");
         if (bOffset < 0 || 4 * bEnd > b.byteSize())

@@ -49,12 +49,26 @@ class TransposesTest {
     }
 
     @Test
+    void aSourceWhoseRowsOverlapIsReadAsItsStridesSay() {
+        // lda 3 < 8 columns: row i starts 3 floats after row i−1 (the interpreter's views can read that way); lda 0: one row
+        float[] a = new float[40];
+        for (int i = 0; i < a.length; i++) a[i] = i;
+        for (int lda : new int[] {3, 0})
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment b = arena.allocate(4 * 8 * 5);
+                Transposes.copy(MemorySegment.ofArray(a), 1, 5, 8, lda, b, 0, 5);
+                for (int j = 0; j < 8; j++)
+                    for (int i = 0; i < 5; i++) assertEquals(a[1 + i * lda + j], b.getAtIndex(F, j * 5L + i), "lda " + lda + " (" + i + ", " + j + ")");
+            }
+    }
+
+    @Test
     void badArgumentsAreRefusedInOneLineBeforeAnyWrite() {
         float[] a = new float[12];
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment b = arena.allocate(4 * 12);
             String[] messages = {
-                    assertThrows(IllegalArgumentException.class, () -> Transposes.copy(a, 0, 3, 4, 3, b, 0, 3)).getMessage(),
+                    assertThrows(IllegalArgumentException.class, () -> Transposes.copy(a, 0, 3, 4, 4, b, 0, 2)).getMessage(),
                     assertThrows(IllegalArgumentException.class, () -> Transposes.copy(a, 1, 3, 4, 4, b, 0, 3)).getMessage(),
                     assertThrows(IllegalArgumentException.class, () -> Transposes.copy(a, 0, 3, 4, 4, b, 1, 3)).getMessage(),
                     assertThrows(IllegalArgumentException.class, () -> Transposes.copy(a, 0, -1, 4, 4, b, 0, 3)).getMessage(),

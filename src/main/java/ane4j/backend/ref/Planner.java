@@ -312,15 +312,12 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
         });
     }
 
+    /** Rows of dst per parallel task of {@link #transposeCopy}. */
     private static final int TILE = 64;
-    // per thread, not per task: a task's 16 KB tile was 22 MB of garbage a stories15m step
-    private static final ThreadLocal<float[][]> TILES = ThreadLocal.withInitial(() -> new float[][] {new float[TILE * TILE], new float[TILE]});
 
     /**
-     * dst[.., i, j] = src[.., j·sj + i] (the last two merged dims swapped), strips of TILE rows in parallel: through
-     * {@link Transposes} (OpenBLAS's omatcopy where it runs: about twice as fast) when the operands do not overlap their own
-     * rows, else in TILE×TILE tiles through heap arrays, each read as TILE contiguous runs of src and written as TILE
-     * contiguous runs of dst.
+     * dst[.., i, j] = src[.., j·sj + i] (the last two merged dims swapped), strips of TILE rows of each outer index in
+     * parallel, through {@link Transposes} (OpenBLAS's omatcopy where it runs, else 64×64 tiles through heap arrays).
      */
     private static void transposeCopy(Iter it, MemorySegment d, MemorySegment s) {
         int nd = it.dims.length;
@@ -329,7 +326,6 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
         long outer = 1;
         for (int i = 0; i < nd - 2; i++) outer *= it.dims[i];
         int rowTiles = (rows + TILE - 1) / TILE;
-        boolean strided = sCol >= rows && dRow >= cols && sCol <= Integer.MAX_VALUE && dRow <= Integer.MAX_VALUE;
         long tasks = outer * rowTiles;
         java.util.function.LongConsumer task = t -> {
             long b = t / rowTiles;
@@ -342,21 +338,8 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
                 dOff += idx * it.strides[0][i];
                 sOff += idx * it.strides[1][i];
             }
-            if (strided) {
-                // rows [i0, i0+ih) of dst = columns [i0, i0+ih) of src, transposed (OpenBLAS's omatcopy where it runs)
-                Transposes.copy(s, sOff + i0, cols, ih, (int) sCol, d, dOff + i0 * dRow, (int) dRow);
-                return;
-            }
-            float[][] scratch = TILES.get();
-            float[] tile = scratch[0], run = scratch[1];
-            for (int j0 = 0; j0 < cols; j0 += TILE) {
-                int jw = Math.min(TILE, cols - j0);
-                for (int j = 0; j < jw; j++) MemorySegment.copy(s, F, (sOff + (j0 + j) * sCol + i0) * 4, tile, j * TILE, ih);
-                for (int i = 0; i < ih; i++) {
-                    for (int j = 0; j < jw; j++) run[j] = tile[j * TILE + i];
-                    MemorySegment.copy(run, 0, d, F, (dOff + (i0 + i) * dRow + j0) * 4, jw);
-                }
-            }
+            // rows [i0, i0+ih) of dst = columns [i0, i0+ih) of src, transposed
+            Transposes.copy(s, sOff + i0, cols, ih, sCol, d, dOff + i0 * dRow, dRow);
         };
         if (tasks >= 2 && outer * rows * cols >= Iter.PARALLEL_MIN) Parallel.forEach((int) tasks, t -> task.accept(t));
         else for (long t = 0; t < tasks; t++) task.accept(t);
