@@ -16,6 +16,7 @@ public final class VectorMath {
     interface Impl {
         void exp(float[] src, int srcOff, float[] dst, int dstOff, int n);
         float max(float[] a, int off, int n);
+        double sumOfSquares(float[] a, int from, int end, float k);
         String name();
     }
 
@@ -31,8 +32,30 @@ public final class VectorMath {
                 for (int i = 0; i < n; i++) m = Math.max(m, a[off + i]);
                 return m;
             }
+            @Override public double sumOfSquares(float[] a, int from, int end, float k) { return sumOfSquaresScalar(a, from, end, k); }
             @Override public String name() { return "scalar"; }
         });
+    }
+
+    /** Elements per block of {@link #sumOfSquares}: 8 float sums each, then double. */
+    static final int SQUARES_BLOCK = 1024;
+
+    /** {@link #sumOfSquares} without the Vector API: lane j of each block sums elements j, j+8, …; the tail goes to lane 0. */
+    static double sumOfSquaresScalar(float[] a, int from, int end, float k) {
+        double ss = 0;
+        for (int b = from; b < end; b += SQUARES_BLOCK) {
+            float a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+            int be = Math.min(end, b + SQUARES_BLOCK), i = b;
+            for (; i + 8 <= be; i += 8) {
+                float g0 = k * a[i], g1 = k * a[i + 1], g2 = k * a[i + 2], g3 = k * a[i + 3];
+                float g4 = k * a[i + 4], g5 = k * a[i + 5], g6 = k * a[i + 6], g7 = k * a[i + 7];
+                a0 += g0 * g0; a1 += g1 * g1; a2 += g2 * g2; a3 += g3 * g3;
+                a4 += g4 * g4; a5 += g5 * g5; a6 += g6 * g6; a7 += g7 * g7;
+            }
+            for (; i < be; i++) { float g = k * a[i]; a0 += g * g; }
+            ss += ((double) a0 + a1 + a2 + a3) + ((double) a4 + a5 + a6 + a7);
+        }
+        return ss;
     }
 
     static final float EXP_LO = -88.5f, EXP_HI = 88.8f, LOG2E = 1.44269504088896341f, ROUND = 12582912f;
@@ -68,6 +91,17 @@ public final class VectorMath {
         if (n < 0 || off < 0 || off + n > a.length)
             throw new IllegalArgumentException("[max] " + n + " elements from " + off + " (of " + a.length + ") do not fit");
         return IMPL.max(a, off, n);
+    }
+
+    /**
+     * Σ (k·a[i])² over [from, end), in blocks of 1024 elements from {@code from}: 8 interleaved float sums per block
+     * (lane j takes elements j, j+8, …), added up in double. A fixed order, so the same bits with or without the Vector
+     * API (eight lanes are one 256-bit vector; where the widest is narrower, the scalar loop runs).
+     */
+    public static double sumOfSquares(float[] a, int from, int end, float k) {
+        if (from < 0 || end < from || end > a.length)
+            throw new IllegalArgumentException("[squares] elements [" + from + ", " + end + ") of " + a.length + " do not fit");
+        return IMPL.sumOfSquares(a, from, end, k);
     }
 
     /** Inputs below this may be flushed to 0 by {@link #exp} (their exp is below ~2.4e-38). */

@@ -52,5 +52,27 @@ final class VectorMathSimd implements VectorMath.Impl {
         return m;
     }
 
+    /** Eight lanes: the eight sums of {@link VectorMath#sumOfSquaresScalar}. */
+    private static final VectorSpecies<Float> EIGHT = FloatVector.SPECIES_256;
+    private static final boolean EIGHT_NATIVE = S.vectorBitSize() >= 256;
+
+    @Override
+    public double sumOfSquares(float[] a, int from, int end, float k) {
+        if (!EIGHT_NATIVE) return VectorMath.sumOfSquaresScalar(a, from, end, k);
+        double ss = 0;
+        for (int b = from; b < end; b += VectorMath.SQUARES_BLOCK) {
+            int be = Math.min(end, b + VectorMath.SQUARES_BLOCK), i = b;
+            FloatVector acc = FloatVector.zero(EIGHT);
+            for (; i + 8 <= be; i += 8) {
+                FloatVector g = FloatVector.fromArray(EIGHT, a, i).mul(k);
+                acc = acc.add(g.mul(g));
+            }
+            float a0 = acc.lane(0);
+            for (; i < be; i++) { float g = k * a[i]; a0 += g * g; }
+            ss += ((double) a0 + acc.lane(1) + acc.lane(2) + acc.lane(3)) + ((double) acc.lane(4) + acc.lane(5) + acc.lane(6) + acc.lane(7));
+        }
+        return ss;
+    }
+
     @Override public String name() { return "vector"; }
 }

@@ -1,6 +1,7 @@
 package ane4j.train;
 
 import ane4j.blas.Parallel;
+import ane4j.blas.VectorMath;
 import ane4j.model.ParameterView;
 import java.util.List;
 
@@ -62,29 +63,14 @@ public final class AdamW {
     }
 
     /**
-     * Σ (k·grads[i])², in fixed chunks on all cores and in a fixed order inside each (8 interleaved float sums per 1024
-     * elements, then double), so the result never depends on the thread count. Not finite if any gradient is not.
+     * Σ (k·grads[i])², in fixed chunks on all cores, each summed in a fixed order ({@link VectorMath#sumOfSquares}: 8
+     * interleaved float sums per 1024 elements, then double), so the result never depends on the thread count or on
+     * the Vector API. Not finite if any gradient is not.
      */
     public static double sumOfSquares(float[] grads, float k) {
         int chunks = (grads.length + CHUNK - 1) / CHUNK;
         double[] partial = new double[chunks];
-        Parallel.forEach(chunks, c -> {
-            double ss = 0;
-            int end = Math.min(grads.length, (c + 1) * CHUNK);
-            for (int b = c * CHUNK; b < end; b += 1024) {
-                float a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
-                int be = Math.min(end, b + 1024), i = b;
-                for (; i + 8 <= be; i += 8) {
-                    float g0 = k * grads[i], g1 = k * grads[i + 1], g2 = k * grads[i + 2], g3 = k * grads[i + 3];
-                    float g4 = k * grads[i + 4], g5 = k * grads[i + 5], g6 = k * grads[i + 6], g7 = k * grads[i + 7];
-                    a0 += g0 * g0; a1 += g1 * g1; a2 += g2 * g2; a3 += g3 * g3;
-                    a4 += g4 * g4; a5 += g5 * g5; a6 += g6 * g6; a7 += g7 * g7;
-                }
-                for (; i < be; i++) { float g = k * grads[i]; a0 += g * g; }
-                ss += ((double) a0 + a1 + a2 + a3) + ((double) a4 + a5 + a6 + a7);
-            }
-            partial[c] = ss;
-        });
+        Parallel.forEach(chunks, c -> partial[c] = VectorMath.sumOfSquares(grads, c * CHUNK, Math.min(grads.length, (c + 1) * CHUNK), k));
         double ss = 0;
         for (double x : partial) ss += x;
         return ss;

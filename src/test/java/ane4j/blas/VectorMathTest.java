@@ -82,4 +82,28 @@ class VectorMathTest {
         assertEquals(Float.POSITIVE_INFINITY, VectorMath.max(nan, 6, 34));
         assertThrows(IllegalArgumentException.class, () -> VectorMath.max(nan, 30, 11));
     }
+
+    @Test
+    void sumOfSquaresGivesTheScalarLoopsBitsAtAnyOffsetAndLength() {
+        // the gradient norm decides clipping: a resumed run, a run without the Vector API and this one must agree
+        java.util.Random r = new java.util.Random(7);
+        float[] a = new float[5000];
+        for (int i = 0; i < a.length; i++) a[i] = (float) (r.nextGaussian() * Math.exp(r.nextGaussian() * 4));
+        for (int from : new int[] {0, 1, 7, 1023})
+            for (int n : new int[] {0, 1, 7, 8, 9, 1024, 1031, 2048 + 5, 3900})
+                for (float k : new float[] {1f, 0.25f, 3e-5f})
+                    assertEquals(Double.doubleToRawLongBits(VectorMath.sumOfSquaresScalar(a, from, from + n, k)),
+                            Double.doubleToRawLongBits(VectorMath.sumOfSquares(a, from, from + n, k)), "from " + from + ", n " + n + ", k " + k);
+        // the sums are lane by lane (j, j+8, …), as AdamW's clipping has always summed them
+        float[] lanes = new float[8];
+        for (int i = 0; i < 1024; i++) lanes[i % 8] += a[i] * a[i];
+        double byLane = ((double) lanes[0] + lanes[1] + lanes[2] + lanes[3]) + ((double) lanes[4] + lanes[5] + lanes[6] + lanes[7]);
+        assertEquals(Double.doubleToRawLongBits(byLane), Double.doubleToRawLongBits(VectorMath.sumOfSquares(a, 0, 1024, 1f)));
+        a[4000] = Float.POSITIVE_INFINITY;
+        assertEquals(Double.POSITIVE_INFINITY, VectorMath.sumOfSquares(a, 3990, 4010, 1f));
+        a[4001] = Float.NaN;
+        assertTrue(Double.isNaN(VectorMath.sumOfSquares(a, 3990, 4010, 1f)));
+        assertThrows(IllegalArgumentException.class, () -> VectorMath.sumOfSquares(a, 10, 9, 1f));
+        assertThrows(IllegalArgumentException.class, () -> VectorMath.sumOfSquares(a, 0, 5001, 1f));
+    }
 }
