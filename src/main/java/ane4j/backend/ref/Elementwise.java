@@ -19,20 +19,31 @@ interface Elementwise extends OpContext {
         T o = newOut(out.shape(), out.dtype());
         Iter it = Iter.of(o.shape, o, x, y);
         boolean intDiv = op == Op.REAL_DIV && out.dtype().isInteger();
+        if (!intDiv && op != Op.POW && it.inner[0] == 1 && (strided(it.inner[1]) || strided(it.inner[2]))) {
+            // an operand read across its rows (sdpaFwd's head-split q and k, views of a matmul written transposed):
+            // gathered by one transposing copy, then the dense loop; the same values as element by element
+            if (strided(it.inner[1])) x = contig(x);
+            if (strided(it.inner[2])) y = contig(y);
+            it = Iter.of(o.shape, o, x, y);
+        }
         long oi = it.inner[0], xi = it.inner[1], yi = it.inner[2];
         if (!intDiv && op != Op.POW && oi == 1 && xi == 1 && (yi == 1 || yi == 0)) {
             // dense rows: heap chunks, rounded to fp16 in the chunk (no second pass over the output)
             boolean round = rounds(out.dtype());
+            T dx = x, dy = y;
+            Iter dense = it;
             add(() -> {
-                MemorySegment os = o.st.seg, xs = x.st.seg, ys = y.st.seg;
-                it.runParallel((f, n) -> binaryChunked(op, os, f[0], xs, f[1], ys, f[2], yi == 0, n, round));
+                MemorySegment os = o.st.seg, xs = dx.st.seg, ys = dy.st.seg;
+                dense.runParallel((f, n) -> binaryChunked(op, os, f[0], xs, f[1], ys, f[2], yi == 0, n, round));
             });
             def(out, o);
             return;
         }
+        T sx = x, sy = y;
+        Iter rows = it;
         addRounded(() -> {
-            MemorySegment os = o.st.seg, xs = x.st.seg, ys = y.st.seg;
-            it.runParallel((f, n) -> {
+            MemorySegment os = o.st.seg, xs = sx.st.seg, ys = sy.st.seg;
+            rows.runParallel((f, n) -> {
                 long oo = f[0], xo = f[1], yo = f[2];
                 switch (op) {
                     case ADD -> { for (int i = 0; i < n; i++) os.setAtIndex(F, oo + i * oi, xs.getAtIndex(F, xo + i * xi) + ys.getAtIndex(F, yo + i * yi)); }
@@ -51,6 +62,9 @@ interface Elementwise extends OpContext {
         }, o);
         def(out, o);
     }
+
+    /** An inner stride that is neither dense (1) nor a broadcast (0). */
+    private static boolean strided(long inner) { return inner != 1 && inner != 0; }
 
     /**
      * The dense case of add/sub/mul/real_div (y dense, or one broadcast value per run) through heap chunks: C2

@@ -124,6 +124,37 @@ class RefBackendTest {
         for (int i = 0; i < x.length; i++) assertEquals(Float.float16ToFloat(Float.floatToFloat16(x[i])), y[i]);
     }
 
+    /**
+     * An elementwise op over a view read across its rows (the head-split q of sdpaFwd: a matmul written transposed)
+     * gathers that operand densely first; the values are those of x op y element by element, rounded once.
+     */
+    @Test
+    void binaryOpsOverTransposedViewsGiveEachElementsRoundedResult() {
+        int b = 2, r = 3, c = 40;
+        Program p = prog(f -> {
+            Value x = f.input("x", TensorType.of(DType.FP16, b * c * r));
+            Value t = f.transpose(f.reshape(x, b, c, r), 0, 2, 1);                  // (b, r, c) at strides (c·r, 1, r)
+            Value row = f.reshape(f.mul(f.sliceBySize(x, new int[] {0}, new int[] {c}), 0.5f), 1, 1, c);   // dense, broadcast over b and r
+            f.output(f.named("mul", f.mul(t, row)), f.named("sub", f.sub(row, t)), f.named("add", f.add(t, t)), f.named("div", f.realDiv(row, t)));
+        });
+        float[] x = random(b * c * r, 11);
+        try (RefKernel k = REF.compileRef(p)) {
+            var out = k.evaluate(Map.of("x", TensorBuffer.of(k.inputs().get(0).type(), x)));
+            for (int i = 0; i < b; i++)
+                for (int j = 0; j < r; j++)
+                    for (int e = 0; e < c; e++) {
+                        float tv = x[i * c * r + e * r + j], rv = fp16round(x[e] * 0.5f);
+                        int at = (i * r + j) * c + e;
+                        assertEquals(fp16round(tv * rv), out.get("mul").get(at), "mul " + at);
+                        assertEquals(fp16round(rv - tv), out.get("sub").get(at), "sub " + at);
+                        assertEquals(fp16round(tv + tv), out.get("add").get(at), "add " + at);
+                        assertEquals(fp16round(rv / tv), out.get("div").get(at), "div " + at);
+                    }
+        }
+    }
+
+    private static float fp16round(float v) { return Float.float16ToFloat(Float.floatToFloat16(v)); }
+
     @Test
     void missingWeightFileIsNamed() {
         Program p = a1(4, 4, new float[16]).withWeights(Weights.empty());
