@@ -46,24 +46,35 @@ def main():
     if subprocess.run(["which", "perf"], capture_output=True).returncode != 0:
         sys.exit("[perf] no perf on PATH: apt-get install linux-perf (Debian), then run again")
     steps = a.steps or 100000   # ended by this script once perf is done
-    bench = subprocess.Popen([os.path.join(ROOT, "bin", "ane4j"), "bench", "step", "--model", a.model, "--steps", str(steps)],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    time.sleep(a.delay)
-    if bench.poll() is not None:
-        sys.exit("[perf] bench step ended before perf attached: lower --delay or raise --steps\n" + bench.stdout.read())
     with tempfile.TemporaryDirectory() as tmp:
-        data = os.path.join(tmp, "perf.data")
-        rec = subprocess.run(["perf", "record", "-F", str(a.freq), "-p", str(bench.pid), "-o", data, "--", "sleep", str(a.seconds)],
-                             capture_output=True, text=True)
-        # the JIT's code addresses → Java method names, in /tmp/perf-PID.map where perf report looks for them
-        subprocess.run([JCMD, str(bench.pid), "Compiler.perfmap"], capture_output=True)
-        bench.terminate()
-        bench.wait()
-        if not os.path.exists(data) or os.path.getsize(data) == 0:
-            sys.exit("[perf] perf record failed (perf_event_paranoid is " + open("/proc/sys/kernel/perf_event_paranoid").read().strip()
-                     + "; it needs <= 2): " + rec.stderr.strip().splitlines()[-1])
-        rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "sym", "--stdio", "-g", "none"],
-                             capture_output=True, text=True).stdout
+        log = open(os.path.join(tmp, "bench.log"), "w+")
+        bench = subprocess.Popen([os.path.join(ROOT, "bin", "ane4j"), "bench", "step", "--model", a.model, "--steps", str(steps)],
+                                 stdout=log, stderr=subprocess.STDOUT, text=True)
+        perfmap = f"/tmp/perf-{bench.pid}.map"
+        try:
+            time.sleep(a.delay)
+            if bench.poll() is not None:
+                log.seek(0)
+                lines = [l for l in log.read().splitlines() if l.strip()]
+                sys.exit(f"[perf] bench step exited ({bench.returncode}) before perf attached"
+                         + (": " + lines[-1] if bench.returncode else ": lower --delay or raise --steps"))
+            data = os.path.join(tmp, "perf.data")
+            rec = subprocess.run(["perf", "record", "-F", str(a.freq), "-p", str(bench.pid), "-o", data, "--", "sleep", str(a.seconds)],
+                                 capture_output=True, text=True)
+            # the JIT's code addresses → Java method names, in /tmp/perf-PID.map where perf report looks for them
+            subprocess.run([JCMD, str(bench.pid), "Compiler.perfmap"], capture_output=True)
+            if not os.path.exists(data) or os.path.getsize(data) == 0:
+                sys.exit("[perf] perf record failed (perf_event_paranoid is " + open("/proc/sys/kernel/perf_event_paranoid").read().strip()
+                         + "; it needs <= 2): " + (rec.stderr.strip().splitlines() or ["no message"])[-1])
+            rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "sym", "--stdio", "-g", "none"],
+                                 capture_output=True, text=True).stdout
+        finally:
+            # never leave the bench running (it was asked for many steps), nor its symbol map behind
+            if bench.poll() is None:
+                bench.terminate()
+                bench.wait()
+            if os.path.exists(perfmap):
+                os.remove(perfmap)
     shares = {name: 0.0 for name, _ in CATEGORIES}
     other, top = 0.0, []
     for line in rep.splitlines():
