@@ -10,8 +10,20 @@ work=${2:-$root/runs/generate-vs-runc}
 mkdir -p "$work"
 cd "$work"
 # run.c as llama2.c's Makefile builds it: `make run` (-O3, one thread) and `make runomp` (-Ofast -fopenmp -march=native)
+# macOS: no nproc, and Apple clang has no -fopenmp of its own (Homebrew's libomp through -Xpreprocessor, when installed)
+cores=$(nproc 2>/dev/null || sysctl -n hw.ncpu)
 cc -O3 -o run_O3 "$src/run.c" -lm
-cc -Ofast -fopenmp -march=native -o run_omp "$src/run.c" -lm
+if [ "$(uname -s)" = Darwin ]; then
+  omp=$(brew --prefix libomp 2>/dev/null || true)
+  if [ -n "$omp" ] && [ -d "$omp/lib" ]; then
+    cc -Ofast -Xpreprocessor -fopenmp -I"$omp/include" -L"$omp/lib" -lomp -mcpu=native -o run_omp "$src/run.c" -lm
+  else
+    echo "no libomp (brew install libomp): the OpenMP run.c is the one-thread build" >&2
+    cp run_O3 run_omp
+  fi
+else
+  cc -Ofast -fopenmp -march=native -o run_omp "$src/run.c" -lm
+fi
 cp "$src/tokenizer.bin" tokenizer.bin
 if [ ! -f stories110m.bin ]; then
   cat > MakeModel.java <<'JAVA'
@@ -32,8 +44,8 @@ for round in 1 2; do
   echo "  ane4j generate:                         $(grep '^\[generate' ane4j.err)"
   ./run_O3 stories110m.bin -z tokenizer.bin -t 0 -n 256 -i "$prompt" 2> runc.err > runc_O3.txt
   echo "  run.c -O3, one thread:                  $(grep achieved runc.err)"
-  OMP_NUM_THREADS=$(nproc) ./run_omp stories110m.bin -z tokenizer.bin -t 0 -n 256 -i "$prompt" 2> runc.err > runc_omp.txt
-  echo "  run.c -Ofast -fopenmp, $(nproc) threads:     $(grep achieved runc.err)"
+  OMP_NUM_THREADS=$cores ./run_omp stories110m.bin -z tokenizer.bin -t 0 -n 256 -i "$prompt" 2> runc.err > runc_omp.txt
+  echo "  run.c -Ofast -fopenmp, $cores threads:     $(grep achieved runc.err)"
   cmp -s ane4j.txt runc_O3.txt && cmp -s ane4j.txt runc_omp.txt && echo "  texts: identical" || echo "  texts: DIFFER (diff ane4j.txt runc_O3.txt)"
 done
 echo "end, $(uptime | sed 's/.*load/load/')"

@@ -1,6 +1,7 @@
 package ane4j.bench;
 
 import ane4j.blas.Blas;
+import ane4j.blas.PeakResidentMemory;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
@@ -18,6 +19,18 @@ public final class Machine {
     /** CPU model: /proc/cpuinfo "model name" on Linux, sysctl machdep.cpu.brand_string on macOS, else os.arch. */
     public static String cpuModel() { return Blas.cpuModel(); }
 
+    /**
+     * The Python whose numpy/PyTorch the benchmarks compare with: {@code ANE4J_PYTHON}, else Debian's
+     * {@code /usr/bin/python3} on Linux (where apt puts numpy and torch, whatever python3 PATH finds first), else
+     * {@code python3} from PATH (macOS: Homebrew's or python.org's, not the Command Line Tools' shim).
+     */
+    public static String python() {
+        String env = System.getenv("ANE4J_PYTHON");
+        if (env != null && !env.isBlank()) return env;
+        boolean mac = System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("mac");
+        return !mac && Files.isExecutable(Path.of("/usr/bin/python3")) ? "/usr/bin/python3" : "python3";
+    }
+
     /** The figures that go into every benchmark's JSON. */
     public static Map<String, Object> describe() {
         Map<String, Object> m = new LinkedHashMap<>();
@@ -31,8 +44,11 @@ public final class Machine {
         return m;
     }
 
-    /** Peak resident set size (VmHWM of /proc/self/status) in bytes, or −1 where there is no /proc. */
-    public static long peakRssBytes() { return procStatus("VmHWM:"); }
+    /** Peak resident set size in bytes: VmHWM of /proc/self/status, else getrusage's ru_maxrss (macOS); −1 if neither. */
+    public static long peakRssBytes() {
+        long proc = procStatus("VmHWM:");
+        return proc >= 0 ? proc : PeakResidentMemory.bytes();
+    }
 
     /** Current resident set size (VmRSS) in bytes, or −1. */
     public static long rssBytes() { return procStatus("VmRSS:"); }

@@ -21,14 +21,14 @@ import java.util.Random;
 /**
  * Square row-major sgemm GFLOPS (2·n³ / median time) for OpenBLAS via FFM, OpenBLAS via FFM on {@code float[]}, and the
  * pure-Java fallback, next to numpy's {@code np.matmul} (same machine, same run, same sizes), timed in a
- * {@code /usr/bin/python3 -c} child that runs one product per request, so that the contestants alternate call by call
+ * {@code python3 -c} ({@link Machine#python()}) child that runs one product per request, so that the contestants alternate call by call
  * and see the same load on a shared machine. {@code maxdiff} compares OpenBLAS's C with the Java fallback's. A
  * second table times small products on
  * {@code float[]} through the critical (heap-access) downcall against copying to native memory.
  *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -cp target/classes ane4j.bench.SgemmBench
- *      [--sizes 256,512,1024,2048,4096] [--reps 9] [--java-max 4096] [--scalar] [--python /usr/bin/python3]
+ *      [--sizes 256,512,1024,2048,4096] [--reps 9] [--java-max 4096] [--scalar] [--python PYTHON]
  * </pre>
  *
  * <p>{@link #run} is {@code ane4j bench sgemm} (the bench framework's table, chart and JSON, plus A4's overhead).
@@ -72,7 +72,7 @@ public final class SgemmBench {
         @picocli.CommandLine.Option(names = "--reps", paramLabel = "N", defaultValue = "9") int reps;
         @picocli.CommandLine.Option(names = "--java-max", paramLabel = "N", defaultValue = "4096") int javaMax;
         @picocli.CommandLine.Option(names = "--scalar", description = "also the scalar Java loop") boolean scalar;
-        @picocli.CommandLine.Option(names = "--python", paramLabel = "PATH", defaultValue = "/usr/bin/python3") String python;
+        @picocli.CommandLine.Option(names = "--python", paramLabel = "PATH", description = "default: ANE4J_PYTHON, else /usr/bin/python3 on Linux, else python3 on PATH") String python;
     }
 
     public static void main(String[] arguments) throws Exception {
@@ -80,7 +80,7 @@ public final class SgemmBench {
         int[] sizes = args.sizes;
         int maxReps = args.reps, javaMax = args.javaMax;
         boolean scalar = args.scalar;
-        String python = args.python;
+        String python = args.python != null ? args.python : Machine.python();
         Optional<Sgemm> openBlas = Blas.openBlas();
         Sgemm java = Blas.java();
         System.out.println("native : " + openBlas.map(Sgemm::description).orElse("none"));
@@ -139,7 +139,7 @@ public final class SgemmBench {
         boolean quick = o.quick();
         int[] sizes = o.getInts("sizes", quick ? new int[] {256, 512} : new int[] {256, 512, 1024, 2048, 4096});
         int maxReps = o.getInt("reps", quick ? 3 : 7), javaMax = o.getInt("java-max", quick ? 256 : 1024);
-        String python = o.get("python", "/usr/bin/python3");
+        String python = o.get("python", Machine.python());
         Sgemm sel = Blas.get();
         BenchResult r = new BenchResult("sgemm", "sgemm GFLOPS (" + sel.description() + ") against numpy",
                 List.of("n", "numpy GFLOPS", "ane4j GFLOPS", "ane4j/numpy", "java GFLOPS"));

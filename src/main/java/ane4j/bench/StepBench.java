@@ -295,7 +295,7 @@ public final class StepBench {
      */
     static Map<String, Object> torchStep(BenchOptions o, ModelConfig c, int steps, List<String> mode) {
         Path script = torchScript(o, mode.isEmpty() ? "torch_train_step.py" : "torch_lora_step.py");
-        String python = o.get("python", "/usr/bin/python3");
+        String python = o.get("python", Machine.python());
         String torchModel = List.of("stories15m", "stories42m", "stories110m", "tiny", "qwen3-0.6b").contains(c.name()) ? c.name() : "stories15m";
         List<String> cmd = new ArrayList<>(List.of(python, script.toString(), "--model", torchModel, "--steps", String.valueOf(steps), "--json"));
         cmd.addAll(mode);

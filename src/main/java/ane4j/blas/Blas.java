@@ -48,19 +48,7 @@ public final class Blas {
     /** CPU model: /proc/cpuinfo on Linux, {@code sysctl machdep.cpu.brand_string} on macOS, else os.arch. */
     public static String cpuModel() {
         String model = CpuFeatures.current().model();
-        if (!model.isEmpty()) return model;
-        if (System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("mac")) {
-            try {
-                Process p = new ProcessBuilder("sysctl", "-n", "machdep.cpu.brand_string").redirectErrorStream(true).start();
-                String s = new String(p.getInputStream().readAllBytes()).strip();
-                if (p.waitFor() == 0 && !s.isEmpty()) return s;
-            } catch (java.io.IOException e) {
-                // fall through
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        return System.getProperty("os.arch");
+        return model.isEmpty() ? System.getProperty("os.arch") : model;
     }
 
     /** Forgets the selection so the next {@link #get()} chooses again (tests). */

@@ -34,7 +34,23 @@ record CpuFeatures(String arch, String model, Set<String> flags) {
         } catch (IOException | RuntimeException e) {
             // no /proc (macOS) or unreadable: features unknown, nothing is forced
         }
+        // macOS: the chip's name, so that an M1's calibration is never reused on an M4 (a shared home, Migration Assistant)
+        if (model.isEmpty() && System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("mac")) model = sysctl("machdep.cpu.brand_string");
         return new CpuFeatures(arch, model, Set.copyOf(flags));
+    }
+
+    /** {@code sysctl -n name}, or "" if that fails. */
+    static String sysctl(String name) {
+        try {
+            Process p = new ProcessBuilder("sysctl", "-n", name).redirectErrorStream(true).start();
+            String s = new String(p.getInputStream().readAllBytes()).strip();
+            return p.waitFor() == 0 ? s : "";
+        } catch (IOException e) {
+            return "";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "";
+        }
     }
 
     boolean x86() { return arch.equals("amd64") || arch.equals("x86_64"); }

@@ -57,17 +57,25 @@ final class NativeSgemm extends Sgemm {
     private final MethodHandle sgemmCritical;
     private final long criticalMaxMacs;
     private final ThreadPool pool;
+    private final boolean zeroCForBetaZero;
 
     /**
      * @param threads  threads used for a large product (0 if unknown: the library's own threading is left alone)
      * @param parallel whether this class does the threading (the library is then set to one thread by the caller)
      */
     NativeSgemm(String name, String description, int threads, boolean parallel, MemorySegment symbol) {
-        this(name, description, threads, parallel, symbol, CRITICAL_MAX_MACS);
+        this(name, description, threads, parallel, symbol, CRITICAL_MAX_MACS, name.equals("accelerate"));
     }
 
-    private NativeSgemm(String name, String description, int threads, boolean parallel, MemorySegment symbol, long criticalMaxMacs) {
+    /**
+     * @param zeroCForBetaZero write zeros into C before a β = 0 call: Accelerate has been seen to read C when β = 0
+     *                         (M = 1, N = 512, K = 544, B misaligned: NaN in C became NaN out in 100 of 100 runs;
+     *                         ml-explore/mlx PR #3563, macOS 15), against the BLAS contract OpenBLAS keeps
+     */
+    NativeSgemm(String name, String description, int threads, boolean parallel, MemorySegment symbol, long criticalMaxMacs,
+                boolean zeroCForBetaZero) {
         this.name = name;
+        this.zeroCForBetaZero = zeroCForBetaZero;
         this.description = description;
         this.threads = threads;
         this.criticalMaxMacs = criticalMaxMacs;
@@ -80,7 +88,10 @@ final class NativeSgemm extends Sgemm {
     }
 
     /** The same library with another heap-copy threshold (tests: {@code 0} forces the copy path). */
-    NativeSgemm withCriticalMaxMacs(long macs) { return new NativeSgemm(name, description, threads, parallel, symbol, macs); }
+    NativeSgemm withCriticalMaxMacs(long macs) { return new NativeSgemm(name, description, threads, parallel, symbol, macs, zeroCForBetaZero); }
+
+    /** The {@code cblas_sgemm} this calls. */
+    MemorySegment symbol() { return symbol; }
 
     @Override public String name() { return name; }
     @Override public int threads() { return threads; }
@@ -191,14 +202,22 @@ final class NativeSgemm extends Sgemm {
         return dst;
     }
 
-    private static void call(MethodHandle h, Layout layout, Transpose transA, Transpose transB, int m, int n, int k,
-                             float alpha, MemorySegment a, int lda, MemorySegment b, int ldb,
-                             float beta, MemorySegment c, int ldc) {
+    private void call(MethodHandle h, Layout layout, Transpose transA, Transpose transB, int m, int n, int k,
+                      float alpha, MemorySegment a, int lda, MemorySegment b, int ldb,
+                      float beta, MemorySegment c, int ldc) {
+        if (beta == 0f && zeroCForBetaZero) zero(c, layout == Layout.ROW_MAJOR ? m : n, layout == Layout.ROW_MAJOR ? n : m, ldc);
         try {
             h.invokeExact(layout.cblas, transA.cblas, transB.cblas, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         } catch (Throwable t) {
             throw new IllegalStateException("[sgemm] native cblas_sgemm failed: " + t, t);
         }
+    }
+
+    /** Zeros the {@code lines × width} elements of a matrix stored with leading dimension {@code ld}, and nothing else. */
+    private static void zero(MemorySegment c, int lines, int width, int ld) {
+        if (lines == 0 || width == 0) return;
+        if (ld == width) c.asSlice(0, (long) lines * width * Float.BYTES).fill((byte) 0);
+        else for (int i = 0; i < lines; i++) c.asSlice((long) i * ld * Float.BYTES, (long) width * Float.BYTES).fill((byte) 0);
     }
 
     /** Floats spanned by a stored {@code rows × cols} matrix with leading dimension {@code ld}; 0 if empty. */

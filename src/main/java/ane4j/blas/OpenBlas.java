@@ -30,8 +30,13 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 final class OpenBlas {
     private OpenBlas() {}
 
-    /** Tried in order: the OpenBLAS soname, then the generic BLAS soname (on Debian an alternative, often OpenBLAS). */
-    static final List<String> LIBRARIES = List.of("libopenblas.so.0", "libblas.so.3");
+    /**
+     * Tried in order: the OpenBLAS soname, then the generic BLAS soname (on Debian an alternative, often OpenBLAS); on
+     * macOS Homebrew's OpenBLAS (Apple silicon and Intel prefixes; keg-only, so never on the default search path).
+     */
+    static final List<String> LIBRARIES = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).startsWith("mac")
+            ? List.of("/opt/homebrew/opt/openblas/lib/libopenblas.dylib", "/usr/local/opt/openblas/lib/libopenblas.dylib", "libopenblas.dylib")
+            : List.of("libopenblas.so.0", "libblas.so.3");
 
     static final String CORE_PROPERTY = "ane4j.blas.coretype";
 

@@ -180,6 +180,8 @@ public final class LossChart {
 
     public static Path save(List<StepMetrics> history, List<Marker> markers, Path runDir) {
         Path png = runDir.resolve("loss.png");
+        // off-screen: macOS defaults to a window-server AWT (a Dock icon; a failure over ssh or in a LaunchDaemon)
+        if (System.getProperty("java.awt.headless") == null) System.setProperty("java.awt.headless", "true");
         try {
             javax.imageio.ImageIO.setUseCache(false);   // its cache is a temp file: a full /tmp must not cost the plot
             BitmapEncoder.saveBitmap(of(history, markers, new Style("training loss", 720, 360, false)), png.toString(), BitmapEncoder.BitmapFormat.PNG);

@@ -69,6 +69,7 @@ public final class RunJson {
     static Map<String, Object> git() {
         String home = System.getProperty("ane4j.home");
         Path dir = Path.of(home != null ? home : "").toAbsolutePath();
+        if (!gitRunsWithoutADialog()) return null;
         String commit = run(dir, "git", "rev-parse", "HEAD");
         if (commit == null || !commit.matches("[0-9a-f]{40}")) return null;
         String status = run(dir, "git", "status", "--porcelain", "--untracked-files=no");
@@ -77,6 +78,20 @@ public final class RunJson {
         m.put("commit", commit);
         m.put("dirty", status == null ? null : !status.isBlank());
         return m;
+    }
+
+    /**
+     * On macOS, {@code /usr/bin/git} is a shim that opens the "install the command line developer tools" dialog when
+     * they are absent: git is run only where another git comes first on PATH or {@code xcode-select -p} finds the tools.
+     */
+    static boolean gitRunsWithoutADialog() {
+        if (!System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).startsWith("mac")) return true;
+        for (String d : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
+            Path git = Path.of(d.isEmpty() ? "." : d, "git");
+            if (!java.nio.file.Files.isExecutable(git)) continue;
+            return !git.toString().equals("/usr/bin/git") || run(Path.of("/"), "xcode-select", "-p") != null;
+        }
+        return false;
     }
 
     private static String run(Path dir, String... command) {

@@ -20,7 +20,9 @@ import java.util.stream.Stream;
 /**
  * The user's side of the shared tensors: one file per region, mapped read-write in the user's JVM and (by path) in the
  * worker. Files live in {@code /dev/shm} when it has room (memory, no disk writes), else in {@code java.io.tmpdir}, in a
- * directory per supervisor that is deleted on close. A region is found again from any segment inside it, so views of a
+ * directory per supervisor that is deleted on close. {@code ANE4J_SHARED_DIR} names another place: macOS has no
+ * {@code /dev/shm}, and its temp dir is on the SSD, whose file cache may write the shared pages back (a RAM disk:
+ * {@code diskutil erasevolume APFS ane4j $(hdiutil attach -nomount ram://4194304)}, then ANE4J_SHARED_DIR=/Volumes/ane4j). A region is found again from any segment inside it, so views of a
  * shared buffer are passed without a copy too.
  */
 final class SharedMemory implements AutoCloseable {
@@ -40,7 +42,7 @@ final class SharedMemory implements AutoCloseable {
         String name = "ane4j-" + ProcessHandle.current().pid() + "-" + Long.toHexString(System.nanoTime());
         try {
             Path tmp = tmpDir();
-            Path base = preferred != null ? preferred : Files.isDirectory(SHM) && Files.isWritable(SHM) ? SHM : tmp;
+            Path base = preferred != null ? preferred : defaultBase(System.getenv(SHARED_DIR_ENV), tmp);
             this.dir = Files.createDirectories(base.resolve(name));
             this.fallbackDir = base.equals(tmp) ? dir : tmp.resolve(name);
         } catch (IOException e) {
@@ -50,6 +52,19 @@ final class SharedMemory implements AutoCloseable {
     }
 
     private static final Path SHM = Path.of("/dev/shm");
+    static final String SHARED_DIR_ENV = "ANE4J_SHARED_DIR";
+
+    /** {@code ANE4J_SHARED_DIR} when set, else /dev/shm where it is writable, else the temp dir. */
+    static Path defaultBase(String env, Path tmp) {
+        if (env != null && !env.isBlank()) {
+            Path p = Path.of(env);
+            if (!Files.isDirectory(p) || !Files.isWritable(p))
+                throw new UncheckedIOException("[worker] " + SHARED_DIR_ENV + "=" + env + " is not a writable directory; create it or unset the variable",
+                        new IOException(env));
+            return p;
+        }
+        return Files.isDirectory(SHM) && Files.isWritable(SHM) ? SHM : tmp;
+    }
 
     private static Path tmpDir() { return Path.of(System.getProperty("java.io.tmpdir")); }
 

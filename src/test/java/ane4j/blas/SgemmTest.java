@@ -34,7 +34,7 @@ class SgemmTest {
     void theTestJvmHasOpenBlasAndTheVectorKernel() {
         // surefire runs with --add-modules jdk.incubator.vector, and install.sh installs OpenBLAS on Linux
         assertTrue(Blas.javaVector().isPresent(), "vector kernel missing");
-        if (System.getProperty("os.name").startsWith("Linux")) {
+        if (System.getProperty("os.name").startsWith("Linux") && OpenBlasInstalled.onThisMachine()) {
             assertTrue(Blas.openBlas().isPresent(), "OpenBLAS did not load: " + OpenBlas.PROBE.detail());
         }
     }
@@ -196,6 +196,45 @@ class SgemmTest {
         float[] a = {1, 2, 3, 4}, b = {5, 6, 7, 8}, c = {Float.NaN, Float.NaN, Float.NaN, Float.NaN};
         impl.matmul(a, b, c, 2, 2, 2);
         assertEquals(List.of(19f, 22f, 43f, 50f), List.of(c[0], c[1], c[2], c[3]));
+    }
+
+    /**
+     * The shape Accelerate was seen to read C at with β = 0 (ml-explore/mlx PR #3563: M = 1, N = 512, K = 544, B at a
+     * misaligned address, C full of NaN): every implementation must overwrite C. Runs Accelerate on a Mac.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void betaZeroOverwritesNanInCAtOneRowWithAMisalignedB(Sgemm impl) {
+        int m = 1, n = 512, k = 544;
+        Random r = new Random(3563);
+        float[] a = random(r, m * k), b = random(r, 1 + k * n), c = new float[m * n];
+        java.util.Arrays.fill(c, Float.NaN);
+        impl.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, m, n, k, 1f, a, 0, k, b, 1, n, 0f, c, 0, n);
+        double[] want = new double[m * n];
+        reference(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, m, n, k, 1f, a, 0, k, b, 1, n, 0f, want, 0, n);
+        for (int j = 0; j < n; j++) assertEquals(want[j], c[j], 1e-3 * (1 + Math.abs(want[j])), "column " + j);
+    }
+
+    /** The zeroing that guards Accelerate's β = 0 path writes exactly the addressed elements (here on OpenBLAS's symbol). */
+    @Test
+    void theBetaZeroGuardZerosOnlyTheAddressedElementsOfC() {
+        Assumptions.assumeTrue(OpenBlas.PROBE.sgemm() instanceof NativeSgemm, "needs OpenBLAS's cblas_sgemm to call (apt-get install libopenblas0-pthread)");
+        NativeSgemm open = (NativeSgemm) OpenBlas.PROBE.sgemm();
+        NativeSgemm guarded = new NativeSgemm("guarded", "test", 1, false, open.symbol(), NativeSgemm.CRITICAL_MAX_MACS, true);
+        int m = 3, n = 2, k = 4, ldc = 5, cOff = 4;
+        Random r = new Random(11);
+        float[] a = random(r, m * k), b = random(r, k * n), c = new float[cOff + m * ldc + 3];
+        java.util.Arrays.fill(c, Float.NaN);
+        for (int i = 0; i < c.length; i++) { int rel = i - cOff; if (rel < 0 || rel / ldc >= m || rel % ldc >= n) c[i] = 42f; }
+        guarded.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, m, n, k, 1f, a, 0, k, b, 0, n, 0f, c, cOff, ldc);
+        double[] want = new double[c.length];
+        reference(Layout.ROW_MAJOR, Transpose.NO, Transpose.NO, m, n, k, 1f, a, 0, k, b, 0, n, 0f, want, cOff, ldc);
+        for (int i = 0; i < c.length; i++) {
+            int rel = i - cOff;
+            boolean inside = rel >= 0 && rel / ldc < m && rel % ldc < n;
+            if (!inside) assertEquals(42f, c[i], "element " + i + " outside C was written");
+            else assertEquals(want[i], c[i], 1e-4, "element " + i);
+        }
     }
 
     @ParameterizedTest(name = "{0}")

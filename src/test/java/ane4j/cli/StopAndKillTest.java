@@ -28,10 +28,13 @@ import org.junit.jupiter.api.io.TempDir;
 class StopAndKillTest {
     @TempDir Path tmp;
 
+    /** How a child is put into a process group of its own: util-linux's setsid (Linux), else perl's POSIX::setsid (macOS has no setsid binary). */
+    static final List<String> NEW_SESSION = Files.isExecutable(Path.of("/usr/bin/setsid")) || Files.isExecutable(Path.of("/bin/setsid"))
+            ? List.of("setsid") : List.of("perl", "-MPOSIX", "-e", "POSIX::setsid() or die \"setsid: $!\"; exec { $ARGV[0] } @ARGV or die \"exec: $!\"");
+
     @BeforeAll
     static void posix() {
-        assumeTrue(Files.isExecutable(Path.of("/usr/bin/setsid")) || Files.isExecutable(Path.of("/bin/setsid")), "needs setsid");
-        assumeTrue(Files.isDirectory(Path.of("/proc/self")), "needs /proc");
+        assumeTrue(NEW_SESSION.size() == 1 || !ane4j.HostTools.onPath("perl").isEmpty(), "needs setsid (util-linux) or perl to start a process group");
     }
 
     /**
@@ -40,9 +43,20 @@ class StopAndKillTest {
      * no Ctrl-C can reach the run under test.
      */
     static boolean sigintIgnored() throws java.io.IOException {
-        for (String line : Files.readAllLines(Path.of("/proc/self/status")))
-            if (line.startsWith("SigIgn:")) return (Long.parseUnsignedLong(line.substring(7).strip(), 16) & (1L << (2 - 1))) != 0;
-        return false;
+        return (ignoredSignals(ProcessHandle.current().pid()) & (1L << (2 - 1))) != 0;
+    }
+
+    /** The mask of ignored signals of process {@code pid}: /proc's SigIgn on Linux, {@code ps -o sigignore=} elsewhere (macOS). */
+    static long ignoredSignals(long pid) throws java.io.IOException {
+        Path status = Path.of("/proc/" + pid + "/status");
+        if (Files.isReadable(status)) {
+            for (String line : Files.readAllLines(status))
+                if (line.startsWith("SigIgn:")) return Long.parseUnsignedLong(line.substring(7).strip(), 16);
+            return 0;
+        }
+        Process ps = new ProcessBuilder("ps", "-o", "sigignore=", "-p", Long.toString(pid)).start();
+        String mask = new String(ps.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        return mask.isEmpty() ? 0 : Long.parseUnsignedLong(mask, 16);
     }
 
     static void assumeCtrlCReaches() throws java.io.IOException {
@@ -87,7 +101,8 @@ class StopAndKillTest {
     }
 
     static List<String> command(List<String> jvm, String... args) {
-        List<String> c = new ArrayList<>(List.of("setsid", ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()),
+        List<String> c = new ArrayList<>(NEW_SESSION);
+        c.addAll(List.of(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()),
                 "-Xmn64m", "--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector", "-Djava.awt.headless=true"));
         c.addAll(jvm);
         c.addAll(List.of("-cp", System.getProperty("java.class.path"), "ane4j.cli.Main"));
@@ -239,10 +254,9 @@ class StopAndKillTest {
         assertFalse(d.out().contains("\tat "), "no stack trace: " + d.out());
     }
 
-    /** The shared tensor folders of process {@code pid} ({@code /dev/shm/ane4j-<pid>-*}). */
+    /** The shared tensor folders of process {@code pid} ({@code ane4j-<pid>-*} in /dev/shm, or the temp dir where there is none: macOS). */
     static List<Path> shmOf(long pid) throws IOException {
-        Path shm = Path.of("/dev/shm");
-        if (!Files.isDirectory(shm)) return List.of();
+        Path shm = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));
         try (Stream<Path> s = Files.list(shm)) {
             return s.filter(p -> p.getFileName().toString().startsWith("ane4j-" + pid + "-")).toList();
         }

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
  * install.sh --test installs both.
  */
 class BrowserTest {
-    static final Path CHROMIUM = Path.of(System.getenv().getOrDefault("ANE4J_CHROMIUM", "/usr/bin/chromium"));
+    static final Path CHROMIUM = ane4j.HostTools.chromium();
     static final String NAME = "ane4j-browser";
 
     @TempDir
@@ -26,8 +26,7 @@ class BrowserTest {
 
     @Test
     void classicNotebookAndJupyterLabRenderTheKernelsDisplays() throws Exception {
-        Assumptions.assumeTrue(Files.isExecutable(CHROMIUM),
-                "no Chromium at " + CHROMIUM + ": ./install.sh --test installs Debian's chromium, then this test runs");
+        Assumptions.assumeTrue(CHROMIUM != null && Files.isExecutable(CHROMIUM), "no Chromium or Chrome: " + ane4j.HostTools.howToGetChromium());
         boolean ci = System.getenv("CI") != null && !System.getenv("CI").isBlank();
         String missing = JupyterClientTest.missingTools();
         if (missing == null && JupyterClientTest.exec(List.of(JupyterClientTest.PYTHON, "-c", "import notebook"), Map.of(), 60).exit() != 0)

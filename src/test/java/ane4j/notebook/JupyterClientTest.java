@@ -21,7 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Skipped when Jupyter is missing on a developer machine; fails in CI (CI set), where install.sh installs it.
  */
 class JupyterClientTest {
-    static final String PYTHON = System.getenv().getOrDefault("ANE4J_PYTHON", "/usr/bin/python3");
+    static final String PYTHON = ane4j.HostTools.python();
     static final String NAME = "ane4j-test";
 
     @TempDir
@@ -33,8 +33,8 @@ class JupyterClientTest {
         boolean ci = System.getenv("CI") != null && !System.getenv("CI").isBlank();
         String missing = missingTools();
         if (missing != null) {
-            if (ci) fail("CI needs Jupyter for the kernel tests but " + missing + "; install.sh installs it (tools/install-jupyter.sh)");
-            skipReason = "Jupyter not installed (" + missing + "); ./install.sh installs it and then these tests run";
+            if (ci) fail("CI needs Jupyter for the kernel tests but " + missing + "; " + ane4j.HostTools.howToGetJupyter());
+            skipReason = "Jupyter not installed (" + missing + "): " + ane4j.HostTools.howToGetJupyter();
             return;
         }
         if (ci) {
@@ -58,7 +58,7 @@ class JupyterClientTest {
 
     /** Null when python3 with jupyter_client and jupyter_kernel_test is there, else what is missing. */
     static String missingTools() {
-        if (!new File(PYTHON).canExecute()) return PYTHON + " is missing";
+        if (PYTHON.contains(File.separator) ? !new File(PYTHON).canExecute() : ane4j.HostTools.onPath(PYTHON).isEmpty()) return PYTHON + " is missing";
         try {
             Result r = exec(List.of(PYTHON, "-c", "import jupyter_client, jupyter_kernel_test"), Map.of(), 60);
             return r.exit == 0 ? null : "python3 cannot import jupyter_client/jupyter_kernel_test";

@@ -27,8 +27,8 @@ class KernelDisplaysTest {
         String missing = JupyterClientTest.missingTools();
         if (missing != null) {
             if (System.getenv("CI") != null && !System.getenv("CI").isBlank())
-                fail("CI needs Jupyter for the kernel tests but " + missing + "; install.sh installs it (tools/install-jupyter.sh)");
-            skipReason = "Jupyter not installed (" + missing + "); ./install.sh installs it and then these tests run";
+                fail("CI needs Jupyter for the kernel tests but " + missing + "; " + ane4j.HostTools.howToGetJupyter());
+            skipReason = "Jupyter not installed (" + missing + "): " + ane4j.HostTools.howToGetJupyter();
             return;
         }
         JupyterClientTest.writeKernelspec(jupyterPath, NAME);

@@ -33,8 +33,8 @@ class NotebooksTest {
             if (r.exit() != 0) missing = "python3 cannot import nbclient/nbformat";
         }
         if (missing != null) {
-            if (ci) fail("CI needs Jupyter for the notebook tests but " + missing + "; install.sh installs it (tools/install-jupyter.sh)");
-            skipReason = "Jupyter not installed (" + missing + "); ./install.sh installs it and then these tests run";
+            if (ci) fail("CI needs Jupyter for the notebook tests but " + missing + "; " + ane4j.HostTools.howToGetJupyter());
+            skipReason = "Jupyter not installed (" + missing + "): " + ane4j.HostTools.howToGetJupyter();
             return;
         }
         JupyterClientTest.writeKernelspec(jupyterPath, NAME);
