@@ -11,6 +11,7 @@ while IFS=: read -r f l name; do
     docs/ane_constraints.md) owner=Orion ;;
     training/m5result.md|benchmarks/ANE_BENCHMARK_REPORT.md) owner=maderix ;;
     docs/source/developer_guides/checkpoint.md) owner=peft ;;
+    docs/gguf.md) owner=ggml ;;
     *) owner= ;;
   esac
   if [ -z "$owner" ]; then

@@ -23,6 +23,7 @@ s#\(style\.md Part 2 §4\.1\)#(docs/DESIGN.md §2)#g
 # 4. Other projects' files, named so a reader knows whose file it is.
 s#\(m5result\.md\)#(maderix/ANE training/m5result.md)#g
 s#maderix m5result\.md#maderix training/m5result.md#g
+s#(^|[^A-Za-z0-9_./-])gguf\.md#\1ggml-org/ggml docs/gguf.md#g
 
 # 5. Code-index ids of decompiled AppleNeuralEngine dumps: a reader cannot resolve them; cite the audit instead
 #    (docs/ane-audit.md F1: the identifier, F2: the daemon cache, F13: unload). The dumps' repository paths were not
