@@ -23,7 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Fused elementwise chains ({@link Fused}) and values written straight into a concat's output ({@link Planner#placed})
  * and batched matmuls run one product per thread give the same bits as the ops run one by one, copied, each product
- * split ({@code fuse=false, place=false, batchParallel=false}), for the
+ * split ({@code fuse=false, place=false, batchParallel=false}; products per thread within 8 storage ulps where the BLAS
+ * core's split is not bit-neutral), for the
  * ten training kernels (llama-style and a small Qwen-style config with GQA, QK-norm and a padded head dim) in fp16 and
  * fp32 storage, and for a program that exercises every fusable op, broadcasting, strided operands and both tails.
  */
@@ -79,6 +80,13 @@ class FusedChainTest {
             assertTrue(compare("ops", p, RefBackend.Options.ANE_LIKE.withFp32Storage(fp32Storage), 3f), "the chains fuse");
     }
 
+    /** One unit in the last place of {@code x} in the storage type (fp16: 10 mantissa bits, subnormals from 2^-24). */
+    static float storageUlp(float x, boolean fp32Storage) {
+        if (fp32Storage) return Math.ulp(x);
+        float a = Math.abs(x);
+        return a < 0x1p-14f ? 0x1p-24f : Math.ulp(a) * (1 << 13);
+    }
+
     /**
      * Runs the program planned with every optimisation, with each alone, and with none, on the same random inputs;
      * asserts equal bits; true if the optimisations took steps away.
@@ -104,9 +112,19 @@ class FusedChainTest {
                     k.evaluate(in, out);
                     for (TensorSpec s : plain.outputs()) {
                         TensorBuffer f = out.get(s.name()), u = outP.get(s.name());
-                        for (long i = 0; i < u.count(); i++)
-                            if (Float.floatToRawIntBits(f.get(i)) != Float.floatToRawIntBits(u.get(i)))
-                                assertEquals(u.get(i), f.get(i), variant + " output " + s.name() + " element " + i);
+                        float scale = 0;
+                        for (long i = 0; i < u.count(); i++) scale = Math.max(scale, Math.abs(u.get(i)));
+                        for (long i = 0; i < u.count(); i++) {
+                            if (Float.floatToRawIntBits(f.get(i)) == Float.floatToRawIntBits(u.get(i))) continue;
+                            // one product per thread against each product split across the threads: a split is not
+                            // bit-neutral in every BLAS core (OpenBLAS 0.3.21's Haswell core changes last bits of the
+                            // stories15m attention products split in two; its SkylakeX and Zen cores do not), so there
+                            // the two differ by the rounding of fp32 products, carried through the kernel's later ops (3
+                            // fp16 ulps seen in sdpaBwd1 under the Haswell core): within 8 ulps, or 1e-4 of the output's scale
+                            float d = Math.abs(f.get(i) - u.get(i));
+                            if (v[2] && (d <= 8 * storageUlp(u.get(i), fp32Storage) || d <= 1e-4f * scale)) continue;
+                            assertEquals(u.get(i), f.get(i), variant + " output " + s.name() + " element " + i);
+                        }
                     }
                     if (v[0] && v[1]) fewer = k.stepCount() < plain.stepCount();
                 }
