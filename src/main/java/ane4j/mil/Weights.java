@@ -149,6 +149,12 @@ public final class Weights {
 
         /** Appends a blob to the file at {@code path}; returns the BLOBFILE offset (its metadata offset). */
         long add(String path, DType dtype, byte[] data) {
+            // macOS's default APFS volume is case-insensitive: there, and in the framework's copy of weights/, one of two
+            // such files would silently replace the other
+            for (String other : files.keySet())
+                if (!other.equals(path) && other.equalsIgnoreCase(path))
+                    throw new MilException("[blob] weight files " + other + " and " + path + " differ only in case, and a case-insensitive disk "
+                            + "(macOS's default) keeps one of them; rename one of the two values");
             List<MilBlob.Entry> blobs = files.computeIfAbsent(path, k -> new ArrayList<>());
             long[] sizes = new long[blobs.size() + 1];
             for (int i = 0; i < blobs.size(); i++) sizes[i] = blobs.get(i).data().length;

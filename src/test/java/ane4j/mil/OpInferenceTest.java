@@ -179,6 +179,9 @@ class OpInferenceTest {
         fails("[const] fp16[2] needs 2 values, got 3", fp16(1), f -> f.tensor(fp16(2), 1, 2, 3));
         fails("[weight] w: int8[4] needs 4 bytes, got 3", fp16(1), f -> f.weight("w", int8(4), new byte[3], null));
         fails("[const] missing required attribute 'val'", fp16(1), f -> f.apply(Op.CONST, Map.of(), Map.of()));
+        // W and w would be one file on macOS's case-insensitive disk: refused, not overwritten
+        fails("[blob] weight files @model_path/weights/W.bin and @model_path/weights/w.bin differ only in case", fp16(1),
+                f -> { f.weight("W", fp16(2), new float[2]); return f.weight("w", fp16(2), new float[2]); });
     }
 
     @Test
