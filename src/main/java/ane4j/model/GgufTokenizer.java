@@ -41,7 +41,7 @@ final class GgufTokenizer {
         if (types != null && types.length != n)
             throw new ModelFormatException(at + "tokenizer.ggml.token_type has " + types.length + " entries for " + n + " tokens; the file is corrupt");
         int bos = id(md, "tokenizer.ggml.bos_token_id", n, at), eos = id(md, "tokenizer.ggml.eos_token_id", n, at);
-        return switch (String.valueOf(model)) {
+        Tokenizer t = switch (String.valueOf(model)) {
             case "gpt2" -> {
                 boolean addBos = Boolean.TRUE.equals(md.get("tokenizer.ggml.add_bos_token"));
                 String json = tokenizerJson(md, tokens, types, addBos ? bos : -1, at);
@@ -50,6 +50,14 @@ final class GgufTokenizer {
             case "llama" -> sentencePiece(md, tokens, types, bos, eos, at);
             default -> throw new ModelFormatException(at + "tokenizer model '" + model + "' is not read (gpt2 byte-level BPE and llama SentencePiece are); give a tokenizer with --tokenizer FILE");
         };
+        // the chat template, which sees the special tokens by their text
+        if (md.get("tokenizer.chat_template") instanceof String template) {
+            Map<String, Object> special = new LinkedHashMap<>();
+            if (bos >= 0) special.put("bos_token", tokens.get(bos));
+            if (eos >= 0) special.put("eos_token", tokens.get(eos));
+            t.withChatTemplate(new ChatTemplate(template, special, file));
+        }
+        return t;
     }
 
     private static int id(Map<String, Object> md, String key, int n, String at) {

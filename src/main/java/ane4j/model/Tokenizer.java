@@ -33,6 +33,7 @@ public final class Tokenizer {
     private final ByteLevelBpe bpe; // null: llama2.c's tokenizer
     private final String json;      // the tokenizer.json text it was read from, or null
     private final int bos, eos;
+    private ChatTemplate chatTemplate; // the model's chat template (tokenizer_config.json, a GGUF's), or null
 
     /** A tokenizer over raw byte pieces (pieces are bytes, usually UTF-8) and their merge scores. */
     public Tokenizer(List<byte[]> pieces, float[] scores) {
@@ -79,6 +80,15 @@ public final class Tokenizer {
     }
 
     public int vocabSize() { return pieces.length; }
+
+    /** The model's chat template (from the tokenizer_config.json beside a tokenizer.json, or a GGUF file), or null. */
+    public ChatTemplate chatTemplate() { return chatTemplate; }
+
+    /** Sets the chat template (when reading the tokenizer's files); returns this. */
+    public Tokenizer withChatTemplate(ChatTemplate t) {
+        this.chatTemplate = t;
+        return this;
+    }
 
     /** The id documents and prompts start with, or -1 (GPT-2 and Qwen tokenizers have none). */
     public int bosId() { return bos; }
@@ -323,7 +333,7 @@ public final class Tokenizer {
         List<byte[]> pieces = new ArrayList<>(bpe.vocabSize());
         for (int i = 0; i < bpe.vocabSize(); i++) pieces.add(bpe.bytes(i));
         if (pieces.size() < 3) throw new ModelFormatException(TAG + name + ": a vocabulary of " + pieces.size() + " tokens");
-        return new Tokenizer(pieces, new float[pieces.size()], bpe, json, bpe.bos(), bpe.eos());
+        return new Tokenizer(pieces, new float[pieces.size()], bpe, json, bpe.bos(), bpe.eos()).withChatTemplate(TokenizerConfig.read(file));
     }
 
     /** The file name this tokenizer is written under: tokenizer.json or tokenizer.bin. */
