@@ -14,9 +14,11 @@ import java.util.Map;
  * <p>An assistant turn i spans from the end of {@code render(messages[:i], add_generation_prompt=True)} — the prompt a
  * model answering it would have seen — to the end of {@code render(messages[:i+1])}: its content and the template's
  * end-of-turn text (Qwen3's {@code <|im_end|>}, Llama 3's {@code <|eot_id|>}, Mistral's {@code </s>}). Both must be
- * prefixes of the whole conversation's text. A template that renders an earlier turn differently once later turns follow
- * (Qwen3 puts an empty think block only in the last turn) leaves that earlier turn without loss, which
- * {@link Encoded#unmasked()} counts; the last turn always ends at the end of the text.
+ * prefixes of the whole conversation's text, and are for every template whose rendering of a turn does not depend on
+ * the turns after it. Where it does (Qwen3 puts an empty think block only into the last turn; Mistral's v0.3 template
+ * writes the system message into the last user turn only), the turn is the text that changes when only its content
+ * changes, plus the template's eos_token when that follows. A turn neither finds (a content that is not a string) has
+ * no loss, which {@link Encoded#unmasked()} counts.
  */
 public final class ChatData {
     private static final String TAG = "[chat] ";
@@ -44,18 +46,22 @@ public final class ChatData {
         for (int i = 0; i < messages.size(); i++) {
             if (!"assistant".equals(messages.get(i).get("role"))) continue;
             String before = t.render(messages.subList(0, i), true, null);
-            if (!full.startsWith(before))
-                throw new ModelFormatException(at + "the chat template renders the conversation before assistant message " + i
-                        + " differently from the same messages within the whole conversation, so the prompt of that turn is unknown; ane4j cannot mask this template");
-            int end;
-            if (i == messages.size() - 1) end = full.length();
-            else {
-                String through = t.render(messages.subList(0, i + 1), false, null);
-                if (!full.startsWith(through)) { unmasked++; continue; }
-                end = through.length();
+            int end = -1;
+            if (full.startsWith(before)) {
+                if (i == messages.size() - 1) end = full.length();
+                else {
+                    String through = t.render(messages.subList(0, i + 1), false, null);
+                    if (full.startsWith(through)) end = through.length();
+                }
             }
-            spans.add(new int[]{before.length(), end});
+            if (end >= 0) { spans.add(new int[]{before.length(), end}); continue; }
+            int[] diff = byContent(t, messages, i, full);
+            if (diff == null) unmasked++;
+            else spans.add(diff);
         }
+        if (spans.isEmpty() && unmasked > 0)
+            throw new ModelFormatException(at + "the chat template renders every assistant turn's prompt differently from the whole conversation, so no turn can be masked; "
+                    + "ane4j cannot train on this template's conversations");
         int[] ids = tok.encode(full, false, false);
         // each token's byte range in the text (byte-level BPE is lossless, so the pieces' bytes are the text's UTF-8)
         byte[] utf8 = full.getBytes(StandardCharsets.UTF_8);
@@ -75,10 +81,35 @@ public final class ChatData {
         byte[] mask = new byte[ids.length];
         long pos = 0;
         for (int k = 0; k < ids.length; k++) {
-            for (long[] sp : byteSpans) if (pos >= sp[0] && pos < sp[1]) { mask[k] = 1; break; }
-            pos += tok.pieceBytes(ids[k]).length;
+            long next = pos + tok.pieceBytes(ids[k]).length;
+            // a token counts when it overlaps a turn (a span boundary inside a token, as " Bye" after Mistral's [/INST], takes the token)
+            for (long[] sp : byteSpans) if (pos < sp[1] && next > sp[0]) { mask[k] = 1; break; }
+            pos = next;
         }
         return new Encoded(ids, mask, full, unmasked);
+    }
+
+    private static final String SENTINEL = "ane4j-sentinel-\u2042";
+
+    /**
+     * The fallback for a turn whose prompt or text the template renders differently within the whole conversation: the
+     * text that changes when only this message's content changes is the turn's, followed by the template's eos_token
+     * when it comes next (Qwen3's earlier turns: the answer and {@code <|im_end|>}; Mistral's with a system message). Null
+     * when the content is not a string.
+     */
+    private static int[] byContent(ChatTemplate t, List<? extends Map<String, ?>> messages, int i, String full) {
+        if (!(messages.get(i).get("content") instanceof String content) || content.contains(SENTINEL)) return null;
+        List<Map<String, Object>> alt = new ArrayList<>();
+        for (Map<String, ?> m : messages) alt.add(new java.util.LinkedHashMap<>(m));
+        alt.get(i).put("content", SENTINEL);
+        String other = t.render(alt, false, null);
+        int max = Math.min(full.length(), other.length()), cp = 0, cs = 0;
+        while (cp < max && full.charAt(cp) == other.charAt(cp)) cp++;
+        while (cs < max - cp && full.charAt(full.length() - 1 - cs) == other.charAt(other.length() - 1 - cs)) cs++;
+        int end = full.length() - cs;
+        if (end <= cp) return null;
+        if (t.specialTokens().get("eos_token") instanceof String eos && !eos.isEmpty() && full.startsWith(eos, end)) end += eos.length();
+        return new int[]{cp, end};
     }
 
     private static long bytesOf(String full, String basis, int chars) {
