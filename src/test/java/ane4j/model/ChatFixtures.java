@@ -13,7 +13,7 @@ import java.util.Map;
  * (src/test/resources/chat), a model folder with the 4k-merge cut of Qwen3's tokenizer.json plus the other templates'
  * special tokens as added tokens, and conversations covering system messages, multi-turn, reasoning, tools and tool calls.
  */
-final class ChatFixtures {
+public final class ChatFixtures {
     private ChatFixtures() {}
 
     static final List<String> EXTRA_SPECIAL = List.of("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
@@ -32,7 +32,7 @@ final class ChatFixtures {
 
     /** A model folder: tokenizer.json (with the extra special tokens) and tokenizer_config.json (template, special tokens). */
     @SuppressWarnings("unchecked")
-    static Path folder(Path dir, String model) throws IOException {
+    public static Path folder(Path dir, String model) throws IOException {
         Files.createDirectories(dir);
         Map<String, Object> json = (Map<String, Object>) Json.parse(Files.readString(TokenizerJsonTest.SMALL));
         List<Object> added = new ArrayList<>((List<Object>) json.get("added_tokens"));
