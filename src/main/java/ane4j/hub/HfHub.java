@@ -227,7 +227,8 @@ public final class HfHub {
             throw new ModelFormatException(TAG + repo + " is gated: accept its conditions on " + endpoint + "/" + repo + " and give a token (HF_TOKEN, or huggingface-cli login)"
                     + (token == null ? "; no token is set" : "; the token given has no access"));
         if (code.equals("RepoNotFound") || code.equals("RepositoryNotFound") || (status == 401 && file == null))
-            throw new ModelFormatException(TAG + repo + ": no such model repository on " + endpoint + (token == null ? " (if it is private, set HF_TOKEN)" : " (or the token cannot see it)"));
+            throw new ModelFormatException(TAG + repo + ": no such model repository on " + endpoint + (token == null ? " (if it is private, set HF_TOKEN)" : " (or the token cannot see it)")
+                    + ", and no local file or folder of that name");
         if (code.equals("RevisionNotFound")) throw new ModelFormatException(TAG + repo + ": no such revision; " + msg);
         if (code.equals("EntryNotFound") || status == 404) throw new ModelFormatException(TAG + what + ": not found on " + endpoint);
         if (status == 401 || status == 403) throw new ModelFormatException(TAG + what + ": access refused (HTTP " + status + "); set HF_TOKEN to a token that can read it");
