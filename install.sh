@@ -181,8 +181,20 @@ install_test_tools() {
   fi
 }
 
+# The npm references of the import tests (GgufNpmTest, ChatTemplateNpmTest): Hugging Face's GGUF parser and chat-template
+# renderer, pinned in tools/hf-js/package-lock.json.
+install_hf_js() {
+  command -v npm >/dev/null 2>&1 || return 0
+  local dir="$ROOT/tools/hf-js"
+  if [ ! "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+    say "installing the import tests' npm packages (tools/hf-js)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || say "npm ci in tools/hf-js failed (the import tests will say so)"
+  fi
+}
+
 if [ "$RUN_TESTS" = 1 ]; then
   install_test_tools
+  install_hf_js
   say "running tests"
   "$MVN" -B -Dstyle.color=never test
 fi

@@ -92,8 +92,11 @@ final class ExportCommand implements Callable<Integer> {
         if (Files.isRegularFile(dir)) throw new CliException("--out " + dir + " is a file; a safetensors export is a folder (model.safetensors, config.json)");
         Path st = HfExport.write(dir, params, dtype);
         boolean tok = writeTokenizer(tokenizer, dir.resolve(tokenizer == null ? "tokenizer.bin" : tokenizer.fileName()), out);
-        out.printf(Locale.ROOT, "exported %s (%,d parameters, %s) → %s: model.safetensors (%s), config.json (%s)%s%n", params.config().name(),
-                params.data().length, dtype, dir, mb(st), params.config().qkNorm() ? "Qwen3ForCausalLM" : "LlamaForCausalLM", tok ? ", " + tokenizer.fileName() : "");
+        // the chat template goes along, so transformers, mlx-lm and ane4j render chats alike from the export
+        boolean chat = tok && ane4j.model.TokenizerConfig.write(dir, tokenizer.chatTemplate());
+        out.printf(Locale.ROOT, "exported %s (%,d parameters, %s) → %s: model.safetensors (%s), config.json (%s)%s%s%n", params.config().name(),
+                params.data().length, dtype, dir, mb(st), params.config().qkNorm() ? "Qwen3ForCausalLM" : "LlamaForCausalLM", tok ? ", " + tokenizer.fileName() : "",
+                chat ? ", tokenizer_config.json (chat template)" : "");
         return st;
     }
 

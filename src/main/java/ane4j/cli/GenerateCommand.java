@@ -38,6 +38,9 @@ final class GenerateCommand implements Callable<Integer> {
     long seed;
     @Option(names = "--tokenizer", paramLabel = "FILE", description = "a Hugging Face tokenizer.json or llama2.c tokenizer.bin (default: beside the model)")
     String tokenizer;
+    @Option(names = "--chat", description = "the prompt is a user message, rendered by the model's chat template (tokenizer_config.json, or the GGUF file's); "
+            + "only the answer is printed, up to the template's end of turn")
+    boolean chat;
     @Option(names = "--adapter", paramLabel = "DIR", description = "a LoRA adapter in the PEFT layout (adapter_model.safetensors, adapter_config.json) on the model; a LoRA run's own by default")
     String adapter;
 
@@ -67,10 +70,12 @@ final class GenerateCommand implements Callable<Integer> {
             throw new CliException("[generate] the tokenizer " + src.tokenizerFrom() + " has " + tok.vocabSize() + " tokens, the model " + vocab
                     + "; give --tokenizer FILE with the model's own tokenizer");
 
-        int[] ids = tok.encode(prompt, true, false);
+        int[] ids = chat ? ane4j.model.ChatData.prompt(tok, prompt) : tok.encode(prompt, true, false);
+        // a chat answer ends at the template's end-of-turn token (its eos_token: Qwen3's <|im_end|>, Llama 3's <|eot_id|>)
+        int endOfTurn = chat && tok.chatTemplate().specialTokens().get("eos_token") instanceof String eos ? tok.id(eos) : -1;
         int seqLen = src.params().config().seqLen();
         if (ids.length == 0) throw new CliException("[generate] the prompt is empty and " + src.tokenizerFrom() + " has no BOS token to start from; give --prompt TEXT");
-        int lead = ids[0] == tok.bosId() ? 1 : 0; // BOS, kept in front; tokenizers without one (Qwen) start at the text
+        int lead = chat ? 0 : ids[0] == tok.bosId() ? 1 : 0; // BOS, kept in front; tokenizers without one (Qwen) start at the text
         if (ids.length >= seqLen) {
             // keep BOS and the end of the prompt, leaving half the context for generation
             int keep = Math.max(1, seqLen / 2 - lead);
@@ -88,23 +93,35 @@ final class GenerateCommand implements Callable<Integer> {
         Generator g = new Generator(src.params(), tok);
         Utf8Stream text = new Utf8Stream();
         int[] prev = {lead == 1 ? ids[0] : -1};
-        // the prompt first, as run.c prints it
-        for (int i = lead; i < ids.length; i++) {
+        // the prompt first, as run.c prints it (a chat prints only the answer)
+        for (int i = lead; i < ids.length && !chat; i++) {
             out.print(text.push(tok.decodePiece(prev[0], ids[i])));
             prev[0] = ids[i];
         }
+        if (chat) prev[0] = ids[ids.length - 1];
         out.flush();
         long t0 = System.nanoTime();
-        int[] all = g.generateTokens(ids, tokens, (float) temperature, (float) topP, seed, next -> {
-            text8.print(text.push(tok.decodePiece(prev[0], next)));
-            text8.flush();
-            prev[0] = next;
-        });
+        int[] made = {0};
+        try {
+            g.generateTokens(ids, tokens, (float) temperature, (float) topP, seed, next -> {
+                if (next == endOfTurn) throw new EndOfTurn();
+                made[0]++;
+                text8.print(text.push(tok.decodePiece(prev[0], next)));
+                text8.flush();
+                prev[0] = next;
+            });
+        } catch (EndOfTurn e) {
+            // the answer is complete
+        }
         out.println(text.finish());
         out.flush();
         double secs = (System.nanoTime() - t0) / 1e9;
-        int made = all.length - ids.length;
-        err.printf(Locale.ROOT, "[generate] %d tokens in %.2f s (%.1f tokens/s), %s%n", made, secs, made / Math.max(secs, 1e-9), src.description());
+        err.printf(Locale.ROOT, "[generate] %d tokens in %.2f s (%.1f tokens/s), %s%n", made[0], secs, made[0] / Math.max(secs, 1e-9), src.description());
         return 0;
+    }
+
+    // stops the generation at a chat's end of turn
+    private static final class EndOfTurn extends RuntimeException {
+        EndOfTurn() { super(null, null, false, false); }
     }
 }

@@ -28,6 +28,9 @@ record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom,
         if (given != 1)
             throw new CliException((given == 0 ? "no model given" : "give only one of --run, --checkpoint, --model")
                     + " (ane4j " + command + " --run DIR, --checkpoint FILE.ane4j or --model FILE.bin|DIR|FILE.safetensors)");
+        // a Hugging Face id (Qwen/Qwen3-0.6B): its snapshot in the huggingface_hub cache, fetched when missing
+        model = ane4j.hub.HfHub.resolveArgument(model);
+        tokenizerFile = ane4j.hub.HfHub.resolveArgument(tokenizerFile);
         ModelSource s;
         if (run != null) s = fromRun(Path.of(run));
         else {

@@ -102,6 +102,10 @@ final class TrainCommand {
                 throw new CliException(e.getMessage());
             }
         }
+        // a Hugging Face id (Qwen/Qwen3-0.6B) as --init or --tokenizer: its snapshot in the huggingface_hub cache
+        given = new LinkedHashMap<>(given);
+        for (String key : new String[]{"init", "tokenizer"})
+            if (given.get(key) != null) given.put(key, ane4j.hub.HfHub.resolveArgument(given.get(key)));
         RunSpec spec;
         RunDirs.Placed placed;
         try {

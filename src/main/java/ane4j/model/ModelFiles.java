@@ -7,8 +7,9 @@ import java.util.Locale;
 /**
  * The one rule for where a model and its tokenizer come from, shared by {@code train --init}, {@code generate} and
  * {@code export}: a llama2.c {@code .bin} (v0 or v1), a safetensors file, a sharded checkpoint's
- * {@code model.safetensors.index.json}, or a Hugging Face folder holding either; the tokenizer named by
- * {@code --tokenizer}, else a {@code tokenizer.json} or {@code tokenizer.bin} next to the data, else next to the model.
+ * {@code model.safetensors.index.json}, a GGUF file, or a Hugging Face folder holding either; the tokenizer named by
+ * {@code --tokenizer}, else a {@code tokenizer.json} or {@code tokenizer.bin} next to the data, else next to the model
+ * (a GGUF model's own tokenizer).
  */
 public final class ModelFiles {
     private ModelFiles() {}
@@ -25,6 +26,7 @@ public final class ModelFiles {
         String name = path.getFileName().toString().toLowerCase(Locale.ROOT);
         if (name.endsWith(".index.json")) return Safetensors.readSharded(path);
         if (name.endsWith(".safetensors")) return Safetensors.read(path);
+        if (name.endsWith(".gguf") || Gguf.isGguf(path)) return Gguf.read(path);
         return Llama2Bin.read(path);
     }
 
@@ -48,6 +50,9 @@ public final class ModelFiles {
             if (t != null) return t;
         }
         if (model != null) {
+            // a GGUF file carries its own tokenizer (tokenizer.ggml.*), usually
+            if (model.getFileName() != null && model.getFileName().toString().toLowerCase(Locale.ROOT).endsWith(".gguf") && Files.isRegularFile(model)
+                    && Gguf.readHeader(model).metadata().containsKey("tokenizer.ggml.model")) return model;
             Path t = Files.isDirectory(model) ? besides(model.resolve("x")) : besides(model);
             if (t != null) return t;
         }

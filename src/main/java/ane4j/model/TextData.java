@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
@@ -16,8 +17,11 @@ import java.util.Map;
  * <ul>
  *   <li>{@code .jsonl}: one JSON object per line, {@code {"text": …}} (TextDataset: the text's tokens, EOS appended) or
  *       {@code {"prompt": …, "completion": …}} (CompletionsDataset with mask_prompt: only the completion's tokens and its
- *       EOS count in the loss). ane4j applies no chat template: the prompt is encoded as text (with BOS when the
- *       tokenizer has one), the completion is encoded on its own and follows it directly;</li>
+ *       EOS count in the loss). Without a chat template the prompt is encoded as text (with BOS when the tokenizer has
+ *       one), the completion is encoded on its own and follows it directly; with one (the tokenizer's
+ *       {@link Tokenizer#chatTemplate()}) the pair is a user and an assistant message;</li>
+ *   <li>{@code .jsonl} with {@code {"messages": [{"role", "content"}…]}} (ChatDataset): the conversation rendered by the
+ *       model's chat template, the loss on the assistant turns only ({@link ChatData});</li>
  *   <li>{@code .txt}: plain UTF-8 text; a line that is exactly {@code <|endoftext|>} (TinyStories V2's separator) ends a
  *       document, else the file is one document.</li>
  * </ul>
@@ -100,10 +104,21 @@ public final class TextData implements TokenData {
             }
             if (!(v instanceof Map<?, ?> m))
                 throw new ModelFormatException(at + "not a JSON object; each line must be {\"text\": …} or {\"prompt\": …, \"completion\": …}");
-            if (m.get("prompt") instanceof String prompt && m.get("completion") instanceof String completion) b.completion(prompt, completion);
-            else if (m.get("text") instanceof String text) b.text(text);
-            else if (m.containsKey("messages"))
-                throw new ModelFormatException(at + "chat \"messages\" need a chat template, which ane4j does not apply; write the lines as {\"prompt\": …, \"completion\": …}");
+            if (m.get("prompt") instanceof String prompt && m.get("completion") instanceof String completion) {
+                // with a chat model, as mlx-lm's CompletionsDataset: a user turn and the assistant's answer, rendered by its template
+                if (b.tok.chatTemplate() != null) b.chat(List.of(Map.of("role", "user", "content", prompt), Map.of("role", "assistant", "content", completion)), at);
+                else b.completion(prompt, completion);
+            } else if (m.get("text") instanceof String text) b.text(text);
+            else if (m.get("messages") instanceof List<?> msgs) {
+                List<Map<String, ?>> list = new java.util.ArrayList<>();
+                for (Object o : msgs) {
+                    if (!(o instanceof Map<?, ?> mm)) throw new ModelFormatException(at + "\"messages\" holds " + o + ", not a {\"role\": …, \"content\": …} object");
+                    @SuppressWarnings("unchecked") Map<String, ?> typed = (Map<String, ?>) mm;
+                    list.add(typed);
+                }
+                b.chat(list, at);
+            } else if (m.containsKey("messages"))
+                throw new ModelFormatException(at + "\"messages\" is not a list of {\"role\": …, \"content\": …} objects");
             else throw new ModelFormatException(at + "no string \"text\", nor \"prompt\" and \"completion\" (keys: " + String.join(", ", m.keySet().stream().map(Object::toString).toList())
                     + "); write {\"text\": …} or {\"prompt\": …, \"completion\": …}");
         }
@@ -125,6 +140,14 @@ public final class TextData implements TokenData {
             start();
             add(tok.encode(text, tok.bosId() >= 0, false), (byte) 1);
             end();
+        }
+
+        // a conversation rendered by the model's chat template; the loss on the assistant turns (ChatData)
+        void chat(List<? extends Map<String, ?>> messages, String at) {
+            ChatData.Encoded e = ChatData.encode(tok, messages, at);
+            start();
+            for (int i = 0; i < e.tokens().length; i++) add(new int[]{e.tokens()[i]}, e.mask()[i]);
+            masked = true;
         }
 
         void completion(String prompt, String completion) {

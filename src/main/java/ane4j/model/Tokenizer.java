@@ -33,6 +33,7 @@ public final class Tokenizer {
     private final ByteLevelBpe bpe; // null: llama2.c's tokenizer
     private final String json;      // the tokenizer.json text it was read from, or null
     private final int bos, eos;
+    private ChatTemplate chatTemplate; // the model's chat template (tokenizer_config.json, a GGUF's), or null
 
     /** A tokenizer over raw byte pieces (pieces are bytes, usually UTF-8) and their merge scores. */
     public Tokenizer(List<byte[]> pieces, float[] scores) {
@@ -64,7 +65,30 @@ public final class Tokenizer {
         }
     }
 
+    /** A SentencePiece-style tokenizer (a GGUF file's {@code llama} model) with its own BOS and EOS ids (-1: none). */
+    static Tokenizer sentencePiece(List<byte[]> pieces, float[] scores, int bos, int eos) {
+        return new Tokenizer(pieces, scores, null, null, bos, eos);
+    }
+
+    /** A byte-level BPE tokenizer from tokenizer.json text with the given BOS and EOS ids (a GGUF file's {@code gpt2} model). */
+    static Tokenizer fromJson(String json, String name, int bos, int eos) {
+        ByteLevelBpe bpe = ByteLevelBpe.parse(json, name);
+        List<byte[]> pieces = new ArrayList<>(bpe.vocabSize());
+        for (int i = 0; i < bpe.vocabSize(); i++) pieces.add(bpe.bytes(i));
+        if (pieces.size() < 3) throw new ModelFormatException(TAG + name + ": a vocabulary of " + pieces.size() + " tokens");
+        return new Tokenizer(pieces, new float[pieces.size()], bpe, json, bos, eos);
+    }
+
     public int vocabSize() { return pieces.length; }
+
+    /** The model's chat template (from the tokenizer_config.json beside a tokenizer.json, or a GGUF file), or null. */
+    public ChatTemplate chatTemplate() { return chatTemplate; }
+
+    /** Sets the chat template (when reading the tokenizer's files); returns this. */
+    public Tokenizer withChatTemplate(ChatTemplate t) {
+        this.chatTemplate = t;
+        return this;
+    }
 
     /** The id documents and prompts start with, or -1 (GPT-2 and Qwen tokenizers have none). */
     public int bosId() { return bos; }
@@ -116,7 +140,7 @@ public final class Tokenizer {
         byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
         int[] tok = new int[utf8.length + 3];
         int n = 0;
-        if (bos) tok[n++] = BOS;
+        if (bos && this.bos >= 0) tok[n++] = this.bos;
         // dummy prefix: sentencepiece's add_dummy_prefix, as run.c does for any non-empty text
         if (utf8.length > 0 && dummyPrefix) {
             Integer space = ids.get(" ");
@@ -134,7 +158,7 @@ public final class Tokenizer {
             start = end;
         }
         n = merge(tok, n);
-        if (eos) tok[n++] = EOS;
+        if (eos && this.eos >= 0) tok[n++] = this.eos;
         return Arrays.copyOf(tok, n);
     }
 
@@ -247,6 +271,7 @@ public final class Tokenizer {
      */
     public static Tokenizer read(Path file) {
         if (file.getFileName().toString().toLowerCase(java.util.Locale.ROOT).endsWith(".json")) return readJson(file);
+        if (file.getFileName().toString().toLowerCase(java.util.Locale.ROOT).endsWith(".gguf")) return Gguf.tokenizer(file);
         try (LeFiles.Mapped m = LeFiles.map(file, "tokenizer")) {
             String name = file.getFileName().toString();
             long size = m.size();
@@ -308,7 +333,7 @@ public final class Tokenizer {
         List<byte[]> pieces = new ArrayList<>(bpe.vocabSize());
         for (int i = 0; i < bpe.vocabSize(); i++) pieces.add(bpe.bytes(i));
         if (pieces.size() < 3) throw new ModelFormatException(TAG + name + ": a vocabulary of " + pieces.size() + " tokens");
-        return new Tokenizer(pieces, new float[pieces.size()], bpe, json, bpe.bos(), bpe.eos());
+        return new Tokenizer(pieces, new float[pieces.size()], bpe, json, bpe.bos(), bpe.eos()).withChatTemplate(TokenizerConfig.read(file));
     }
 
     /** The file name this tokenizer is written under: tokenizer.json or tokenizer.bin. */

@@ -47,7 +47,17 @@ class WorkerRestartCliTest {
 
     /** Worker JVMs this test JVM has running; other test classes in the same JVM may have left theirs. */
     private static java.util.stream.Stream<ProcessHandle> workers() {
-        return ProcessHandle.current().children().filter(p -> p.info().commandLine().orElse("").contains(Supervisor.MAIN_CLASS));
+        return ProcessHandle.current().children().filter(p -> commandLine(p).contains(Supervisor.MAIN_CLASS));
+    }
+
+    // ProcessHandle.Info.commandLine() stops at 4096 characters on Linux (measured with JDK 25), before the main class
+    // once the class path is longer; /proc holds all of it
+    private static String commandLine(ProcessHandle p) {
+        try {
+            return java.nio.file.Files.readString(Path.of("/proc/" + p.pid() + "/cmdline"), StandardCharsets.ISO_8859_1).replace('\0', ' ');
+        } catch (java.io.IOException | RuntimeException e) {
+            return p.info().commandLine().orElse("");
+        }
     }
 
     /** The worker of this test's run: one that was not running before it started. */

@@ -122,7 +122,7 @@ class TextDataTest {
         Files.writeString(f, "[1, 2]\n");
         assertMessage(f, LLAMA, "[data] bad.jsonl line 1: not a JSON object");
         Files.writeString(f, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
-        assertMessage(f, LLAMA, "[data] bad.jsonl line 1: chat \"messages\" need a chat template");
+        assertMessage(f, LLAMA, "[data] bad.jsonl line 1: chat messages need the model's chat template, and this tokenizer has none");
         Files.writeString(f, "{\"text\": \"hi\"}\n");
         assertMessage(f, LLAMA, "[data] bad.jsonl: 5 tokens, need at least seqLen+1 = 65 for one training window; give more text");
         Path latin1 = dir.resolve("latin1.txt");
