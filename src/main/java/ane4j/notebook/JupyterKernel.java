@@ -19,7 +19,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.dflib.jjava.jupyter.channels.JupyterConnection;
 import org.dflib.jjava.jupyter.channels.JupyterSocket;
 import org.dflib.jjava.jupyter.channels.ShellChannel;
 import org.dflib.jjava.jupyter.channels.ShellHandler;
@@ -79,7 +78,7 @@ public final class JupyterKernel extends BaseKernel {
      * The connection and its shell socket; null without a connection. Only the shell thread touches the socket: while a
      * cell runs on {@link #evalThread} it keeps reading it ({@link #listenWhileRunning}).
      */
-    private volatile Connection connection;
+    private volatile KernelConnection connection;
     private volatile JupyterSocket shell;
     /** Where cells are evaluated, so the shell thread stays free to read the shell socket meanwhile. */
     private final ExecutorService evalThread = Executors.newSingleThreadExecutor(r -> {
@@ -121,17 +120,6 @@ public final class JupyterKernel extends BaseKernel {
                 .fileExtension(".jshell").pygments("java").codemirror("java").build();
     }
 
-    /** jjava's connection, with its shell socket visible to the kernel. */
-    static final class Connection extends JupyterConnection {
-        Connection(KernelConnectionProperties props) throws java.security.GeneralSecurityException {
-            super(props);
-        }
-
-        JupyterSocket shell() {
-            return shell;
-        }
-    }
-
     public static void main(String[] args) throws Exception {
         if (args.length != 1) {
             System.err.println("usage: java -cp 'ane4j.jar:lib/*' ane4j.notebook.JupyterKernel CONNECTION_FILE  (Jupyter runs this from kernel.json)");
@@ -143,7 +131,7 @@ public final class JupyterKernel extends BaseKernel {
             System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
         CellLogHandler.install();
         KernelConnectionProperties props = KernelConnectionProperties.parse(Files.readString(Path.of(args[0])));
-        Connection connection = new Connection(props);
+        KernelConnection connection = new KernelConnection(props);
         JupyterKernel kernel = create(!"0".equals(System.getenv("ANE4J_LOAD_EXTENSIONS")));
         kernel.connection = connection;
         kernel.shell = connection.shell();
@@ -367,8 +355,8 @@ public final class JupyterKernel extends BaseKernel {
         if (s == null) return;
         try {
             while ((s.getEvents() & ZMQ.Poller.POLLIN) != 0) {
-                Message<?> m = s.readMessage();
-                if (!answerAtOnce(m)) held.add(m);
+                Message<?> m = connection.reader().read(s, "shell");   // null: dropped (forged, malformed)
+                if (m != null && !answerAtOnce(m)) held.add(m);
             }
         } catch (RuntimeException e) {
             if (!closing) throw e;   // shutting down: the sockets are closed under the running cell

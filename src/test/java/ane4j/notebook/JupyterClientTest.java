@@ -118,6 +118,20 @@ class JupyterClientTest {
         assertTrue(r.out.contains("all checks passed"), r.out);
     }
 
+    /**
+     * Issue 30 (K6/K7 of the 2026-12-05 reliability report): forged, truncated, malformed, replayed and oversized messages
+     * on every port are dropped, and the kernel goes on answering the real client.
+     */
+    @Test
+    void forgedMessagesOnEveryPortAreDropped() throws Exception {
+        Assumptions.assumeTrue(skipReason == null, skipReason);
+        Result r = exec(List.of(PYTHON, "tools/kernel_forged_test.py", NAME), env(), 600);
+        System.out.println(r.out);
+        assertEquals(0, r.exit, r.out);
+        assertTrue(r.out.contains("all checks passed"), r.out);
+        assertTrue(r.out.contains("[notebook] dropped message 1 on the shell port: wrong HMAC signature"), r.out);
+    }
+
     @Test
     void conformanceSuitePasses() throws Exception {
         Assumptions.assumeTrue(skipReason == null, skipReason);
