@@ -67,6 +67,8 @@ public final class JupyterKernel extends BaseKernel {
     private static final Pattern LINE_MAGIC = Pattern.compile("^\\s*%(?!%)(\\w\\S*)(.*)$");
 
     private final JShellEvaluator evaluator;
+    /** %maven's resolver; its private working folder is removed at shutdown (and by a shutdown hook on any exit). */
+    private final MavenResolver maven = new MavenResolver();
     private final KernelIO kio;
     private final Map<String, MagicRegistry.Entry> described = new ConcurrentHashMap<>();
     private final List<String> afterCell = new ArrayList<>();
@@ -100,6 +102,7 @@ public final class JupyterKernel extends BaseKernel {
                         .addSecondaryStyle(TextColor.BOLD_RED_FG).addHighlightStyle(TextColor.BOLD_RESET_FG).build());
         this.evaluator = evaluator;
         this.kio = io;
+        Runtime.getRuntime().addShutdownHook(new Thread(maven::close, "ane4j-maven-cleanup"));
     }
 
     /** A kernel with the core magics; {@link #onStartup()} then installs extensions (ane4j's among them). */
@@ -108,8 +111,7 @@ public final class JupyterKernel extends BaseKernel {
         String extra = System.getenv("ANE4J_COMPILER_OPTS");
         if (extra != null && !extra.isBlank()) opts.addAll(MagicRegistry.splitArgs(extra));
         JupyterKernel k = new JupyterKernel(new JShellEvaluator(opts), new KernelIO(), extensions);
-        Path mavenDir = Path.of(System.getProperty("java.io.tmpdir"), "ane4j-maven-" + ProcessHandle.current().pid());
-        MagicRegistry core = new MagicRegistry().add(new CoreMagics(k, new MavenResolver(mavenDir)));
+        MagicRegistry core = new MagicRegistry().add(new CoreMagics(k, k.maven));
         core.installInto(k, false);
         k.describe(core);
         return k;
@@ -550,6 +552,7 @@ public final class JupyterKernel extends BaseKernel {
         super.onShutdown(restarting);
         Ane.shutdown();
         evaluator.close();
+        maven.close();
     }
 
     // ---- hooks for magics and the extension
