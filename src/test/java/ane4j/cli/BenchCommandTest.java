@@ -163,7 +163,7 @@ class BenchCommandTest {
     void badInputIsOneLine() {
         Result r = run("bench", "warp");
         assertEquals(1, r.code());
-        assertEquals("ane4j bench: unknown benchmark 'warp'; use one of peak, int8, step, compile, sgemm (ane4j bench --help)\n", r.err());
+        assertEquals("ane4j bench: unknown benchmark 'warp'; use one of peak, int8, step, compile, sgemm, soak (ane4j bench --help)\n", r.err());
         r = run("bench", "step", "--quick", "--no-save", "--stepz", "3");
         assertEquals(1, r.code());
         assertTrue(r.err().startsWith("ane4j bench: [bench] unknown option --stepz for bench step; options: "), r.err());
