@@ -34,7 +34,8 @@ final class SoakBench {
                 try (Stream<Path> s = Files.list(Path.of("/proc", Long.toString(pid), "fd"))) {
                     fds = (int) s.count();
                 }
-                return new Sample(pid, rss, threads, fds);
+                // a process that is exiting has let go of its memory and descriptors: not a sample of the run
+                return rss > 0 && fds > 0 ? new Sample(pid, rss, threads, fds) : null;
             } catch (IOException | RuntimeException e) {
                 return null;   // the process has ended
             }
@@ -59,7 +60,7 @@ final class SoakBench {
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
         Path metrics = runDir.resolve("run/metrics.jsonl");
         Sample l0 = null, w0 = null, l1 = null, w1 = null;
-        long workerPid = -1;
+        long workerPid = -1, launcherPeak = 0, workerPeak = 0;
         while (p.isAlive()) {
             Optional<ProcessHandle> worker = p.toHandle().children().findFirst();
             if (worker.isPresent()) workerPid = worker.get().pid();
@@ -71,6 +72,8 @@ final class SoakBench {
             if (l != null && w != null) {   // the last sample while both live: the end of the run
                 l1 = l;
                 w1 = w;
+                launcherPeak = Math.max(launcherPeak, l.rssKb());
+                workerPeak = Math.max(workerPeak, w.rssKb());
             }
             p.waitFor(500, TimeUnit.MILLISECONDS);
         }
@@ -85,7 +88,8 @@ final class SoakBench {
         r.row("worker", "start", w0.rssKb() / 1024.0, w0.threads(), w0.fds());
         r.row("worker", "end", w1.rssKb() / 1024.0, w1.threads(), w1.fds());
         r.put("steps", steps).put("seconds", Math.round(seconds * 10) / 10.0)
-                .put("launcherRssGrowthMB", (l1.rssKb() - l0.rssKb()) / 1024.0).put("workerRssGrowthMB", (w1.rssKb() - w0.rssKb()) / 1024.0);
+                .put("launcherRssGrowthMB", (l1.rssKb() - l0.rssKb()) / 1024.0).put("workerRssGrowthMB", (w1.rssKb() - w0.rssKb()) / 1024.0)
+                .put("launcherPeakRssMB", launcherPeak / 1024.0).put("workerPeakRssMB", workerPeak / 1024.0);
         r.meta("launcherHeap", heap.isEmpty() ? "default" : heap);
         r.note("run folder " + runDir.resolve("run") + " (delete it when done)");
         return r;
