@@ -42,6 +42,37 @@ final class SoakBench {
         }
     }
 
+    /**
+     * The Java heap in use after a full GC (kB) of process {@code pid}, through jcmd (GC.run, then GC.heap_info): what
+     * the process really keeps, where RSS also counts garbage not yet collected and heap the JVM has not given back. -1
+     * when jcmd is missing or cannot attach.
+     */
+    static long liveHeapKb(long pid) {
+        Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+        try {
+            if (new ProcessBuilder(jcmd.toString(), Long.toString(pid), "GC.run").redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start().waitFor() != 0) return -1;
+            Process p = new ProcessBuilder(jcmd.toString(), Long.toString(pid), "GC.heap_info").redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            p.waitFor();
+            var m = java.util.regex.Pattern.compile("used (\\d+)K").matcher(out);
+            return m.find() ? Long.parseLong(m.group(1)) : -1;
+        } catch (IOException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
+    }
+
+    private static long lines(Path file) {
+        try (Stream<String> s = Files.lines(file)) {
+            return s.count();
+        } catch (IOException | java.io.UncheckedIOException e) {
+            return 0;
+        }
+    }
+
     static BenchResult run(BenchOptions o) throws IOException, InterruptedException {
         if (!Files.isDirectory(Path.of("/proc/self/fd")))
             throw new IllegalArgumentException("[bench] soak reads /proc (Linux); on macOS watch the run with `ps -o rss,nlwp` instead");
@@ -60,7 +91,8 @@ final class SoakBench {
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
         Path metrics = runDir.resolve("run/metrics.jsonl");
         Sample l0 = null, w0 = null, l1 = null, w1 = null;
-        long workerPid = -1, launcherPeak = 0, workerPeak = 0;
+        long workerPid = -1, launcherPeak = 0, workerPeak = 0, nextCount = System.nanoTime();
+        long[] live = {-1, -1, -1, -1};   // launcher start, end; worker start, end (kB after a full GC)
         while (p.isAlive()) {
             Optional<ProcessHandle> worker = p.toHandle().children().findFirst();
             if (worker.isPresent()) workerPid = worker.get().pid();
@@ -68,6 +100,16 @@ final class SoakBench {
             if (l0 == null && w != null && Files.exists(metrics) && Files.size(metrics) > 0) {
                 l0 = l;
                 w0 = w;
+                live[0] = liveHeapKb(p.pid());
+                live[2] = liveHeapKb(workerPid);
+            }
+            // near the end (98% of the steps, counted every 5 s): the live heaps once more
+            if (l0 != null && live[1] < 0 && System.nanoTime() > nextCount) {
+                nextCount = System.nanoTime() + 5_000_000_000L;
+                if (lines(metrics) >= steps * 98 / 100) {
+                    live[1] = liveHeapKb(p.pid());
+                    live[3] = liveHeapKb(workerPid);
+                }
             }
             if (l != null && w != null) {   // the last sample while both live: the end of the run
                 l1 = l;
@@ -82,15 +124,16 @@ final class SoakBench {
         if (p.exitValue() != 0 || l0 == null || l1 == null)
             throw new IllegalStateException("[bench] the soak run ended with status " + p.exitValue() + " before it could be sampled:\n" + tail);
         BenchResult r = new BenchResult("soak", "soak: " + steps + " tiny steps (supervised worker), at the first step and at the last",
-                List.of("process", "when", "RSS MB", "threads", "fds"));
-        r.row("launcher", "start", l0.rssKb() / 1024.0, l0.threads(), l0.fds());
-        r.row("launcher", "end", l1.rssKb() / 1024.0, l1.threads(), l1.fds());
-        r.row("worker", "start", w0.rssKb() / 1024.0, w0.threads(), w0.fds());
-        r.row("worker", "end", w1.rssKb() / 1024.0, w1.threads(), w1.fds());
+                List.of("process", "when", "RSS MB", "live heap MB", "threads", "fds"));
+        r.row("launcher", "start", l0.rssKb() / 1024.0, live[0] / 1024.0, l0.threads(), l0.fds());
+        r.row("launcher", "end", l1.rssKb() / 1024.0, live[1] / 1024.0, l1.threads(), l1.fds());
+        r.row("worker", "start", w0.rssKb() / 1024.0, live[2] / 1024.0, w0.threads(), w0.fds());
+        r.row("worker", "end", w1.rssKb() / 1024.0, live[3] / 1024.0, w1.threads(), w1.fds());
         r.put("steps", steps).put("seconds", Math.round(seconds * 10) / 10.0)
                 .put("launcherRssGrowthMB", (l1.rssKb() - l0.rssKb()) / 1024.0).put("workerRssGrowthMB", (w1.rssKb() - w0.rssKb()) / 1024.0)
                 .put("launcherPeakRssMB", launcherPeak / 1024.0).put("workerPeakRssMB", workerPeak / 1024.0);
         r.meta("launcherHeap", heap.isEmpty() ? "default" : heap);
+        r.note("live heap: used after a full GC (jcmd GC.run + GC.heap_info) at the first step and at 98% of the steps; -1: jcmd could not attach");
         r.note("run folder " + runDir.resolve("run") + " (delete it when done)");
         return r;
     }

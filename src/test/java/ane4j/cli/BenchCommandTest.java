@@ -183,4 +183,15 @@ class BenchCommandTest {
         assertTrue(r.err().startsWith("ane4j bench: [bench] --backend gpu: use ane or ref"), r.err());
         assertEquals(2, run("bench").code());
     }
+
+    /** Issue 30: the soak benchmark runs a launcher and a worker and reads both from /proc (short here; slow: ~30 s). */
+    @org.junit.jupiter.api.Tag("slow")
+    @Test
+    void soakSamplesLauncherAndWorker() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(Path.of("/proc/self/fd")), "needs /proc");
+        Result r = run("bench", "soak", "--steps", "300", "--no-save");
+        assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.out().matches("(?s).*launcher\\s+start\\s+[0-9.]+.*launcher\\s+end.*worker\\s+start.*worker\\s+end.*"), r.out());
+        assertTrue(r.out().contains("steps: 300"), r.out());
+    }
 }
