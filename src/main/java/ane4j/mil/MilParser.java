@@ -84,7 +84,7 @@ public final class MilParser {
             throw new MilException("[mil] " + file + " is " + size + " bytes, parsing it needs about " + (size * HEAP_PER_TEXT_BYTE >> 20)
                     + " MB of heap but the JVM has " + (heap >> 20) + " MB: raise -Xmx (ANE4J_JAVA_OPTS) or move large constants into BLOBFILE weight files");
         byte[] bytes;
-        String special = ane4j.model.InputFile.notRegular(file);
+        String special = RegularFiles.notRegular(file);
         if (special != null) throw new MilException("[mil] " + special);
         try {
             bytes = java.nio.file.Files.readAllBytes(file);
