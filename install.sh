@@ -140,8 +140,11 @@ ROOT="$ROOT"
 # bin/ane4j jshell: JShell with the notebook kernel's class path and imports (tools/jshell.sh)
 if [ "\${1:-}" = jshell ]; then shift; exec "\$ROOT/tools/jshell.sh" "\$ROOT" "$JAVA_HOME" "\$@"; fi
 # the Vector API (exp, the Java GEMM) and a fixed 64 MB young generation: the training state is a few huge long-lived
-# arrays, and G1's adaptive young generation otherwise grows to hundreds of MB of touched eden (peak RSS)
-exec "$JAVA_HOME/bin/java" -Xmn64m \${ANE4J_JAVA_OPTS:-} --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector \\
+# arrays, and G1's adaptive young generation otherwise grows to hundreds of MB of touched eden (peak RSS); out of heap
+# ends the process with one line (a launcher out of heap hung, deaf to Ctrl-C and SIGTERM: docs/reliability.md, F53)
+exec "$JAVA_HOME/bin/java" -Xmn64m -XX:+ExitOnOutOfMemoryError \\
+  "-XX:OnOutOfMemoryError=echo '[ane4j] out of Java heap (pid %p), exiting: give it more with ANE4J_JAVA_OPTS=-Xmx4g, or train in the supervised worker (without --in-process) with --heap' >&2" \\
+  \${ANE4J_JAVA_OPTS:-} --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector \\
   -Djava.awt.headless=true -Dane4j.home="\$ROOT" -cp "\$ROOT/target/ane4j.jar:\$ROOT/target/lib/*" ane4j.cli.Main "\$@"
 LAUNCHER
 chmod +x bin/ane4j

@@ -14,5 +14,7 @@ for j in "$ROOT"/target/lib/*.jar; do CP="$CP:$j"; done
 STARTUP="${TMPDIR:-/tmp}/ane4j-jshell-$(id -u).jsh"
 "$JDK/bin/java" -cp "$CP" ane4j.notebook.Ane4jExtension > "$STARTUP.tmp" && mv "$STARTUP.tmp" "$STARTUP"
 exec "$JDK/bin/jshell" --class-path "$CP" --add-modules jdk.incubator.vector --startup "$STARTUP" \
+  -J-XX:+ExitOnOutOfMemoryError -R-XX:+ExitOnOutOfMemoryError \
+  "-R-XX:OnOutOfMemoryError=echo '[jshell] out of Java heap (pid %p), exiting: restart with -R-Xmx4g' >&2" \
   -R-Xmn64m -R--enable-native-access=ALL-UNNAMED -R--add-modules=jdk.incubator.vector -R-Djava.awt.headless=true \
   -R--sun-misc-unsafe-memory-access=allow -R-Dane4j.home="$ROOT" "$@"

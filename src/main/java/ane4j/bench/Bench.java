@@ -26,7 +26,7 @@ import java.util.Set;
 public final class Bench {
     private Bench() {}
 
-    public static final List<String> NAMES = List.of("peak", "int8", "step", "compile", "sgemm");
+    public static final List<String> NAMES = List.of("peak", "int8", "step", "compile", "sgemm", "soak");
 
     /** Runs benchmark {@code name} with {@code options}; the result's meta holds the files written. */
     public static BenchResult run(String name, BenchOptions options) {
@@ -36,6 +36,16 @@ public final class Bench {
             case "step" -> StepBench.run(options, StepBench.backend(backend(options), options));
             case "compile" -> compile(options);
             case "sgemm" -> SgemmBench.run(options);
+            case "soak" -> {
+                try {
+                    yield SoakBench.run(options);
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException("[bench] soak: " + e.getMessage(), e);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("[bench] soak interrupted", e);
+                }
+            }
             default -> throw new IllegalArgumentException("[bench] unknown benchmark '" + name + "'; use one of " + String.join(", ", NAMES));
         };
         r.meta("command", "ane4j bench " + name + (options.args().isEmpty() ? "" : " " + String.join(" ", options.args())));

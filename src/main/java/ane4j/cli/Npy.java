@@ -53,6 +53,8 @@ public final class Npy {
 
     /** Reads {@code file} into a buffer of {@code expected}'s type (dtype and shape must match). */
     public static TensorBuffer read(Path file, TensorType expected, String name) {
+        String special = ane4j.model.InputFile.notRegular(file);
+        if (special != null) throw new CliException("[npy] " + special);
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
             long size = ch.size();
             ByteBuffer head = ByteBuffer.allocate((int) Math.min(size, 12 + MAX_HEADER)).order(ByteOrder.LITTLE_ENDIAN);

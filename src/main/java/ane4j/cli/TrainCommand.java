@@ -95,6 +95,11 @@ final class TrainCommand {
                 given.put(key, o.getValue());
             }
         }
+        // the two contradict each other (the 2026-12-05 reliability report, H-h: both were accepted, rc 0). Refused here,
+        // where the user gives them: the run layer itself restarts a worker with resume = true over any options
+        if ("true".equals(String.valueOf(given.get("resume"))) && "true".equals(String.valueOf(given.get("restartFromScratch"))))
+            throw new CliException("[train] --resume and --restart-from-scratch contradict each other: give --resume to continue the run,"
+                    + " or --restart-from-scratch (alone) to set its checkpoints and metrics aside and start at step 0");
         if (record != null) {
             try {
                 given = RunSpec.overRecord(Path.of(record), given);

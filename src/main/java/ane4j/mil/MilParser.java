@@ -84,6 +84,8 @@ public final class MilParser {
             throw new MilException("[mil] " + file + " is " + size + " bytes, parsing it needs about " + (size * HEAP_PER_TEXT_BYTE >> 20)
                     + " MB of heap but the JVM has " + (heap >> 20) + " MB: raise -Xmx (ANE4J_JAVA_OPTS) or move large constants into BLOBFILE weight files");
         byte[] bytes;
+        String special = RegularFiles.notRegular(file);
+        if (special != null) throw new MilException("[mil] " + special);
         try {
             bytes = java.nio.file.Files.readAllBytes(file);
         } catch (java.io.IOException e) {
@@ -97,7 +99,9 @@ public final class MilParser {
         if (r.isError())
             throw new MilException(String.format("[mil] %s: byte %d (0x%02X) is not UTF-8; MIL text is UTF-8, re-save the file as UTF-8",
                     file, in.position(), bytes[in.position()] & 0xFF));
-        return out.flip().toString();
+        String text = out.flip().toString();
+        // a UTF-8 byte order mark (Windows editors write one) is skipped, as the JSON and text readers skip it
+        return text.startsWith("\uFEFF") ? text.substring(1) : text;
     }
 
     private static String reason(java.io.IOException e) {

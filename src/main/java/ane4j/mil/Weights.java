@@ -91,6 +91,8 @@ public final class Weights {
         for (var e : byPath.entrySet()) {
             String p = e.getKey();
             Path file = contained(modelDir, p);
+            String special = RegularFiles.notRegular(file);
+            if (special != null) throw new MilException("[blob] " + special);
             try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
                  java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
                 long size = ch.size();

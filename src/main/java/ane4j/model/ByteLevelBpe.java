@@ -113,8 +113,13 @@ final class ByteLevelBpe {
         if (!(model.get("vocab") instanceof Map<?, ?> v)) throw new ModelFormatException(at + "model.vocab is not an object");
         Map<String, Integer> vocab = HashMap.newHashMap(v.size());
         int maxId = -1;
+        Map<Integer, String> tokenOf = HashMap.newHashMap(v.size());
         for (var e : v.entrySet()) {
             if (!(e.getValue() instanceof Long id) || id < 0 || id > 1 << 28) throw new ModelFormatException(at + "vocab entry '" + e.getKey() + "' has id " + e.getValue() + ", not an id");
+            String other = tokenOf.putIfAbsent((int) (long) id, (String) e.getKey());
+            if (other != null)
+                throw new ModelFormatException(at + "vocab entries '" + other + "' and '" + e.getKey() + "' share id " + id
+                        + "; each id must name one token (decoding it would be ambiguous): fix model.vocab");
             vocab.put((String) e.getKey(), (int) (long) id);
             maxId = Math.max(maxId, (int) (long) id);
         }

@@ -97,7 +97,7 @@ public final class Json {
             if (in.peek() != JsonToken.END_DOCUMENT) throw new IllegalArgumentException("JSON: text after the value " + where(in));
             return v;
         } catch (JsonParseException | IOException e) {
-            throw new IllegalArgumentException(message(e), e);
+            throw new IllegalArgumentException(message(e, text), e);
         }
     }
 
@@ -142,12 +142,43 @@ public final class Json {
     /** A JSON string literal (for writers that still assemble their text; new code writes maps with {@link #compact}/{@link #pretty}). */
     public static String quote(String s) { return COMPACT.toJson(s); }
 
-    /** Gson's message on one line, without its pointer to the troubleshooting guide. */
-    private static String message(Exception e) {
+    private static final java.util.regex.Pattern AT = java.util.regex.Pattern.compile("at line (\\d+) column (\\d+)");
+
+    /**
+     * Gson's message on one line, without its pointer to the troubleshooting guide and without its advice to the
+     * programmer ("Use JsonReader.setStrictness(Strictness.LENIENT) to accept malformed JSON", which a user cannot act on:
+     * the 2026-12-05 reliability report, H-d); a NaN or Infinity where the text went wrong is named.
+     */
+    static String message(Exception e, String text) {
         String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
         if (m.startsWith("JSON: ")) return m;
         m = m.replaceFirst("\\s*See https://github\\.com/google/gson/\\S*", "").replaceFirst("^com\\.google\\.gson\\.stream\\.MalformedJsonException: ", "");
+        m = m.replaceFirst("Use JsonReader\\.setStrictness\\(Strictness\\.LENIENT\\) to accept malformed JSON ", "not valid JSON ")
+                .replaceFirst("Use JsonReader\\.setLenient\\(true\\) to accept malformed JSON ", "not valid JSON ");
+        String bad = tokenAt(m, text);
+        if (bad != null) m += " (" + bad + " is not JSON: write a number, or null)";
         return "JSON: " + m.strip().replace('\n', ' ');
+    }
+
+    /** "NaN", "Infinity" or "-Infinity" when the text holds one at Gson's reported line and column, else null. */
+    private static String tokenAt(String message, String text) {
+        java.util.regex.Matcher at = AT.matcher(message);
+        if (text == null || !at.find()) return null;
+        try {
+            int line = Integer.parseInt(at.group(1)), col = Integer.parseInt(at.group(2));
+            int pos = 0;
+            for (int l = 1; l < line; l++) {
+                int nl = text.indexOf('\n', pos);
+                if (nl < 0) return null;
+                pos = nl + 1;
+            }
+            // Gson reports the column just past the token it refused; look around it
+            String around = text.substring(Math.max(0, pos + col - 12), Math.min(text.length(), pos + col + 10));
+            for (String t : new String[] {"-Infinity", "Infinity", "NaN"}) if (around.contains(t)) return t;
+        } catch (RuntimeException ignored) {
+            // a message without a usable position
+        }
+        return null;
     }
 
     private static String where(JsonReader in) { return in.toString().replaceFirst("^JsonReader", "").strip(); }

@@ -38,6 +38,7 @@ final class LeFiles {
 
     static Mapped map(Path file, String tag) {
         if (Files.isDirectory(file)) throw new ModelFormatException("[" + tag + "] " + file + " is a folder, not a file; name the file inside it");
+        InputFile.requireRegular(file, tag);
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();

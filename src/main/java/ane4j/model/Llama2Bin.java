@@ -109,6 +109,8 @@ public final class Llama2Bin {
                 }
             }
             assert pos == fileSize;
+            String nonFinite = NonFinite.check(p.data(), p.layout(), name, n -> n);
+            if (nonFinite != null) throw new ModelFormatException(TAG + nonFinite);
             return p;
         }
     }

@@ -155,8 +155,10 @@ public record ModelConfig(
      * to a multiple of 32. It gives the Stories presets' 768 (dim 288), 1376 (512), 2048 (768) and tiny's 192 (64).
      */
     public static int llamaHiddenDim(int dim) {
-        int h = 2 * (4 * dim) / 3;
-        return 32 * ((h + 31) / 32);
+        long h = 2 * (4L * dim) / 3, rounded = 32 * ((h + 31) / 32);   // in long: 4 * dim overflows an int from dim 2^29
+        if (rounded > Integer.MAX_VALUE)
+            throw new IllegalArgumentException("[config] dim " + dim + " is too large (its hidden size " + rounded + " is over 2^31 - 1); use a smaller --dim");
+        return (int) rounded;
     }
 
     /**
@@ -199,6 +201,7 @@ public record ModelConfig(
      */
     public static ModelConfig load(Path file) {
         List<String> lines;
+        InputFile.requireRegular(file, "config");
         try {
             lines = Files.readAllLines(file);
         } catch (IOException e) {
@@ -217,6 +220,7 @@ public record ModelConfig(
         Map<String, Integer> lineOf = new LinkedHashMap<>();
         for (int i = 0; i < lines.size(); i++) {
             String line = lines.get(i);
+            if (i == 0 && line.startsWith("\uFEFF")) line = line.substring(1);   // a UTF-8 BOM, skipped as the JSON readers do
             int hash = line.indexOf('#');
             if (hash >= 0) line = line.substring(0, hash);
             line = line.strip();

@@ -283,6 +283,7 @@ public final class Safetensors {
         Object root;
         try {
             if (Files.size(index) > 64 << 20) throw new ModelFormatException(TAG + index + ": " + Files.size(index) + " bytes is not a safetensors index (over 64 MB)");
+            InputFile.requireRegular(index, "safetensors");
             root = Json.parse(Files.readString(index));
         } catch (java.nio.file.NoSuchFileException e) {
             throw new ModelFormatException(TAG + index + ": no such file");
@@ -344,6 +345,8 @@ public final class Safetensors {
             Source s = tensors.get(hfName(v.name()));
             readFloats(s.seg(), s.dataStart(), s.entry(), p.data(), v.offset());
         }
+        String nonFinite = NonFinite.check(p.data(), layout, name, Safetensors::hfName);
+        if (nonFinite != null) throw new ModelFormatException(TAG + nonFinite);
         return p;
     }
 
@@ -354,6 +357,7 @@ public final class Safetensors {
         if (Files.isRegularFile(json)) {
             try {
                 if (Files.size(json) > 1 << 20) throw new ModelFormatException(TAG + json + ": " + Files.size(json) + " bytes is not a model config.json (over 1 MB)");
+                InputFile.requireRegular(json, "safetensors");
                 if (!(Json.parse(Files.readString(json)) instanceof Map<?, ?> mm)) throw new ModelFormatException(TAG + json + ": not a JSON object");
                 for (var e : mm.entrySet()) cfg.put((String) e.getKey(), e.getValue());
             } catch (IOException | IllegalArgumentException e) {

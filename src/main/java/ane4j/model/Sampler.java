@@ -22,8 +22,22 @@ public final class Sampler {
 
     public Rng rng() { return rng; }
 
-    /** The next token; {@code logits} (V) is overwritten with probabilities unless temperature is 0. */
+    /**
+     * The next token; {@code logits} (V) is overwritten with probabilities unless temperature is 0. A NaN logit counts as
+     * -Inf (never picked); a +Inf logit is picked (the first one); when no logit is finite the model's numbers are broken,
+     * and that is said in one line (a NaN softmax made top-p index -1: the 2026-12-05 reliability report, H-b).
+     */
     public int sample(float[] logits) {
+        int usable = 0, inf = -1;
+        for (int i = 0; i < logits.length; i++) {
+            if (Float.isNaN(logits[i])) logits[i] = Float.NEGATIVE_INFINITY;
+            else if (logits[i] != Float.NEGATIVE_INFINITY) usable++;
+            if (inf < 0 && logits[i] == Float.POSITIVE_INFINITY) inf = i;
+        }
+        if (usable == 0)
+            throw new IllegalStateException("[sampler] every one of the " + logits.length + " logits is NaN or -Inf: the model's weights or"
+                    + " activations are not finite; check the model file (ane4j refuses non-finite weights at load)");
+        if (inf >= 0) return inf;
         if (temperature == 0f) return argmax(logits);
         for (int i = 0; i < logits.length; i++) logits[i] /= temperature;
         CpuModel.softmax(logits, 0, logits.length);
@@ -63,6 +77,7 @@ public final class Sampler {
             // sort key: probability bits (positive floats order like ints) high, inverted index low so ties keep lower ids first
             if (p[i] >= cutoff) cand[m++] = ((long) Float.floatToIntBits(p[i]) << 32) | (0xFFFFFFFFL - i);
         }
+        if (m == 0) return argmax(p);   // no probability reaches the cutoff: only when they do not sum to 1 (not finite)
         Arrays.sort(cand, 0, m);
         float cum = 0f;
         int last = m - 1;

@@ -62,6 +62,7 @@ public final class TextData implements TokenData {
                     + "; give the model's own tokenizer with --tokenizer FILE");
         Builder b = new Builder(tokenizer);
         if (Files.isDirectory(file)) throw new ModelFormatException(TAG + file + " is a folder, not a text or JSON-lines file");
+        InputFile.requireRegular(file, "data");
         try (BufferedReader in = new BufferedReader(new java.io.InputStreamReader(Files.newInputStream(file),
                 StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT)))) {
             if (name.toLowerCase(Locale.ROOT).endsWith(".txt")) readText(in, b);

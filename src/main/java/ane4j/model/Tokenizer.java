@@ -323,9 +323,12 @@ public final class Tokenizer {
         String json;
         try {
             if (java.nio.file.Files.isDirectory(file)) throw new ModelFormatException(TAG + file + " is a folder, not a file");
+            InputFile.requireRegular(file, "tokenizer");
             json = java.nio.file.Files.readString(file, StandardCharsets.UTF_8);
         } catch (java.nio.file.NoSuchFileException e) {
             throw new ModelFormatException(TAG + file + ": no such file");
+        } catch (java.nio.charset.CharacterCodingException e) {
+            throw new ModelFormatException(TAG + name + ": not UTF-8 text; tokenizer.json is UTF-8: re-save it as UTF-8");
         } catch (java.io.IOException | java.io.UncheckedIOException e) {
             throw new ModelFormatException(TAG + "cannot read " + file + ": " + e.getMessage());
         }

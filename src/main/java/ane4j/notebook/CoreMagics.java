@@ -57,8 +57,12 @@ final class CoreMagics {
             help = "%maven group:artifact[:packaging[:classifier]]:version... — resolve from Maven Central (with dependencies) and add")
     List<String> maven(MagicCall call) throws IOException, InterruptedException {
         List<MavenResolver.Coordinate> coords = need(call, "group:artifact:version").stream().map(MavenResolver.Coordinate::parse).toList();
+        System.out.println("[%maven] repositories: " + maven.repositoriesText());
+        MavenResolver.Resolved r = maven.resolve(coords);
+        for (String w : r.warnings()) System.out.println("[%maven] Maven warns: " + w);
+        if (!r.downloadedFrom().isEmpty()) System.out.println("[%maven] downloaded from " + String.join(", ", r.downloadedFrom()));
         List<String> added = new ArrayList<>();
-        for (Path jar : maven.resolve(coords)) added.add(kernel.addToClasspath(jar));
+        for (Path jar : r.jars()) added.add(kernel.addToClasspath(jar));
         System.out.println("added " + added.size() + " jar" + (added.size() == 1 ? "" : "s") + " for " + call.argsFrom(0));
         return null;
     }

@@ -19,7 +19,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.dflib.jjava.jupyter.channels.JupyterConnection;
 import org.dflib.jjava.jupyter.channels.JupyterSocket;
 import org.dflib.jjava.jupyter.channels.ShellChannel;
 import org.dflib.jjava.jupyter.channels.ShellHandler;
@@ -68,6 +67,8 @@ public final class JupyterKernel extends BaseKernel {
     private static final Pattern LINE_MAGIC = Pattern.compile("^\\s*%(?!%)(\\w\\S*)(.*)$");
 
     private final JShellEvaluator evaluator;
+    /** %maven's resolver; its private working folder is removed at shutdown (and by a shutdown hook on any exit). */
+    private final MavenResolver maven = new MavenResolver();
     private final KernelIO kio;
     private final Map<String, MagicRegistry.Entry> described = new ConcurrentHashMap<>();
     private final List<String> afterCell = new ArrayList<>();
@@ -79,7 +80,7 @@ public final class JupyterKernel extends BaseKernel {
      * The connection and its shell socket; null without a connection. Only the shell thread touches the socket: while a
      * cell runs on {@link #evalThread} it keeps reading it ({@link #listenWhileRunning}).
      */
-    private volatile Connection connection;
+    private volatile KernelConnection connection;
     private volatile JupyterSocket shell;
     /** Where cells are evaluated, so the shell thread stays free to read the shell socket meanwhile. */
     private final ExecutorService evalThread = Executors.newSingleThreadExecutor(r -> {
@@ -101,6 +102,7 @@ public final class JupyterKernel extends BaseKernel {
                         .addSecondaryStyle(TextColor.BOLD_RED_FG).addHighlightStyle(TextColor.BOLD_RESET_FG).build());
         this.evaluator = evaluator;
         this.kio = io;
+        Runtime.getRuntime().addShutdownHook(new Thread(maven::close, "ane4j-maven-cleanup"));
     }
 
     /** A kernel with the core magics; {@link #onStartup()} then installs extensions (ane4j's among them). */
@@ -109,8 +111,7 @@ public final class JupyterKernel extends BaseKernel {
         String extra = System.getenv("ANE4J_COMPILER_OPTS");
         if (extra != null && !extra.isBlank()) opts.addAll(MagicRegistry.splitArgs(extra));
         JupyterKernel k = new JupyterKernel(new JShellEvaluator(opts), new KernelIO(), extensions);
-        Path mavenDir = Path.of(System.getProperty("java.io.tmpdir"), "ane4j-maven-" + ProcessHandle.current().pid());
-        MagicRegistry core = new MagicRegistry().add(new CoreMagics(k, new MavenResolver(mavenDir)));
+        MagicRegistry core = new MagicRegistry().add(new CoreMagics(k, k.maven));
         core.installInto(k, false);
         k.describe(core);
         return k;
@@ -119,17 +120,6 @@ public final class JupyterKernel extends BaseKernel {
     private static LanguageInfo languageInfo() {
         return new LanguageInfo.Builder("Java").version(Runtime.version().toString()).mimetype("text/x-java-source")
                 .fileExtension(".jshell").pygments("java").codemirror("java").build();
-    }
-
-    /** jjava's connection, with its shell socket visible to the kernel. */
-    static final class Connection extends JupyterConnection {
-        Connection(KernelConnectionProperties props) throws java.security.GeneralSecurityException {
-            super(props);
-        }
-
-        JupyterSocket shell() {
-            return shell;
-        }
     }
 
     public static void main(String[] args) throws Exception {
@@ -143,7 +133,7 @@ public final class JupyterKernel extends BaseKernel {
             System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
         CellLogHandler.install();
         KernelConnectionProperties props = KernelConnectionProperties.parse(Files.readString(Path.of(args[0])));
-        Connection connection = new Connection(props);
+        KernelConnection connection = new KernelConnection(props);
         JupyterKernel kernel = create(!"0".equals(System.getenv("ANE4J_LOAD_EXTENSIONS")));
         kernel.connection = connection;
         kernel.shell = connection.shell();
@@ -367,8 +357,8 @@ public final class JupyterKernel extends BaseKernel {
         if (s == null) return;
         try {
             while ((s.getEvents() & ZMQ.Poller.POLLIN) != 0) {
-                Message<?> m = s.readMessage();
-                if (!answerAtOnce(m)) held.add(m);
+                Message<?> m = connection.reader().read(s, "shell");   // null: dropped (forged, malformed)
+                if (m != null && !answerAtOnce(m)) held.add(m);
             }
         } catch (RuntimeException e) {
             if (!closing) throw e;   // shutting down: the sockets are closed under the running cell
@@ -562,6 +552,7 @@ public final class JupyterKernel extends BaseKernel {
         super.onShutdown(restarting);
         Ane.shutdown();
         evaluator.close();
+        maven.close();
     }
 
     // ---- hooks for magics and the extension

@@ -207,7 +207,7 @@ public final class TrainingRun {
                 run.drainMessages(System.out);
                 noteRestarts();
                 long now = System.nanoTime();
-                int n = run.history().size();
+                int n = (int) run.stepCount();
                 if (n == 0 && !progressLine().equals(shownSetup)) {
                     shownSetup = progressLine();   // before step 1: starting worker…, compiling kernel k/n (name)…, each as it comes
                     line.update(shownSetup);
@@ -270,7 +270,7 @@ public final class TrainingRun {
             long first = live.getFirst().step();
             Path metrics = runDir().resolve("metrics.jsonl");
             before = first == 0 || !Files.exists(metrics) ? List.of()
-                    : ane4j.train.MetricsLog.read(metrics, options().steps(), w -> {}).stream().filter(m -> m.step() < first).toList();
+                    : ane4j.train.StepHistory.of(ane4j.train.MetricsLog.read(metrics, options().steps(), w -> {}).stream().filter(m -> m.step() < first).toList());
             earlier = before;
         }
         if (before.isEmpty()) return live;
@@ -311,7 +311,7 @@ public final class TrainingRun {
             tps.append(Math.round(m.tokensPerSecond()));
         }
         String name = String.format(Locale.ROOT, "run %s · %s · seed %d · %d/%d steps · restarts %d", runDir().getFileName(), options().model(),
-                options().seed(), run.history().size(), options().steps(), restarts());
+                options().seed(), run.stepCount(), options().steps(), restarts());
         return Table.create(name, step, loss, lr, scale, norm, ms, tps);
     }
 

@@ -134,10 +134,10 @@ public final class LocalSession implements Session {
 
         @Override
         public List<StepMetrics> run(long steps) {
-            List<StepMetrics> out = new ArrayList<>();
+            ane4j.train.StepHistory out = new ane4j.train.StepHistory();
             long target = Math.min(totalSteps(), trainer.nextStep() + Math.max(1, Math.min(steps, totalSteps())));
             while (trainer.nextStep() < target && !stop) {
-                long before = trainer.history().size();
+                long before = trainer.stepCount();
                 try {
                     trainer.run(new Trainer.Listener() {
                         @Override public void onStep(StepMetrics m) {
@@ -154,7 +154,7 @@ public final class LocalSession implements Session {
                 }
             }
             stop = false;   // a stop ends this call only; the next run() continues
-            return out;
+            return out.list();
         }
 
         /** The step that hit the budget is counted and its update applied: checkpoint it, start a new backend, resume. */
@@ -162,9 +162,9 @@ public final class LocalSession implements Session {
             long t0 = System.nanoTime();
             long step = trainer.nextStep();
             if (step >= totalSteps()) return;   // the last step's checkpoint is written; no more kernels are needed
-            if (trainer.history().size() == historyBefore)
+            if (trainer.stepCount() == historyBefore)
                 throw new IllegalStateException("[train] compileBudget " + e.budget() + " is reached before one step completes; raise compileBudget", e);
-            float last = trainer.history().getLast().loss();
+            float last = trainer.lastStep().loss();
             trainer.saveCheckpoint(last);
             trainer.close();
             restarts++;
@@ -193,8 +193,8 @@ public final class LocalSession implements Session {
 
         @Override
         public Path checkpoint() {
-            if (trainer.history().isEmpty()) return trainer.lastCheckpoint();
-            return trainer.saveCheckpoint(trainer.history().getLast().loss());
+            if (trainer.lastStep() == null) return trainer.lastCheckpoint();
+            return trainer.saveCheckpoint(trainer.lastStep().loss());
         }
 
         private boolean closed;

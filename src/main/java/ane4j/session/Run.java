@@ -27,7 +27,7 @@ public final class Run {
     private final RunSpec spec;
     private final TrainOptions options;
     private final Trainer.Listener observer;
-    private final List<StepMetrics> history = new CopyOnWriteArrayList<>();
+    private final ane4j.train.StepHistory history = new ane4j.train.StepHistory();   // bounded; metrics.jsonl has every step
     private final LinkedBlockingQueue<String> messages = new LinkedBlockingQueue<>();
     private final List<String> allMessages = new CopyOnWriteArrayList<>();
     private volatile Training training;
@@ -133,7 +133,7 @@ public final class Run {
     public Run resume() {
         switch (state) {
             case RUNNING, PREPARING -> throw new IllegalStateException("[train] the run is still running (" + progressLine() + ")");
-            case FINISHED -> throw new IllegalStateException("[train] the run is finished (" + history.size() + " steps); start a new one with %%train");
+            case FINISHED -> throw new IllegalStateException("[train] the run is finished (" + history.count() + " steps); start a new one with %%train");
             case FAILED -> throw new IllegalStateException("[train] the run failed: " + failure.getMessage() + "; fix it and start a new one");
             case STOPPED -> launch();
         }
@@ -190,11 +190,14 @@ public final class Run {
     public Session session() { return session; }
 
     /** The metrics of every step so far (restarts included). */
-    public List<StepMetrics> history() { return List.copyOf(history); }
+    public List<StepMetrics> history() { return history.list(); }
 
-    /** The loss of every step so far. */
+    /** How many steps this run has reported (restarts included); {@link #history()} keeps a downsampled set of them. */
+    public long stepCount() { return history.count(); }
+
+    /** The loss of the steps {@link #history()} keeps (every step up to {@link ane4j.train.StepHistory#RECENT}, then downsampled). */
     public double[] losses() {
-        return history.stream().mapToDouble(StepMetrics::loss).toArray();
+        return history.list().stream().mapToDouble(StepMetrics::loss).toArray();
     }
 
     /** Backend replacements so far (compile budget reached, worker died). */
@@ -221,7 +224,7 @@ public final class Run {
         while (true) {
             boolean alive = running();
             drainMessages(out);
-            int n = history.size();
+            long n = history.count();
             if (n > shown && (n / every > shown / every || !alive)) {
                 out.println(progressLine());
                 shown = n;
@@ -260,7 +263,7 @@ public final class Run {
     public String progressLine() {
         if (history.isEmpty()) return "step 0/" + options.steps() + " · " + (running() ? setupLine() : state.name().toLowerCase(Locale.ROOT))
                 + (failure != null ? ": " + failure.getMessage() : "");
-        StepMetrics m = history.getLast();
+        StepMetrics m = history.last();
         int r = restarts();
         // the global step (a resumed run goes on from its checkpoint's step, as the table and metrics.jsonl count)
         return String.format(Locale.ROOT, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  %.1f ms/step%s · %s", m.step() + 1, options.steps(),

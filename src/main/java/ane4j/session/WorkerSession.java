@@ -220,10 +220,10 @@ public final class WorkerSession implements Session {
 
         @Override
         public List<StepMetrics> run(long steps) {
-            List<StepMetrics> out = java.util.Collections.synchronizedList(new ArrayList<>());
+            ane4j.train.StepHistory out = new ane4j.train.StepHistory();   // bounded (every step is in metrics.jsonl)
             if (finished() || stop) {
                 stop = false;
-                return out;
+                return out.list();
             }
             long limit = steps >= totalSteps() - done ? Long.MAX_VALUE : Math.max(1, steps);
             boolean resuming = started;
@@ -235,7 +235,7 @@ public final class WorkerSession implements Session {
                     out.add(m);
                     done = Math.max(done, m.step() + 1);
                     listener.onStep(m);
-                    if (out.size() >= limit) {
+                    if (out.count() >= limit) {
                         TrainingSession ts = session;
                         if (ts != null) ts.stop();
                     }
@@ -269,7 +269,7 @@ public final class WorkerSession implements Session {
                 session = null;
                 stop = false;
             }
-            return new ArrayList<>(out);
+            return out.list();
         }
 
         /** A run whose own budget cannot hold one step is told so in the run configuration's terms. */

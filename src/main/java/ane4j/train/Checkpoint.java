@@ -109,6 +109,8 @@ public final class Checkpoint {
     public static Contents loadWeights(Path file) { return read(file, null, false); }
 
     private static Contents read(Path file, Contents reuse, boolean moments) {
+        String special = ane4j.model.InputFile.notRegular(file);
+        if (special != null) throw new CheckpointFormatException(special);
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
             ByteBuffer head = readFully(ch, 16, file, "header");
@@ -155,6 +157,16 @@ public final class Checkpoint {
             if (mFloats != trained || vFloats != trained) throw new CheckpointFormatException(file + ": moment sizes differ from the " + (lora != null ? "adapters" : "parameters"));
             if (state.config().parameterCount() != params.length)
                 throw new CheckpointFormatException(file + ": " + params.length + " parameters, but its model config has " + state.config().parameterCount());
+            if (state.step() < 0 || state.adamStep() < 0)
+                throw new CheckpointFormatException(file + ": step " + state.step() + (state.adamStep() < 0 ? ", AdamW step " + state.adamStep() : "")
+                        + " is negative: the file is corrupt (its checksums match, so it was written so); resume from another checkpoint");
+            String nonFinite = ane4j.model.NonFinite.check(params, new ane4j.model.ParameterLayout(state.config()), file.toString(), n -> n);
+            if (nonFinite == null && lora != null) {
+                int i = ane4j.model.NonFinite.first(lora, 0, lora.length);
+                if (i >= 0) nonFinite = file + ": the LoRA adapters hold " + ane4j.model.NonFinite.name(lora[i]) + " at index " + i
+                        + "; the file was saved from a run that diverged: resume from an earlier checkpoint";
+            }
+            if (nonFinite != null) throw new CheckpointFormatException(nonFinite);
             return new Contents(state, params, m, v, lora);
         } catch (NoSuchFileException e) {
             throw new CheckpointFormatException(file + ": no such file");

@@ -104,6 +104,50 @@ public final class RunFolder implements AutoCloseable {
     public Path dir() { return dir; }
 
     /**
+     * The identity (device and inode, {@code fileKey}) of a run folder and of its run.lock, taken when a run starts. A
+     * run compares it before each metrics line and checkpoint: when the folder or its lock was deleted, moved or
+     * replaced under the running run, the run stops instead of recreating a partial folder that a second run could
+     * lock (the 2026-12-05 reliability report, F34: `rm -rf RUN` mid-run left metrics.jsonl with the later steps only,
+     * run.json and run.lock gone, exit 0 in silence).
+     */
+    public record Identity(Path dir, Object dirKey, Object lockKey) {
+        /** The identity of {@code dir} now, or null when the file system has no file keys (then nothing is checked). */
+        public static Identity of(Path dir) {
+            Object d = key(dir), l = key(dir.resolve(LOCK_FILE));
+            return d == null ? null : new Identity(dir, d, l);
+        }
+
+        /** Null while {@code dir} and its run.lock are the ones this identity was taken of, else what happened, in words. */
+        public String changed() {
+            Object d = key(dir);
+            if (d == null) return dir + " is gone (deleted or moved)";
+            if (!d.equals(dirKey)) return dir + " is no longer the folder this run started in (it was replaced)";
+            if (lockKey != null) {
+                Object l = key(dir.resolve(LOCK_FILE));
+                if (l == null) return "its " + LOCK_FILE + " is gone (deleted), so another run could take the folder";
+                if (!l.equals(lockKey)) return "its " + LOCK_FILE + " was replaced, so another run could take the folder";
+            }
+            return null;
+        }
+
+        /** Throws the one-line error when {@link #changed()}. */
+        public void check() {
+            String what = changed();
+            if (what != null)
+                throw new IllegalStateException("[run] " + what + "; stopping this run: nothing more is written there, what was"
+                        + " written is left as it is. Resume from what remains with --resume, or start a new run");
+        }
+
+        private static Object key(Path p) {
+            try {
+                return Files.readAttributes(p, java.nio.file.attribute.BasicFileAttributes.class, java.nio.file.LinkOption.NOFOLLOW_LINKS).fileKey();
+            } catch (IOException e) {
+                return null;
+            }
+        }
+    }
+
+    /**
      * Removes partial files a dead run left ({@code checkpoints/*.tmp}, {@code *.tmp} in the folder); returns how many.
      * Only the holder of the lock may call this: a live run's temporary files are its checkpoint in progress.
      */

@@ -110,8 +110,9 @@ public final class Trainer implements AutoCloseable {
     private float lostLoss;                            // the non-finite loss of a micro-step since the last update, else 0
     private final Rng rng;
     private final String runId;
-    private final List<StepMetrics> history = new ArrayList<>();
+    private final StepHistory history = new StepHistory();   // bounded: every step is in metrics.jsonl
     private final RunFolder folder;   // null in the worker JVM: the supervisor in the user's JVM holds the lock
+    private RunFolder.Identity identity;   // the run folder and run.lock this run started with (checked before each write)
     private final MetricsLog metrics;
     private long nextStep;
     private int adamStep;
@@ -235,6 +236,7 @@ public final class Trainer implements AutoCloseable {
             this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
             step.stageWeights(params.data());
             record.write(o, config, runId, backend.name(), chip(backend), nextStep > 0, started, inputs(), placement);
+            this.identity = RunFolder.Identity.of(o.runDir());
         } catch (RuntimeException | Error e) {
             if (folder != null) folder.close();
             throw e;
@@ -318,7 +320,7 @@ public final class Trainer implements AutoCloseable {
         } else {
             resume(log, record);
         }
-        history.addAll(metrics.truncate(nextStep, o.steps(), log::onMessage));
+        metrics.truncate(nextStep, o.steps(), log::onMessage).forEach(history::add);
         return nextStep == 0 ? "started at step 0" + how : "resumed at step " + nextStep;
     }
 
@@ -394,7 +396,14 @@ public final class Trainer implements AutoCloseable {
 
     public Tokenizer tokenizer() { return tokenizer; }
 
-    public List<StepMetrics> history() { return history; }
+    /** The steps of this run so far (a resumed run's earlier ones included), downsampled beyond {@link StepHistory#RECENT}. */
+    public List<StepMetrics> history() { return history.list(); }
+
+    /** How many steps {@link #history()} has seen. */
+    public long stepCount() { return history.count(); }
+
+    /** The last step so far, or null. */
+    public StepMetrics lastStep() { return history.last(); }
 
     public long nextStep() { return nextStep; }
 
@@ -482,6 +491,7 @@ public final class Trainer implements AutoCloseable {
             String symptom = divergence.symptom(scaler.mode());
             if (symptom == null && heldOut != null && (nextStep % o.evalEvery() == 0 || nextStep == o.steps())) sm = validate(sm);
             history.add(sm);
+            if (identity != null) identity.check();
             metrics.append(sm);
             l.onStep(sm);
             if (symptom != null) throw diverged(symptom);
@@ -494,7 +504,7 @@ public final class Trainer implements AutoCloseable {
                 staleWeights = false;
             }
         }
-        return history;
+        return history.list();
     }
 
     /**
@@ -522,6 +532,7 @@ public final class Trainer implements AutoCloseable {
             throw diverged("weights beyond the fp16 range (" + (Float.isFinite(maxAbs) ? "|w| = " + Divergence.magnitude(maxAbs) : maxAbs) + ") at the checkpoint");
         if (divergence.lossStreak()) throw diverged("the loss (fp32) was not finite at the last step");
         TrainState st = new TrainState(config, runId, nextStep, adamStep, rng.state(), scaler.scale(), scaler.cleanSteps(), lastLoss);
+        if (identity != null) identity.check();
         long t0 = System.nanoTime();
         lastCheckpoint = Checkpoint.save(checkpointDir(), new Checkpoint.Contents(st, params.data(), m, v, lora == null ? null : lora.data()), o.keep());
         // the adapters as Python users load them (PEFT layout), beside the checkpoint that holds them
@@ -534,7 +545,7 @@ public final class Trainer implements AutoCloseable {
     /** A checkpoint of the current step unless one was written (or resumed from) at it; returns it. */
     public Path checkpointNow() {
         if (lastCheckpointStep == nextStep) return lastCheckpoint;
-        return saveCheckpoint(history.isEmpty() ? Float.NaN : history.getLast().loss());
+        return saveCheckpoint(history.isEmpty() ? Float.NaN : history.last().loss());
     }
 
     /** The one-line diagnosis of a diverged run: no checkpoint of this state is written, the last good one is kept. */

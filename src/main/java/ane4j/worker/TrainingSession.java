@@ -31,7 +31,11 @@ public final class TrainingSession {
     private final TrainOptions options;
     private final java.util.Map<String, String> placement;
     private final Trainer.Listener listener;
-    private final TreeMap<Long, Trainer.StepMetrics> steps = new TreeMap<>();
+    // the first loss of each recent step, to check a replay after a restart (replays start at the last checkpoint, so
+    // the window of checkpointEvery steps back, or REPLAY_WINDOW, is enough); the steps themselves, downsampled
+    private final TreeMap<Long, Float> firstLoss = new TreeMap<>();
+    private final ane4j.train.StepHistory steps = new ane4j.train.StepHistory();
+    private static final int REPLAY_WINDOW = 4096;
     private final CompletableFuture<List<Trainer.StepMetrics>> done = new CompletableFuture<>();
     // the listener runs here, in order, so a listener that calls the supervisor cannot block the channel's reader
     private final ExecutorService delivery = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("ane4j-train-events").factory());
@@ -94,20 +98,23 @@ public final class TrainingSession {
 
     /** A step from the worker; true when it is new (not a replay after a restart). */
     boolean onStep(Trainer.StepMetrics m) {
-        Trainer.StepMetrics first;
+        Float first;
         synchronized (this) {
-            first = steps.get(m.step());
+            first = firstLoss.get(m.step());
+            if (first == null && m.step() <= maxStep - replayWindow()) return false;   // older than any replay: seen before
             if (first == null) {
-                steps.put(m.step(), m);
+                firstLoss.put(m.step(), m.loss());
+                steps.add(m);
                 maxStep = Math.max(maxStep, m.step());
+                while (firstLoss.firstKey() <= maxStep - replayWindow()) firstLoss.pollFirstEntry();
             }
         }
         if (first == null) {
             deliver(() -> listener.onStep(m));
             return true;
         }
-        if (Float.floatToRawIntBits(first.loss()) != Float.floatToRawIntBits(m.loss()))
-            onMessage("[worker] step " + m.step() + " replayed after a restart gave loss " + m.loss() + ", the first run " + first.loss() + ": the run is not deterministic");
+        if (Float.floatToRawIntBits(first) != Float.floatToRawIntBits(m.loss()))
+            onMessage("[worker] step " + m.step() + " replayed after a restart gave loss " + m.loss() + ", the first run " + first + ": the run is not deterministic");
         return false;
     }
 
@@ -144,8 +151,10 @@ public final class TrainingSession {
 
     synchronized long maxStep() { return maxStep; }
 
-    /** The steps reported so far, one per step, in order. */
-    public synchronized List<Trainer.StepMetrics> history() { return new ArrayList<>(steps.values()); }
+    private long replayWindow() { return Math.max(REPLAY_WINDOW, 2L * options.checkpointEvery()); }
+
+    /** The steps reported so far, one per step, in order (downsampled beyond {@link ane4j.train.StepHistory#RECENT}). */
+    public synchronized List<Trainer.StepMetrics> history() { return steps.list(); }
 
     public synchronized Status status() { return new Status(state, maxStep + 1, options.steps(), restarts, error); }
 

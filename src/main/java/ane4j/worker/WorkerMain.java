@@ -281,7 +281,7 @@ public final class WorkerMain {
     }
 
     private static float lastLoss(Trainer t) {
-        return t.history().isEmpty() ? Float.NaN : t.history().getLast().loss();
+        return t.lastStep() == null ? Float.NaN : t.lastStep().loss();
     }
 
     /** True when no run is training, or this worker now holds the run folder of the one that is. */

@@ -163,7 +163,7 @@ class BenchCommandTest {
     void badInputIsOneLine() {
         Result r = run("bench", "warp");
         assertEquals(1, r.code());
-        assertEquals("ane4j bench: unknown benchmark 'warp'; use one of peak, int8, step, compile, sgemm (ane4j bench --help)\n", r.err());
+        assertEquals("ane4j bench: unknown benchmark 'warp'; use one of peak, int8, step, compile, sgemm, soak (ane4j bench --help)\n", r.err());
         r = run("bench", "step", "--quick", "--no-save", "--stepz", "3");
         assertEquals(1, r.code());
         assertTrue(r.err().startsWith("ane4j bench: [bench] unknown option --stepz for bench step; options: "), r.err());
@@ -182,5 +182,16 @@ class BenchCommandTest {
         r = run("bench", "peak", "--quick", "--no-save", "--backend", "gpu");
         assertTrue(r.err().startsWith("ane4j bench: [bench] --backend gpu: use ane or ref"), r.err());
         assertEquals(2, run("bench").code());
+    }
+
+    /** Issue 30: the soak benchmark runs a launcher and a worker and reads both from /proc (short here; slow: ~30 s). */
+    @org.junit.jupiter.api.Tag("slow")
+    @Test
+    void soakSamplesLauncherAndWorker() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(Path.of("/proc/self/fd")), "needs /proc");
+        Result r = run("bench", "soak", "--steps", "300", "--no-save");
+        assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.out().matches("(?s).*launcher\\s+start\\s+[0-9.]+.*launcher\\s+end.*worker\\s+start.*worker\\s+end.*"), r.out());
+        assertTrue(r.out().contains("steps: 300"), r.out());
     }
 }

@@ -93,7 +93,7 @@ class RunFolderTest {
             assertEquals(metricsBefore, Files.readString(run.resolve("metrics.jsonl")), "metrics untouched (" + mode + ")");
         }
         // --restart-from-scratch sets them aside (nothing deleted) and starts at 0
-        Run r = train("--steps", "10", "--run-dir", run.toString(), "--backend", "ref", "--resume", "--restart-from-scratch", "--in-process");
+        Run r = train("--steps", "10", "--run-dir", run.toString(), "--backend", "ref", "--restart-from-scratch", "--in-process");
         assertEquals(0, r.code(), r.all());
         Path aside;
         try (Stream<Path> s = Files.list(run)) {

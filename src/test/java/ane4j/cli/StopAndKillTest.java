@@ -254,6 +254,31 @@ class StopAndKillTest {
         assertFalse(d.out().contains("\tat "), "no stack trace: " + d.out());
     }
 
+    /**
+     * Issue 30 (F53): with the launcher's flags (install.sh writes them into bin/ane4j), out of heap ends the process at
+     * once, status 3, with the one line of -XX:OnOutOfMemoryError; before, a launcher out of heap in a background thread
+     * hung, deaf to Ctrl-C and SIGTERM.
+     */
+    @Test
+    void outOfHeapWithTheLaunchersFlagsExits() throws Exception {
+        List<String> flags = launcherOomFlags();
+        assertEquals(2, flags.size(), "install.sh's launcher has -XX:+ExitOnOutOfMemoryError and -XX:OnOutOfMemoryError: " + flags);
+        List<String> jvm = new ArrayList<>(flags);
+        jvm.add("-Xmx40m");
+        Done d = ane4j(jvm, "train", "--model", "stories15m", "--steps", "2", "--run-dir", tmp.resolve("oom").toString(), "--backend", "ref", "--in-process");
+        assertEquals(3, d.code(), d.out());
+        assertTrue(d.out().lines().anyMatch(l -> l.matches("\\[ane4j] out of Java heap \\(pid \\d+\\), exiting: give it more with ANE4J_JAVA_OPTS=-Xmx4g, .*")), d.out());
+        assertFalse(d.out().contains("\tat "), "no stack trace: " + d.out());
+    }
+
+    /** The out-of-heap flags of the launcher that install.sh generates, read from install.sh (with the shell's quoting undone). */
+    static List<String> launcherOomFlags() throws IOException {
+        List<String> out = new ArrayList<>();
+        var m = java.util.regex.Pattern.compile("(-XX:\\+ExitOnOutOfMemoryError)|\"(-XX:OnOutOfMemoryError=[^\"]*)\"").matcher(Files.readString(Path.of("install.sh")));
+        while (m.find()) out.add(m.group(1) != null ? m.group(1) : m.group(2));
+        return out;
+    }
+
     /** The shared tensor folders of process {@code pid} ({@code ane4j-<pid>-*} in /dev/shm, or the temp dir where there is none: macOS). */
     static List<Path> shmOf(long pid) throws IOException {
         Path shm = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));

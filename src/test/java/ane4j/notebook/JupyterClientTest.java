@@ -118,6 +118,34 @@ class JupyterClientTest {
         assertTrue(r.out.contains("all checks passed"), r.out);
     }
 
+    /**
+     * Issue 30 (K6/K7 of the 2026-12-05 reliability report): forged, truncated, malformed, replayed and oversized messages
+     * on every port are dropped, and the kernel goes on answering the real client.
+     */
+    @Test
+    void forgedMessagesOnEveryPortAreDropped() throws Exception {
+        Assumptions.assumeTrue(skipReason == null, skipReason);
+        Result r = exec(List.of(PYTHON, "tools/kernel_forged_test.py", NAME), env(), 600);
+        System.out.println(r.out);
+        assertEquals(0, r.exit, r.out);
+        assertTrue(r.out.contains("all checks passed"), r.out);
+        assertTrue(r.out.contains("[notebook] dropped message 1 on the shell port: wrong HMAC signature"), r.out);
+    }
+
+    /**
+     * Issue 30 (K8/K10): %maven against a local repository server on 127.0.0.1 serving a jar whose .sha1/.md5 do not
+     * match fails and loads nothing; a genuine jar loads; the working folder is private (0700, random) and removed at
+     * shutdown; the cell names its repositories. Needs mvn and the dependency plugin in ~/.m2 (the build's).
+     */
+    @Test
+    void mavenRefusesATamperedArtifact() throws Exception {
+        Assumptions.assumeTrue(skipReason == null, skipReason);
+        Result r = exec(List.of(PYTHON, "tools/kernel_maven_test.py", NAME), env(), 600);
+        System.out.println(r.out);
+        assertEquals(0, r.exit, r.out);
+        assertTrue(r.out.contains("all checks passed"), r.out);
+    }
+
     @Test
     void conformanceSuitePasses() throws Exception {
         Assumptions.assumeTrue(skipReason == null, skipReason);

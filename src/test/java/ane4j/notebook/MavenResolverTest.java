@@ -21,7 +21,7 @@ class MavenResolverTest {
 
     @Test
     void pomListsDependenciesAndRepositories() {
-        MavenResolver r = new MavenResolver(Path.of("unused"));
+        MavenResolver r = new MavenResolver();
         r.addRepository("https://example.org/m2/");
         r.addRepository("https://example.org/m2/");
         String pom = r.pom(List.of(MavenResolver.Coordinate.parse("g:a:1"), MavenResolver.Coordinate.parse("h:b:jar:cls:2")));
