@@ -180,7 +180,7 @@ public final class BackendGenerator implements AutoCloseable {
                 Violation v = errors.getFirst();
                 throw new IllegalArgumentException("[generate] " + c.name() + " does not fit the ANE of " + chip + ": kernel " + s.layout().name() + " (input [1, "
                         + s.layout().input().channels() + ", 1, " + s.layout().input().width() + "]) breaks chip rule " + v.rule().id() + ": " + v.what()
-                        + " (limit " + v.limit() + "); use --backend cpu" + (s.layout().width() > 32 ? " or smaller prefill buckets" : ""));
+                        + " (limit " + v.limit() + "); use --backend cpu" + (s.layout().width() > 1 ? " or smaller prefill buckets" : ""));
             }
         }
     }
@@ -211,7 +211,7 @@ public final class BackendGenerator implements AutoCloseable {
         float[][] kPre = new float[c.nLayers()][], vPre = new float[c.nLayers()][];
         float[] logits = prefill(prompt, bucket, kPre, vPre);
         long t1 = System.nanoTime();
-        Decoder dec = decode == Decode.CPU ? new CpuDecoder(kPre, vPre, prompt.length) : new KernelDecoder(kPre, vPre, prompt.length);
+        Decoder dec = decoder(kPre, vPre, prompt.length);
         int decoded = 0;
         for (int pos = prompt.length - 1; pos + 1 < out.length; pos++) {
             if (Thread.currentThread().isInterrupted())
@@ -227,6 +227,25 @@ public final class BackendGenerator implements AutoCloseable {
         }
         stats = new Stats(prompt.length, bucket, t1 - t0, decoded, System.nanoTime() - t1, decode);
         return Arrays.copyOf(out, n);
+    }
+
+    private Decoder decoder(float[][] kPre, float[][] vPre, int n) {
+        return decode == Decode.CPU ? new CpuDecoder(kPre, vPre, n) : new KernelDecoder(kPre, vPre, n);
+    }
+
+    /**
+     * The logits at positions n−1 … tokens.length−1 with every token fed as given (teacher forcing): the prefill of the
+     * first n tokens, then one decode step per further token. What the tests compare position by position with the CPU.
+     */
+    public float[][] forcedLogits(int[] tokens, int n) {
+        if (n < 1 || n > tokens.length || tokens.length > c.seqLen())
+            throw new IllegalArgumentException("[generate] forced logits of " + tokens.length + " tokens after a prefill of " + n + " (seqLen " + c.seqLen() + ")");
+        float[][] kPre = new float[c.nLayers()][], vPre = new float[c.nLayers()][];
+        float[][] out = new float[tokens.length - n + 1][];
+        out[0] = prefill(Arrays.copyOf(tokens, n), bucketFor(n), kPre, vPre);
+        Decoder dec = decoder(kPre, vPre, n);
+        for (int pos = n; pos < tokens.length; pos++) out[pos - n + 1] = dec.forward(tokens[pos], pos);
+        return out;
     }
 
     // -----------------------------------------------------------------------------------------------------------------

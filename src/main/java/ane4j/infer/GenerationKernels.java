@@ -22,9 +22,9 @@ import java.util.Map;
  * <pre>
  * Legend: S = bucket width, T = cache capacity, D = dim, H = hiddenDim, Q = nHeads·headDim, KV = nKvHeads·headDim,
  *         NH = nHeads, NKV = nKvHeads, HD = headDim, HDp = HD rounded up to 32, r = LoRA rank, rp = r rounded up to 32.
- * prefill attention  in  [1, D, 1, S + WA + 3S (+S)]   x | weights | cos | sin | pos (| zero)
+ * prefill attention  in  [1, D, 1, S + WA + 3S (+NH·S)] x | weights | cos | sin | pos (| zero)
  *                    out [1, D + 2KV, 1, S]             x + α·Wo·attn(rmsnorm(x)) | k after RoPE | v
- * decode attention   in  [1, D, 1, 1 + WA + 2 + 3T (+T)] x | weights | cos | sin | mask | kCache | vCache (| zero)
+ * decode attention   in  [1, D, 1, 1 + WA + 2 + 3T (+NH·T)] x | weights | cos | sin | mask | kCache | vCache (| zero)
  *                    out [1, (D + 2KV)/32, 1, 32]        the same three vectors, one row (a wide-short output avoided)
  * FFN                in  [1, D, 1, S + WF]              x | weights;  out x + α·W2(silu(W1 xn) ⊙ W3 xn), xn = rmsnorm(x)
  * </pre>
@@ -89,7 +89,7 @@ public final class GenerationKernels {
         if (kv > d)
             throw new IllegalArgumentException("[generate] " + c.name() + ": the KV cache rides the kernel input's " + d + " channels (dim), but kvDim is " + kv
                     + "; the backend generator needs nKvHeads·headDim ≤ dim (use --backend cpu)");
-        if (hdp > d || (hdp != hd && nh * (hdp - hd) > d))
+        if (hdp > d)
             throw new IllegalArgumentException("[generate] " + c.name() + ": headDim " + hd + " padded to " + hdp + " does not fit the kernel input's " + d
                     + " channels; use --backend cpu");
         if (rank > 0 && (rank + 31) / 32 * 32 > d)
@@ -158,7 +158,7 @@ public final class GenerationKernels {
         attnWeights(in);
         int w1 = in.size();
         in.add("cos", s).add("sin", s).add("pos", s);
-        if (hdp != hd) in.add("zero", s);
+        if (hdp != hd) in.add("zero", nh * s);
         PackedLayout out = new Segments().add("x", d).add("k", kv).add("v", kv).channels(s);
         return new Layout("genAttn" + s, in.columns(d), new PackedLayout.Range(w0, w1 - w0), out, s);
     }
@@ -170,7 +170,7 @@ public final class GenerationKernels {
         attnWeights(in);
         int w1 = in.size();
         in.add("cos", 1).add("sin", 1).add("mask", t).add("kCache", t).add("vCache", t);
-        if (hdp != hd) in.add("zero", t);
+        if (hdp != hd) in.add("zero", nh * t);
         PackedLayout out = new Segments().add("x", d).add("k", kv).add("v", kv).channels(1);
         return new Layout("genDecode" + t, in.columns(d), new PackedLayout.Range(w0, w1 - w0), out, 1);
     }
@@ -324,9 +324,13 @@ public final class GenerationKernels {
         return f.reshape(f.transpose(y, 0, 1, 3, 2), 1, channels, 1, s);
     }
 
-    /** RMSNorm over the channels of each column: x (1,D,1,S), w (1,D,1,1). x/sqrt(mean(x²) + eps) ⊙ w, as CpuModel.rmsnorm. */
+    /**
+     * RMSNorm over the channels of each column: x (1,D,1,S), w (1,D,1,1). x/sqrt(mean(x²) + eps) ⊙ w, as CpuModel.rmsnorm.
+     * reduce_mean rather than a sum times 1/D: in fp16 the sum of D squares overflows (65504) once the RMS passes
+     * sqrt(65504/D), 8 for D = 1024, while the mean only at an RMS of 256.
+     */
     private Value rmsnorm(FunctionBuilder f, Value x, Value w) {
-        Value ms = f.mul(f.reduceSum(f.mul(x, x), true, 1), 1f / d);                    // (1,1,1,S) mean of squares
+        Value ms = f.reduceMean(f.mul(x, x), true, 1);                                   // (1,1,1,S) mean of squares
         return f.mul(f.mul(x, f.pow(f.add(ms, c.normEps()), -0.5f)), w);
     }
 
@@ -380,10 +384,13 @@ public final class GenerationKernels {
         return f.concat(1, copies);
     }
 
-    /** Zeros (1,n,S,HDp−HD) from the input's zero columns (never written), or null when HD is a multiple of 32. */
+    /**
+     * Zeros (1,n,S,HDp−HD) from the input's zero columns (never written: HDp−HD channels of NH·S columns, so they fit any
+     * dim ≥ 32), or null when HD is a multiple of 32.
+     */
     private Value zeros(FunctionBuilder f, Value x, PackedLayout in, int heads, int s) {
         if (hdp == hd) return null;
-        return f.reshape(cols(f, x, 0, heads * (hdp - hd), in.start("zero"), s), 1, heads, s, hdp - hd);
+        return f.reshape(cols(f, x, 0, hdp - hd, in.start("zero"), heads * s), 1, heads, s, hdp - hd);
     }
 
     private static Value padded(FunctionBuilder f, Value x, Value pad) {
@@ -397,7 +404,7 @@ public final class GenerationKernels {
 
     /** RMSNorm over the head dimension: x (1,n,S,HD), w (1,1,1,HD). */
     private Value headNorm(FunctionBuilder f, Value x, Value w) {
-        Value ms = f.mul(f.reduceSum(f.mul(x, x), true, -1), 1f / hd);
+        Value ms = f.reduceMean(f.mul(x, x), true, -1);                                  // (1,n,S,1)
         return f.mul(f.mul(x, f.pow(f.add(ms, c.normEps()), -0.5f)), w);
     }
 
