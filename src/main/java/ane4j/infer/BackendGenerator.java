@@ -77,7 +77,8 @@ public final class BackendGenerator implements AutoCloseable {
     private final Parameters params;
     private final LoraAdapters lora;
     private final GenerationKernels kernels;
-    private final Function<Program, Kernel> compiler;
+    private final KernelCache cache;
+    private final boolean ownsCache;
     private final String backend;
     private final Decode decode;
     private final int[] buckets;
@@ -87,7 +88,6 @@ public final class BackendGenerator implements AutoCloseable {
     private float[][] attnBlocks, ffnBlocks;   // per layer, built once when a kernel is restaged (reference backend)
     private CpuModel cpu;                    // the CPU decode's model, made on first use
     private Stats stats;
-    private int compiles;
 
     /**
      * @param params   the model (LoRA base weights when {@code lora} is given)
@@ -99,10 +99,23 @@ public final class BackendGenerator implements AutoCloseable {
      * @param io       fp16 (the ANE's) or fp32 kernels
      */
     public BackendGenerator(Parameters params, LoraAdapters lora, Function<Program, Kernel> compiler, String backend, Decode decode, int[] buckets, DType io) {
+        this(params, lora, new KernelCache(compiler), true, backend, decode, buckets, io);
+    }
+
+    /**
+     * A generator whose kernels come from {@code cache}, shared with other generators (the same model after more
+     * training, say: kernels depend on the shapes only, the weights are inputs); closing it leaves the cache open.
+     */
+    public BackendGenerator(Parameters params, LoraAdapters lora, KernelCache cache, String backend, Decode decode, int[] buckets, DType io) {
+        this(params, lora, cache, false, backend, decode, buckets, io);
+    }
+
+    private BackendGenerator(Parameters params, LoraAdapters lora, KernelCache cache, boolean ownsCache, String backend, Decode decode, int[] buckets, DType io) {
         this.c = params.config();
         this.params = params;
         this.lora = lora;
-        this.compiler = compiler;
+        this.cache = cache;
+        this.ownsCache = ownsCache;
         this.backend = backend;
         this.decode = decode != null ? decode : defaultDecode(backend);
         this.cacheCap = (c.seqLen() + 31) / 32 * 32;
@@ -148,8 +161,8 @@ public final class BackendGenerator implements AutoCloseable {
     /** Cache capacity T of the decode kernels. */
     public int cacheCapacity() { return cacheCap; }
 
-    /** Kernels compiled so far by this generator. */
-    public int compiles() { return compiles; }
+    /** Kernels compiled so far through this generator's cache. */
+    public int compiles() { return cache.compiles(); }
 
     public Stats lastStats() { return stats; }
 
@@ -401,12 +414,11 @@ public final class BackendGenerator implements AutoCloseable {
         if (li == null) {
             Kernel k;
             try {
-                k = compiler.apply(spec.program());
+                k = cache.kernel(spec.program());
             } catch (ane4j.chip.ChipRuleException e) {
                 throw new IllegalArgumentException("[generate] " + c.name() + "'s kernel " + spec.layout().name() + " cannot run on " + backend + ": "
                         + e.getMessage() + "; use --backend cpu", e);
             }
-            compiles++;
             li = new LayerInputs(spec.layout(), k);
             inputs.put(spec.layout().name(), li);
         }
@@ -464,7 +476,6 @@ public final class BackendGenerator implements AutoCloseable {
         @Override
         public void close() {
             if (bindings != null) for (Kernel.Binding b : bindings) if (b != null) b.close();
-            kernel.close();
         }
     }
 
@@ -542,5 +553,38 @@ public final class BackendGenerator implements AutoCloseable {
     public void close() {
         for (LayerInputs li : inputs.values()) li.close();
         inputs.clear();
+        if (ownsCache) cache.close();
+    }
+
+    /**
+     * Compiled generation kernels by program, compiled on first use through one compiler and kept until closed. Kernels
+     * depend on the model's shapes (and LoRA rank and targets) only, so one cache serves every generator of a model as it
+     * trains: a notebook's {@code %generate} after more steps compiles nothing.
+     */
+    public static final class KernelCache implements AutoCloseable {
+        private final Function<Program, Kernel> compiler;
+        private final Map<Program, Kernel> kernels = new HashMap<>();
+        private int compiles;
+
+        public KernelCache(Function<Program, Kernel> compiler) { this.compiler = compiler; }
+
+        synchronized Kernel kernel(Program p) {
+            Kernel k = kernels.get(p);
+            if (k == null) {
+                k = compiler.apply(p);
+                compiles++;
+                kernels.put(p, k);
+            }
+            return k;
+        }
+
+        /** Kernels compiled through this cache. */
+        public synchronized int compiles() { return compiles; }
+
+        @Override
+        public synchronized void close() {
+            for (Kernel k : kernels.values()) k.close();
+            kernels.clear();
+        }
     }
 }
