@@ -50,7 +50,7 @@ final class GenerateCommand implements Callable<Integer> {
     String adapter;
     @Option(names = "--backend", paramLabel = "cpu|ref|ane", defaultValue = "cpu", description = "cpu (default): the CPU path; ref or ane: the prompt's prefill as MIL kernels on that backend (the ANE in a supervised worker)")
     String backend;
-    @Option(names = "--decode", paramLabel = "backend|cpu", description = "with --backend ref|ane: decode on the backend (a fixed-size KV cache) or on the CPU from the prefill's cache (default: cpu on ref, backend on ane)")
+    @Option(names = "--decode", paramLabel = "backend|cpu", description = "with --backend ref|ane: decode on the backend (a fixed-size KV cache) or on the CPU from the prefill's cache (default: cpu, as measured; docs/generation.md)")
     String decode;
     @Option(names = "--prefill-buckets", paramLabel = "N,N…", split = ",", description = "with --backend ref|ane: the prompt widths compiled (multiples of 32; default 32, 64, … up to the context)")
     int[] buckets;

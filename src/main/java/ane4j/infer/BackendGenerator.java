@@ -58,12 +58,16 @@ public final class BackendGenerator implements AutoCloseable {
     }
 
     /**
-     * The decode each backend gets unless told: measured on the reference backend (docs/generation.md: decoding through the
-     * interpreter costs several times the CPU's matvecs), the field's choice on the ANE (maderix PR #26, ANEForge: a
-     * fixed-size cache decodes on the ANE at 75–82 tok/s on Qwen-0.5/0.6B; not yet run on Apple hardware here).
+     * The decode a backend gets unless told, from how its kernels take their inputs. Where they keep bound inputs (the
+     * ANE's IOSurfaces, in process) each layer's weights and cache stay resident and a token writes one column: decode on
+     * the backend, as the field does on the ANE with fixed-size cache surfaces (maderix PR #26: 82 tok/s Qwen2.5-0.5B;
+     * ANEForge: ~75 tok/s Qwen3-0.6B; not yet run on Apple hardware here). Where an input is restaged per layer (the
+     * reference backend; a worker's kernels, which bind no surfaces across the process boundary) every token would copy
+     * the whole model into the kernels, which costs more than the CPU's matvecs reading it once: decode on the CPU from
+     * the prefill's cache (measured on the reference backend: docs/generation.md).
      */
-    public static Decode defaultDecode(String backend) {
-        return "ane".equals(backend) ? Decode.BACKEND : Decode.CPU;
+    public static Decode defaultDecode(boolean boundInputs) {
+        return boundInputs ? Decode.BACKEND : Decode.CPU;
     }
 
     /** Timings of the last {@link #generateTokens} call. */
@@ -80,7 +84,7 @@ public final class BackendGenerator implements AutoCloseable {
     private final KernelCache cache;
     private final boolean ownsCache;
     private final String backend;
-    private final Decode decode;
+    private Decode decode;                   // null until the first prefill kernel says how its inputs are held
     private final int[] buckets;
     private final int cacheCap;             // T
     private final int d, kv, hd;
@@ -93,8 +97,8 @@ public final class BackendGenerator implements AutoCloseable {
      * @param params   the model (LoRA base weights when {@code lora} is given)
      * @param lora     adapters applied in the kernels without merging, or null
      * @param compiler compiles a program on the backend ({@code session::compile}, {@code backend::compile})
-     * @param backend  the backend's name ({@code ane}, {@code ref}), for messages and {@link #defaultDecode}
-     * @param decode   where decoding runs; null: {@link #defaultDecode}
+     * @param backend  the backend's name ({@code ane}, {@code ref}), for messages
+     * @param decode   where decoding runs; null: {@link #defaultDecode} of the backend's kernels, decided at the first compile
      * @param buckets  prefill widths (multiples of 32, ascending), or null for 32, 64, 128, … up to seqLen rounded up to 32
      * @param io       fp16 (the ANE's) or fp32 kernels
      */
@@ -117,7 +121,7 @@ public final class BackendGenerator implements AutoCloseable {
         this.cache = cache;
         this.ownsCache = ownsCache;
         this.backend = backend;
-        this.decode = decode != null ? decode : defaultDecode(backend);
+        this.decode = decode;
         this.cacheCap = (c.seqLen() + 31) / 32 * 32;
         this.buckets = buckets != null ? checkBuckets(buckets, cacheCap) : defaultBuckets(cacheCap);
         this.kernels = new GenerationKernels(c, lora == null ? 0 : lora.rank(), lora == null ? List.of() : lora.targets(), io);
@@ -154,6 +158,7 @@ public final class BackendGenerator implements AutoCloseable {
 
     public String backend() { return backend; }
 
+    /** Where decoding runs: as given, else decided by the first compiled kernel ({@link #defaultDecode}); null before it. */
     public Decode decode() { return decode; }
 
     public int[] buckets() { return buckets.clone(); }
@@ -168,14 +173,14 @@ public final class BackendGenerator implements AutoCloseable {
 
     public GenerationKernels kernels() { return kernels; }
 
-    /** The programs this generator may compile: attention and FFN per bucket, then the decode pair (when decoding on the backend). */
+    /** The programs this generator may compile: attention and FFN per bucket, then the decode pair (unless decoding on the CPU). */
     public List<GenerationKernels.Spec> programs() {
         List<GenerationKernels.Spec> out = new ArrayList<>();
         for (int s : buckets) {
             out.add(kernels.prefillAttn(s));
             out.add(kernels.ffn(s));
         }
-        if (decode == Decode.BACKEND) {
+        if (decode != Decode.CPU) {
             out.add(kernels.decodeAttn(cacheCap));
             out.add(kernels.ffn(1));
         }
@@ -216,12 +221,12 @@ public final class BackendGenerator implements AutoCloseable {
         Sampler sampler = new Sampler(temperature, topP, seed);
         int[] out = Arrays.copyOf(prompt, Math.min(seqLen + 1, prompt.length + maxTokens));
         int n = prompt.length;
+        long t0 = System.nanoTime();
+        float[][] kPre = new float[c.nLayers()][], vPre = new float[c.nLayers()][];
         if (out.length == n) {   // nothing to generate
             stats = new Stats(n, bucket, 0, 0, 0, decode);
             return out;
         }
-        long t0 = System.nanoTime();
-        float[][] kPre = new float[c.nLayers()][], vPre = new float[c.nLayers()][];
         float[] logits = prefill(prompt, bucket, kPre, vPre);
         long t1 = System.nanoTime();
         Decoder dec = decoder(kPre, vPre, prompt.length);
@@ -268,6 +273,7 @@ public final class BackendGenerator implements AutoCloseable {
     float[] prefill(int[] prompt, int s, float[][] kPre, float[][] vPre) {
         int n = prompt.length;
         LayerInputs attn = inputs(kernels.prefillAttn(s)), ffn = inputs(kernels.ffn(s));
+        if (decode == null) decode = defaultDecode(attn.bound);
         PackedLayout ai = attn.layout.input();
         float[] x = new float[d * s];   // (D, S) channel-major, pads zero
         float[] emb = params.data();

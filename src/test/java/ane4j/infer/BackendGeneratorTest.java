@@ -200,8 +200,16 @@ class BackendGeneratorTest {
 
     @Test
     void defaultsPerBackend() {
-        assertEquals(BackendGenerator.Decode.CPU, BackendGenerator.defaultDecode("ref"));
-        assertEquals(BackendGenerator.Decode.BACKEND, BackendGenerator.defaultDecode("ane"));
+        assertEquals(BackendGenerator.Decode.CPU, BackendGenerator.defaultDecode(false), "inputs restaged per layer: the reference backend, a worker's kernels");
+        assertEquals(BackendGenerator.Decode.BACKEND, BackendGenerator.defaultDecode(true), "bound inputs: the in-process ANE");
+        Parameters p = model(reduced("tiny"), 3, 1f);
+        RefBackend b = new RefBackend(RefBackend.Options.FP32_STORAGE);
+        try (BackendGenerator g = new BackendGenerator(p, null, b::compile, "ref")) {
+            assertEquals(null, g.decode(), "decided by the first compile");
+            backendTokens(g, prompt(3, 512, 1), 2, 0f, 1f, 1);
+            assertEquals(BackendGenerator.Decode.CPU, g.decode());
+            assertEquals(BackendGenerator.Decode.CPU, g.lastStats().decode());
+        }
         assertArrayEquals(new int[] {32, 64}, BackendGenerator.defaultBuckets(64));
         assertArrayEquals(new int[] {32}, BackendGenerator.defaultBuckets(32));
         assertArrayEquals(new int[] {32, 64, 128, 256, 512, 1024}, BackendGenerator.defaultBuckets(1024));

@@ -55,8 +55,7 @@ class GenerationWorkerOnFakeTest {
             // bucket 64, needs 2 more (the decode pair Apple's daemon still holds: loaded, not compiled, ane-facts errata 3):
             // the 6th compile is past the budget of 5
             for (int round = 0; round < 2; round++)
-                try (BackendGenerator g = new BackendGenerator(p, null, session::compile, session.backendName())) {
-                    assertEquals(BackendGenerator.Decode.BACKEND, g.decode());
+                try (BackendGenerator g = new BackendGenerator(p, null, session::compile, session.backendName(), BackendGenerator.Decode.BACKEND, null, DType.FP16)) {
                     assertArrayEquals(want[round], g.generateTokens(prompts[round], 12, 0f, 1f, 1, -1, -1, t -> {}), "round " + round);
                     assertEquals(4, g.compiles());
                 }

@@ -45,8 +45,8 @@ class GenerationOnFakeTest extends FakeRuntimeFixture {
         int[] onAne;
         float[][] aneLogits;
         try (BackendGenerator g = new BackendGenerator(p, null, TrainingStagingOnFakeTest.recording(backend, compiled)::compile, "ane", null, null, DType.FP16)) {
-            assertEquals(BackendGenerator.Decode.BACKEND, g.decode(), "the ANE decodes on the backend by default");
             onAne = g.generateTokens(prompt, 20, 0f, 1f, 1, -1, -1, t -> {});
+            assertEquals(BackendGenerator.Decode.BACKEND, g.decode(), "bound inputs (the in-process ANE): decode on the backend by default");
             aneLogits = g.forcedLogits(onAne, prompt.length);
             assertEquals(4, compiled.size(), "prefill attention and FFN at 32, decode attention and FFN: compiled once");
             assertEquals(4, backend.compileCount(), "counted against the compile budget");
