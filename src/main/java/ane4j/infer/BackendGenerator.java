@@ -210,6 +210,25 @@ public final class BackendGenerator implements AutoCloseable {
                 + " (buckets " + Arrays.toString(buckets).replace(" ", "") + ", seqLen " + c.seqLen() + "); shorten the prompt" + (buckets[buckets.length - 1] < cacheCap ? " or add a bucket up to " + cacheCap : ""));
     }
 
+    /**
+     * Compiles (or takes from the cache) the kernels a prompt of {@code n} tokens needs and writes every layer's weights
+     * into their inputs: the bucket's prefill pair and, decoding on the backend, the decode pair. Optional: the first
+     * {@link #generateTokens} does it otherwise, inside its prefill time. Returns the seconds it took.
+     */
+    public double prepare(int n) {
+        long t0 = System.nanoTime();
+        int s = bucketFor(n);
+        LayerInputs attn = inputs(kernels.prefillAttn(s)), ffn = inputs(kernels.ffn(s));
+        if (decode == null) decode = defaultDecode(attn.bound);
+        List<LayerInputs> all = new ArrayList<>(List.of(attn, ffn));
+        if (decode == Decode.BACKEND) {
+            all.add(inputs(kernels.decodeAttn(cacheCap)));
+            all.add(inputs(kernels.ffn(1)));
+        }
+        for (LayerInputs li : all) for (int l = 0; l < c.nLayers(); l++) li.input(l);
+        return (System.nanoTime() - t0) / 1e9;
+    }
+
     /** The prompt followed by up to {@code maxTokens} generated tokens ({@link ane4j.model.Generator#generateTokens}'s contract). */
     public int[] generateTokens(int[] prompt, int maxTokens, float temperature, float topP, long seed, int bosId, int eosId, IntConsumer onToken) {
         if (prompt.length == 0) throw new IllegalArgumentException("[generate] empty prompt; start it with BOS (Tokenizer.encode(text, true, false))");

@@ -322,11 +322,12 @@ public final class Run {
             if (generationKernels == null) generationKernels = new BackendGenerator.KernelCache(session::compile);
         }
         try (BackendGenerator g = new BackendGenerator(t.baseParameters(), t.adapters(), generationKernels, here, d, null, DType.FP16)) {
+            double prepared = ids.length > 0 ? g.prepare(ids.length) : 0;
             int[] all = g.generateTokens(ids, maxTokens, temperature, topP, seed, tok.bosId(), tok.eosId(), x -> {});
             BackendGenerator.Stats st = g.lastStats();
-            lastGenerate = String.format(Locale.ROOT, "%s: prefill %d tokens (bucket %d) at %.1f tok/s, decode %d tokens at %.1f tok/s (decode %s), %d kernels compiled for the run",
+            lastGenerate = String.format(Locale.ROOT, "%s: prefill %d tokens (bucket %d) at %.1f tok/s, decode %d tokens at %.1f tok/s (decode %s), %d kernels compiled for the run, %.2f s to compile and stage",
                     here, st.promptTokens(), st.bucket(), st.prefillTokensPerSecond(), st.decodedTokens(), st.decodeTokensPerSecond(),
-                    st.decode().name().toLowerCase(Locale.ROOT), g.compiles());
+                    st.decode().name().toLowerCase(Locale.ROOT), g.compiles(), prepared);
             return tok.decodeVisible(all);
         }
     }

@@ -151,6 +151,8 @@ class BackendGeneratorTest {
         try (BackendGenerator g = ref(p, BackendGenerator.Decode.BACKEND, true)) {
             assertArrayEquals(new int[] {32, 64, 128, 256}, g.buckets());
             assertEquals(256, g.cacheCapacity());
+            assertTrue(g.prepare(5) >= 0);
+            assertEquals(4, g.compiles(), "prepare: the bucket's prefill pair and the decode pair, before any token");
             backendTokens(g, prompt(5, 512, 1), 3, 0f, 1f, 1);
             assertEquals(32, g.lastStats().bucket());
             assertEquals(4, g.compiles(), "prefill attention + FFN at 32, decode attention + FFN");
