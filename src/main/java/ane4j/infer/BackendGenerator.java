@@ -33,10 +33,12 @@ import java.util.function.IntConsumer;
  * its cache filled from the prefill's k and v). Embedding, final RMSNorm and classifier run on the CPU, as in training:
  * only the last position's logits are needed, and a vocabulary row of 32000–151936 columns is over every chip's axis cap.
  * <p>
- * Kernels are compiled on first use through {@code compiler} (a {@link ane4j.session.Session}'s, so on the ANE the
- * compile budget and the worker's restart apply as to training) and kept: a bucket compiles once per generator. Where
+ * Kernels are compiled on first use (or by {@link #prepare}) through {@code compiler} (a {@link ane4j.session.Session}'s,
+ * so on the ANE the compile budget and the worker's restart apply as to training) and kept in a {@link KernelCache}: a
+ * bucket compiles once per cache, which generators of one model may share. Where
  * the kernel prefers bound inputs (the ANE's IOSurfaces) each layer has its own binding and its weights are written once;
- * elsewhere (the reference backend) one input per kernel is restaged per layer from the layer's weight block, built once.
+ * elsewhere (the reference backend, a worker's kernels) one input per kernel is restaged per layer from the layer's weight
+ * block, built once; the decode then defaults to the CPU ({@link #defaultDecode}).
  * LoRA adapters are inputs of the kernels ({@code A} and {@code s·Bᵀ}), never merged into the base weights; the CPU decode
  * uses the fused weights (its own reference path).
  * <p>
