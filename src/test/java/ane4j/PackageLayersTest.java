@@ -31,11 +31,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * in ffm they would be loaded off-Mac by AneBackend's handlers, which AneRuntimeTest forbids); {@code bench} is "everything but notebook and cli"; {@code notebook} and {@code cli}
  * may also use {@code bench} ({@code %%bench}, {@code ane4j bench}); {@code train} "all above" includes {@code chip};
  * {@code model} may use {@code blas} (which depends on nothing): the CPU forward of generation runs its matvecs on blas's
- * vector kernel and threads ({@code MatVec}, {@code Parallel}).
+ * vector kernel and threads ({@code MatVec}, {@code Parallel}); {@code infer} (new: generation on a backend, its kernels
+ * built from {@code train}'s packed layouts) sits beside {@code train}, and {@code session} and above use it.
  */
 class PackageLayersTest {
     static final Set<String> BELOW_SESSION = Set.of("mil", "chip", "backend", "backend.ref", "backend.ane",
-            "backend.ane.ffm", "blas", "model", "train", "worker", "session");
+            "backend.ane.ffm", "blas", "model", "train", "infer", "worker", "session");
 
     /** package (relative to ane4j) → the packages it may depend on (DESIGN.md §2). */
     static final Map<String, Set<String>> MAY_DEPEND_ON = Map.ofEntries(
@@ -48,8 +49,9 @@ class PackageLayersTest {
             entry("blas", Set.of()),
             entry("model", Set.of("mil", "blas")),
             entry("train", Set.of("mil", "chip", "backend", "backend.ref", "backend.ane", "backend.ane.ffm", "blas", "model")),
+            entry("infer", Set.of("mil", "chip", "backend", "blas", "model", "train")),
             entry("worker", Set.of("mil", "backend", "train")),
-            entry("session", Set.of("mil", "backend", "train", "worker", "model")),
+            entry("session", Set.of("mil", "backend", "train", "infer", "worker", "model")),
             entry("notebook", union(BELOW_SESSION, Set.of("bench"))),
             entry("bench", BELOW_SESSION),
             entry("cli", union(BELOW_SESSION, Set.of("bench"))));

@@ -19,14 +19,14 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The benchmarks of ane4j: {@code peak}, {@code int8}, {@code step}, {@code compile}, {@code sgemm}. {@link #run} runs one
+ * The benchmarks of ane4j: {@code peak}, {@code int8}, {@code step}, {@code compile}, {@code sgemm}, {@code soak}, {@code generate}. {@link #run} runs one
  * and, unless {@code --no-save}, writes its JSON ({@code --json FILE}, default {@code runs/bench/<name>-<timestamp>.json})
  * and a PNG plot next to it. The CLI ({@code ane4j bench}) and the notebook ({@code %bench}) both go through here.
  */
 public final class Bench {
     private Bench() {}
 
-    public static final List<String> NAMES = List.of("peak", "int8", "step", "compile", "sgemm", "soak");
+    public static final List<String> NAMES = List.of("peak", "int8", "step", "compile", "sgemm", "soak", "generate");
 
     /** Runs benchmark {@code name} with {@code options}; the result's meta holds the files written. */
     public static BenchResult run(String name, BenchOptions options) {
@@ -46,6 +46,7 @@ public final class Bench {
                     throw new IllegalStateException("[bench] soak interrupted", e);
                 }
             }
+            case "generate" -> GenerateBench.run(options, backend(options));
             default -> throw new IllegalArgumentException("[bench] unknown benchmark '" + name + "'; use one of " + String.join(", ", NAMES));
         };
         r.meta("command", "ane4j bench " + name + (options.args().isEmpty() ? "" : " " + String.join(" ", options.args())));

@@ -15,10 +15,10 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code ane4j bench peak|int8|step|compile|sgemm [options]}: runs a benchmark, prints its table, writes JSON and PNG.
+ * {@code ane4j bench peak|int8|step|compile|sgemm|generate [options]}: runs a benchmark, prints its table, writes JSON and PNG.
  * The options after the name are the benchmark's ({@link BenchOptions}, which the notebook's {@code %bench} reads too).
  */
-@Command(name = "bench", description = "Benchmarks: peak, int8, step, compile, sgemm, soak; ane4j bench NAME --help lists a benchmark's options.")
+@Command(name = "bench", description = "Benchmarks: peak, int8, step, compile, sgemm, soak, generate; ane4j bench NAME --help lists a benchmark's options.")
 final class BenchCommand implements Callable<Integer> {
     /** What each benchmark measures (its --help and the list of ane4j bench --help). */
     static final Map<String, String> BENCHES = new LinkedHashMap<>();
@@ -29,6 +29,7 @@ final class BenchCommand implements Callable<Integer> {
         BENCHES.put("compile", "compile time per training kernel and the compile-budget refusal");
         BENCHES.put("sgemm", "sgemm GFLOPS against numpy (256–4096) and A4's interpreter overhead");
         BENCHES.put("soak", "100,000 tiny steps: launcher and worker RSS, threads and fds at the start and the end (Linux)");
+        BENCHES.put("generate", "prefill and decode tokens/s on the backend against the CPU path (stories15m, stories110m, qwen3-0.6b)");
     }
 
     @Mixin Cli.HelpOption help;

@@ -128,6 +128,19 @@ public final class CpuModel {
         return logits;
     }
 
+    /**
+     * Puts k and v (KV each, after RoPE: what {@link #forward} stores) at position {@code pos} of layer {@code layer}'s
+     * cache: a prefill that ran elsewhere (a backend's kernels) hands its cache to this model, which then decodes from
+     * {@code forward(token, n)} on.
+     */
+    public void setCache(int layer, int pos, float[] k, float[] v) {
+        if (layer < 0 || layer >= c.nLayers() || pos < 0 || pos >= c.seqLen())
+            throw new IllegalArgumentException("[cpu] cache slot layer " + layer + ", position " + pos + " is outside " + c.nLayers() + " layers × seqLen " + c.seqLen());
+        int at = (layer * c.seqLen() + pos) * c.kvDim();
+        System.arraycopy(k, 0, keyCache, at, c.kvDim());
+        System.arraycopy(v, 0, valueCache, at, c.kvDim());
+    }
+
     private int attLayerCache, attPos;                          // the layer and position attendHead works on
     private final IntConsumer attendHead = this::attendHead;    // made once: no allocation per token
 

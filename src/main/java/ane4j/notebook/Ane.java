@@ -130,9 +130,23 @@ public final class Ane {
     }
 
     public static String generate(String prompt, int maxTokens, float temperature, float topP, long seed) {
+        return generate(prompt, maxTokens, temperature, topP, seed, "cpu");
+    }
+
+    /**
+     * Text from the last run's model, {@code backend} "cpu" (the CPU path) or the session's backend ("ane", "ref", or
+     * "backend"): the prompt's prefill as MIL kernels there, decoding where that backend decodes by default
+     * (docs/generation.md).
+     */
+    public static String generate(String prompt, int maxTokens, float temperature, float topP, long seed, String backend) {
+        return generate(prompt, maxTokens, temperature, topP, seed, backend, null);
+    }
+
+    /** {@link #generate(String, int, float, float, long, String)} with {@code decode} "backend" or "cpu" (null: the backend's default). */
+    public static String generate(String prompt, int maxTokens, float temperature, float topP, long seed, String backend, String decode) {
         TrainingRun run = TrainingRun.current();
         if (run == null) throw new IllegalStateException("[generate] no model yet: train one with %%train or Ane.train(\"steps = 60\")");
-        return run.generate(prompt, maxTokens, temperature, topP, seed);
+        return run.generate(prompt, maxTokens, temperature, topP, seed, backend, decode);
     }
 
     /** The ane4j packages and classes a script imports (what the notebook kernel imports at start). */

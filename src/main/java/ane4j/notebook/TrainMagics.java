@@ -98,6 +98,8 @@ final class TrainMagics {
         @picocli.CommandLine.Option(names = "--temperature") float temperature = 0.8f;
         @picocli.CommandLine.Option(names = {"--top-p", "--topP"}) float topP = 0.9f;
         @picocli.CommandLine.Option(names = "--seed") long seed = 42;
+        @picocli.CommandLine.Option(names = "--backend") String backend = "cpu";
+        @picocli.CommandLine.Option(names = "--decode") String decode;
     }
 
     /** {@code %generate}'s arguments; a bad one is one line naming it. */
@@ -106,19 +108,19 @@ final class TrainMagics {
         try {
             new picocli.CommandLine(g).setUnmatchedOptionsArePositionalParams(false).parseArgs(args.toArray(String[]::new));
         } catch (picocli.CommandLine.UnmatchedArgumentException e) {
-            throw new MagicException("[%generate] unknown option " + e.getUnmatched().getFirst() + "; use --tokens, --temperature, --top-p, --seed");
+            throw new MagicException("[%generate] unknown option " + e.getUnmatched().getFirst() + "; use --tokens, --temperature, --top-p, --seed, --backend, --decode");
         } catch (picocli.CommandLine.ParameterException e) {
             throw new MagicException("[%generate] " + e.getMessage().replace('\n', ' '));
         }
         return g;
     }
 
-    @Magic(value = "generate", help = "%generate [PROMPT] [--tokens N] [--temperature T] [--top-p P] [--seed S] — text from the current model")
+    @Magic(value = "generate", help = "%generate [PROMPT] [--tokens N] [--temperature T] [--top-p P] [--seed S] [--backend cpu|ane|ref] [--decode backend|cpu] — text from the current model (on the CPU, or prefilled on the session's backend)")
     String generate(MagicCall call) {
         GenerateArgs g = parseGenerate(call.args());
         String prompt = g.words.isEmpty() ? "Once upon a time" : String.join(" ", g.words);
         try {
-            return Ane.generate(prompt, g.tokens, g.temperature, g.topP, g.seed);
+            return Ane.generate(prompt, g.tokens, g.temperature, g.topP, g.seed, g.backend, g.decode);
         } catch (IllegalStateException | IllegalArgumentException e) {
             throw new MagicException(e.getMessage().replace("[generate]", "[%generate]"));
         }

@@ -359,6 +359,19 @@ public final class TrainingRun {
         return run.generate(prompt, maxTokens, temperature, topP, seed);
     }
 
+    /**
+     * Text from the run's current model with the prompt's prefill on the session's backend ({@code backend}: its name or
+     * "backend"; "cpu" for the CPU path) and decoding where {@code decode} says (backend|cpu; null: the backend's default).
+     */
+    public String generate(String prompt, int maxTokens, float temperature, float topP, long seed, String backend, String decode) {
+        return run.generate(prompt, maxTokens, temperature, topP, seed, backend, decode);
+    }
+
+    /** Where and how fast the last generate ran (backend, prefill and decode tokens/s), or null. */
+    public String lastGenerate() {
+        return run.lastGenerate();
+    }
+
     @Override
     public String toString() {
         return run.toString();

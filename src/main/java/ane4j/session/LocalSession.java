@@ -185,6 +185,10 @@ public final class LocalSession implements Session {
         /** The current weights; with LoRA, the base with the adapters fused in. */
         @Override public Parameters parameters() { return trainer.adapters() != null ? trainer.adapters().fused(trainer.parameters()) : trainer.parameters(); }
 
+        @Override public ane4j.train.LoraAdapters adapters() { return trainer.adapters(); }
+
+        @Override public Parameters baseParameters() { return trainer.parameters(); }
+
         @Override public Tokenizer tokenizer() { return trainer.tokenizer(); }
 
         @Override public Path runDir() { return options.runDir(); }

@@ -34,6 +34,19 @@ public interface Training extends AutoCloseable {
     /** The current weights (live: they change as the run goes on). */
     Parameters parameters();
 
+    /**
+     * The LoRA adapters as trained, unmerged (null: not a LoRA run), to go with {@link #baseParameters()}: the generation
+     * kernels take them as inputs instead of the fused {@link #parameters()}.
+     */
+    default ane4j.train.LoraAdapters adapters() {
+        return null;
+    }
+
+    /** The weights the {@link #adapters()} apply to (the frozen base of a LoRA run); {@link #parameters()} otherwise. */
+    default Parameters baseParameters() {
+        return parameters();
+    }
+
     /** The tokenizer of the training data, or null when the data came without one. */
     Tokenizer tokenizer();
 

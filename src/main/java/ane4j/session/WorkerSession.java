@@ -172,7 +172,8 @@ public final class WorkerSession implements Session {
         private volatile boolean stop, started;
         private volatile long done;
         private volatile int restartsBefore;
-        private Parameters cached;
+        private Parameters cached, cachedBase;
+        private ane4j.train.LoraAdapters cachedAdapters;
         private Path cachedFrom;
 
         WorkerTraining(RunSpec run, Trainer.Listener listener) {
@@ -307,10 +308,25 @@ public final class WorkerSession implements Session {
             Checkpoint.Contents c = Checkpoint.loadNewestWeights(dir, listener::onMessage);
             if (c == null) throw new IllegalStateException("[train] no checkpoint in " + dir + " yet: the worker writes one at the end of the run, "
                     + "when it is stopped, and every checkpointEvery steps");
-            cached = new Parameters(new ParameterLayout(c.state().config()), c.params());
-            if (c.lora() != null) cached = ane4j.train.LoraAdapters.of(cached.config(), options, c.lora()).fused(cached);   // LoRA: the fused model
+            cached = cachedBase = new Parameters(new ParameterLayout(c.state().config()), c.params());
+            cachedAdapters = c.lora() != null ? ane4j.train.LoraAdapters.of(cached.config(), options, c.lora()) : null;
+            if (cachedAdapters != null) cached = cachedAdapters.fused(cachedBase);   // LoRA: the fused model
             cachedFrom = Checkpoint.pathFor(dir, c.state().step());
             return cached;
+        }
+
+        /** The newest checkpoint's LoRA adapters, unmerged (null: not a LoRA run). */
+        @Override
+        public synchronized ane4j.train.LoraAdapters adapters() {
+            parameters();
+            return cachedAdapters;
+        }
+
+        /** The newest checkpoint's base weights (without the adapters). */
+        @Override
+        public synchronized Parameters baseParameters() {
+            parameters();
+            return cachedBase;
         }
 
         /** The training data's tokenizer, as the worker's trainer found it. */

@@ -92,6 +92,26 @@ class BenchCommandTest {
         assertTrue(r.err().startsWith("ane4j bench: [bench] --io bf16: use fp16"), r.err());
     }
 
+    /** bench generate: per model the CPU path and the backend with either decode, side by side, tokens compared with the CPU's. */
+    @Test
+    void generateReportsPrefillAndDecodePerPathAgainstTheCpu() throws IOException {
+        var m = bench("generate", "--models", "tiny", "--prompt-tokens", "12", "--tokens", "4");
+        var rows = rows(m);
+        assertEquals(List.of("cpu", "ref, decode cpu", "ref, decode backend"), rows.stream().map(r -> r.get("path")).toList());
+        for (var row : rows) {
+            assertEquals("tiny", row.get("model"));
+            assertEquals(12.0, num(row, "prompt"));
+            assertTrue(num(row, "prefill tok/s") > 0 && num(row, "decode tok/s") > 0, row.toString());
+            assertEquals(12 / (num(row, "prefill ms") / 1e3), num(row, "prefill tok/s"), 1e-6 * num(row, "prefill tok/s"));
+        }
+        assertEquals(32.0, num(rows.get(1), "bucket"));
+        assertEquals(2.0, num(rows.get(1), "kernels"), "prefill attention and FFN");
+        assertEquals(4.0, num(rows.get(2), "kernels"), "and the decode pair, from the same cache");
+        assertTrue(summary(m).containsKey("tiny ref, decode backend decode tok/s"), summary(m).toString());
+        Result r = run("bench", "generate", "--quick", "--no-save", "--decode", "gpu", "--backend", "ref");
+        assertTrue(r.err().startsWith("ane4j bench: [bench] --decode gpu: use both, cpu or backend"), r.err());
+    }
+
     @Test
     void int8ReportsBothChainsAndTheirRatio() throws IOException {
         var m = bench("int8", "--configs", "32x3", "--spatial", "8x8");
@@ -163,7 +183,7 @@ class BenchCommandTest {
     void badInputIsOneLine() {
         Result r = run("bench", "warp");
         assertEquals(1, r.code());
-        assertEquals("ane4j bench: unknown benchmark 'warp'; use one of peak, int8, step, compile, sgemm, soak (ane4j bench --help)\n", r.err());
+        assertEquals("ane4j bench: unknown benchmark 'warp'; use one of peak, int8, step, compile, sgemm, soak, generate (ane4j bench --help)\n", r.err());
         r = run("bench", "step", "--quick", "--no-save", "--stepz", "3");
         assertEquals(1, r.code());
         assertTrue(r.err().startsWith("ane4j bench: [bench] unknown option --stepz for bench step; options: "), r.err());

@@ -22,7 +22,7 @@ class CliTest {
     @Test
     void badOptionsAreOneLineNamingTheProblemAndTheFix() {
         oneLine(run("generate", "--top-k", "5"), Cli.FAILED, "ane4j generate: [cli] unknown option --top-k; options: --model, --run, --checkpoint, --prompt, "
-                + "--tokens, --temperature, --top-p, --seed, --tokenizer, --chat, --adapter (ane4j generate --help)");
+                + "--tokens, --temperature, --top-p, --seed, --tokenizer, --chat, --adapter, --backend, --decode, --prefill-buckets (ane4j generate --help)");
         oneLine(run("export", "--bogus=1"), Cli.FAILED, "ane4j export: [cli] unknown option --bogus; options: --run, --checkpoint, --model, --format, --dtype, "
                 + "--out, --tokenizer, --adapter, --merge (ane4j export --help)");
         oneLine(run("generate", "--prompt", "--model", "m.bin"), Cli.FAILED, "ane4j generate: [cli] --prompt has no value; give --prompt TEXT (or --prompt=TEXT)");
