@@ -50,11 +50,12 @@ class PackageLayersTest {
             entry("model", Set.of("mil", "blas")),
             entry("train", Set.of("mil", "chip", "backend", "backend.ref", "backend.ane", "backend.ane.ffm", "blas", "model")),
             entry("infer", Set.of("mil", "chip", "backend", "blas", "model", "train")),
+            entry("hub", Set.of("model")),
             entry("worker", Set.of("mil", "backend", "train")),
             entry("session", Set.of("mil", "backend", "train", "infer", "worker", "model")),
             entry("notebook", union(BELOW_SESSION, Set.of("bench"))),
             entry("bench", BELOW_SESSION),
-            entry("cli", union(BELOW_SESSION, Set.of("bench"))));
+            entry("cli", union(BELOW_SESSION, Set.of("bench", "hub"))));
 
     static Set<String> union(Set<String> a, Set<String> b) {
         Set<String> u = new TreeSet<>(a);
