@@ -36,8 +36,11 @@ final class ElementwiseRules {
             if (c.needs("x")) c.give("x", c.mul(c.g(), c.mul(y, c.f.pow(x, c.add(y, -1)))));
             if (c.needs("y")) c.give("y", c.mul(c.mul(c.g(), c.out()), c.f.log(x)));
         });
-        // y = 1/√(x + ε)     dx = g · (−½) · y³
-        t.put(Op.RSQRT, c -> c.give("x", c.mul(c.g(), c.mul(c.mul(c.out(), c.mul(c.out(), c.out())), -0.5))));
+        // y = 1/√(x + ε)     dx = g · (−½) · y³, multiplied left to right ((g·(−½y))·y)·y: y³ alone overflows fp16 from y ≈ 40
+        t.put(Op.RSQRT, c -> {
+            Value y = c.out();
+            c.give("x", c.mul(c.mul(c.mul(c.g(), c.mul(y, -0.5)), y), y));
+        });
         // y = √x             dx = g · ½ / y
         t.put(Op.SQRT, c -> c.give("x", c.div(c.mul(c.g(), 0.5), c.out())));
         // y = eˣ             dx = g · y
