@@ -49,9 +49,9 @@ class PackageLayersTest {
             entry("backend.ane.ffm", Set.of("mil", "backend")),
             entry("blas", Set.of()),
             entry("model", Set.of("mil", "blas")),
-            entry("train", Set.of("mil", "chip", "backend", "backend.ref", "backend.ane", "backend.ane.ffm", "blas", "model")),
+            entry("train", Set.of("mil", "mil.grad", "chip", "backend", "backend.ref", "backend.ane", "backend.ane.ffm", "blas", "model")),
             entry("worker", Set.of("mil", "backend", "train")),
-            entry("session", Set.of("mil", "backend", "train", "worker", "model")),
+            entry("session", Set.of("mil", "mil.grad", "backend", "train", "worker", "model")),
             entry("notebook", union(BELOW_SESSION, Set.of("bench"))),
             entry("bench", BELOW_SESSION),
             entry("cli", union(BELOW_SESSION, Set.of("bench"))));

@@ -86,6 +86,11 @@ public final class Grad {
 
     private final Function fn;
     private final Sites sites;
+    /** Weight gradients of matmul/linear on the CPU (the training split), else all in MIL. */
+    private boolean cpuWeights;
+    private final List<CpuGrad> cpuGrads = new ArrayList<>();
+    private final Set<String> forwardValues = new HashSet<>();
+    private final Map<String, Value> emittedGrads = new LinkedHashMap<>();
     private final Map<String, Operation> producer = new HashMap<>();
     private final Map<String, Value> values = new LinkedHashMap<>();
 
@@ -220,6 +225,88 @@ public final class Grad {
         }
     }
 
+    /**
+     * A weight gradient formed on the CPU (BLAS) from a saved activation and an upstream gradient, both [R, ·] after
+     * flattening the leading dims: {@code transposed} dW = gᵀ·x (linear, and matmul(x, W, transpose_y=true)), else
+     * dW = xᵀ·g (matmul(x, W)). Contributions of several uses of one parameter add up.
+     */
+    public record CpuGrad(String param, String activation, String upstream, boolean transposed) {}
+
+    /** The CPU form of o's weight gradient, or null when it stays in MIL (a weight that is not a wrt input, batched or transposed x). */
+    private CpuGrad cpuGrad(Operation o, Set<String> wrt) {
+        if (o.op() == Op.LINEAR) {
+            Value w = o.value("weight"), x = o.value("x");
+            if (!wrt.contains(w.name()) || x.rank() < 2) return null;
+            return new CpuGrad(w.name(), x.name(), null, true);
+        }
+        if (o.op() == Op.MATMUL) {
+            Value w = o.value("y"), x = o.value("x");
+            if (!wrt.contains(w.name()) || w.rank() != 2 || x.rank() < 2 || o.literal("transpose_x").boolValue()) return null;
+            return new CpuGrad(w.name(), x.name(), null, o.literal("transpose_y").boolValue());
+        }
+        return null;
+    }
+
+    /**
+     * The training split of a function, as the hand-written kernels do it: the forward program (outputs: the loss, then
+     * the activations the backward needs), the backward program (inputs: the forward inputs it reads, those activations,
+     * and d_&lt;loss&gt; when the loss has several elements; outputs: d_&lt;w&gt; of the weights whose gradients stay in MIL,
+     * then the upstream gradients g_&lt;op&gt; of the matmul/linear ops whose weight gradients the CPU forms, see
+     * {@link #cpuGrads}). Parameters are ordinary inputs: one compile of each program serves every step.
+     */
+    public record Split(Program forward, Program backward, List<String> savedInputs, List<String> savedActivations,
+                        List<CpuGrad> cpuGrads, List<String> milGrads) {}
+
+    /** The split of function {@code function} (null: main); {@code cpuWeights} false keeps every gradient in MIL. */
+    public static Split split(Program program, String function, String loss, List<String> wrt, boolean cpuWeights) {
+        Function fn = function == null ? program.main() : program.function(function);
+        Grad g = new Grad(fn, new Sites(MilWriter.write(program, Dialect.IOS18), fn.name()));
+        g.cpuWeights = cpuWeights;
+        Function all = g.build(loss, wrt).main();
+        // partition: the replayed forward ops, then the backward ops
+        List<Operation> fwd = new ArrayList<>(), bwd = new ArrayList<>();
+        Map<String, Operation> consts = new HashMap<>();
+        for (Operation o : all.operations()) {
+            boolean forward = o.outputs().stream().allMatch(v -> g.forwardValues.contains(v.name()));
+            (forward ? fwd : bwd).add(o);
+            if (forward && o.op() == Op.CONST) consts.put(o.output().name(), o);
+        }
+        // what the backward reads of the forward: inputs, activations (+ the CPU's activations); constants are copied
+        Set<String> inputNames = new HashSet<>();
+        for (Value v : all.inputs()) inputNames.add(v.name());
+        Set<String> read = new LinkedHashSet<>();
+        for (Operation o : bwd) for (Value v : tensorInputs(o)) if (g.forwardValues.contains(v.name()) || inputNames.contains(v.name())) read.add(v.name());
+        for (CpuGrad c : g.cpuGrads) read.add(c.activation());
+        Map<String, Value> allValues = new HashMap<>();
+        for (Value v : all.inputs()) allValues.put(v.name(), v);
+        for (Operation o : all.operations()) for (Value v : o.outputs()) allValues.put(v.name(), v);
+        List<Value> bIn = new ArrayList<>(), fOut = new ArrayList<>();
+        List<Operation> bOps = new ArrayList<>();
+        List<String> savedInputs = new ArrayList<>(), savedActs = new ArrayList<>();
+        fOut.add(all.outputs().get(0));
+        for (Value v : all.inputs()) if (read.contains(v.name()) && !v.name().equals("d_" + loss)) { bIn.add(v); savedInputs.add(v.name()); }
+        for (Operation o : fwd)
+            for (Value v : o.outputs()) {
+                if (!read.contains(v.name())) continue;
+                if (o.op() == Op.CONST) bOps.add(o);
+                else {
+                    if (!fOut.contains(v)) fOut.add(v);
+                    bIn.add(v);
+                    savedActs.add(v.name());
+                }
+            }
+        for (Value v : all.inputs()) if (v.name().equals("d_" + loss)) bIn.add(v);
+        bOps.addAll(bwd);
+        List<Value> bOut = all.outputs().subList(1, all.outputs().size());
+        List<Value> fIn = all.inputs().stream().filter(v -> !v.name().equals("d_" + loss)).toList();
+        Program fp = new Program(Map.of("forward", new Function("forward", fIn, fwd, fOut)), program.weights());
+        Program bp = new Program(Map.of("backward", new Function("backward", bIn, bOps, bOut)), program.weights());
+        List<String> milGrads = new ArrayList<>();
+        for (var e : g.emittedGrads.entrySet()) milGrads.add(e.getKey());
+        assert allValues.size() > 0;
+        return new Split(fp, bp, savedInputs, savedActs, List.copyOf(g.cpuGrads), milGrads);
+    }
+
     /** Accumulates gradients per forward value. */
     interface Sink {
         boolean needs(Value forwardValue);
@@ -250,6 +337,8 @@ public final class Grad {
             if (outs.size() == 1) outs = List.of(f.named(o.output().name(), outs.get(0)));
             for (int i = 0; i < outs.size(); i++) map.put(o.outputs().get(i).name(), outs.get(i));
         }
+        for (Value v : map.values()) forwardValues.add(v.name());
+        List<Value> upstreamOutputs = new ArrayList<>();
 
         // the backward: reverse order, contributions summed
         Map<String, Value> grads = new HashMap<>();
@@ -283,8 +372,18 @@ public final class Grad {
             if (!anyGrad) continue;
             boolean anyNeeded = tensorInputs(o).stream().anyMatch(sink::needs);
             if (!anyNeeded) continue;
+            Vjp ctx = new Vjp(f, o, map, up, sink);
+            CpuGrad cg = cpuWeights ? cpuGrad(o, wrt) : null;
+            if (cg != null) {
+                // the weight's gradient is formed on the CPU from the activation (saved by the forward) and g (an output here)
+                ctx.elsewhere = Set.of(o.op() == Op.LINEAR ? "weight" : "y");
+                String gName = "g_" + o.output().name();
+                upstreamOutputs.add(f.named(gName, f.identity(up.get(0))));
+                cpuGrads.add(new CpuGrad(cg.param(), cg.activation(), gName, cg.transposed()));
+                if (!ctx.needs("x") && !ctx.needs("bias")) continue;
+            }
             try {
-                RULES.get(o.op()).vjp(new Vjp(f, o, map, up, sink));
+                RULES.get(o.op()).vjp(ctx);
             } catch (Vjp.Refusal r) {
                 throw err(o.outputs().get(0).name(), r.getMessage().replaceFirst("rule", "rule@"));
             }
@@ -292,12 +391,18 @@ public final class Grad {
 
         List<Value> outs = new ArrayList<>();
         outs.add(map.get(lossName));
+        Set<String> onCpu = new HashSet<>();
+        for (CpuGrad c : cpuGrads) onCpu.add(c.param());
         for (String w : wrt) {
             Value g = grads.get(w);
             Value in = map.get(w);
+            if (g == null && onCpu.contains(w)) continue;   // formed on the CPU only
             if (g == null) g = seedCtx.zeros(in.type());   // does not reach the loss: zero gradient
-            outs.add(f.named("d_" + w, f.identity(g)));
+            Value d = f.named("d_" + w, f.identity(g));
+            emittedGrads.put(w, d);
+            outs.add(d);
         }
+        outs.addAll(upstreamOutputs);
         f.output(outs.toArray(Value[]::new));
     }
 

@@ -62,10 +62,13 @@ final class Vjp {
 
     int[] ints(String param) { Literal l = lit(param); return l == null ? null : l.toInts(); }
 
+    /** Parameters of this op whose gradient is formed elsewhere (a weight gradient computed on the CPU). */
+    java.util.Set<String> elsewhere = java.util.Set.of();
+
     /** Whether the input bound to {@code param} needs a gradient (it depends on a wrt input). */
     boolean needs(String param) {
         Value v = op.value(param);
-        return v != null && sink.needs(v);
+        return v != null && sink.needs(v) && !elsewhere.contains(param);
     }
 
     /** Whether element {@code k} of tuple parameter {@code param} needs a gradient. */

@@ -1,0 +1,160 @@
+package ane4j.train;
+
+import ane4j.backend.Backend;
+import ane4j.backend.Kernel;
+import ane4j.backend.TensorBuffer;
+import ane4j.backend.TensorSpec;
+import ane4j.blas.Blas;
+import ane4j.blas.Layout;
+import ane4j.blas.Transpose;
+import ane4j.mil.Program;
+import ane4j.mil.TensorType;
+import ane4j.mil.Value;
+import ane4j.mil.grad.Grad;
+import ane4j.model.ParameterView;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One training step of any MIL graph, the ANE's way (issue 31): the graph is differentiated once ({@link Grad#split}),
+ * its forward and its backward are compiled once each on the backend, and every step runs forward → backward on the
+ * backend while the weight gradients of matmul/linear are formed on the CPU by sgemm from the saved activations and the
+ * upstream gradients the backward returns (as the hand-written kernels do; {@code cpuWeights=false} keeps them in MIL).
+ * Parameters are ordinary inputs of both programs (no weight files), refreshed from the flat parameter array each step.
+ *
+ * <p>Parameters live in one flat float array laid out by {@link #views()} (rank 1 or 2; a conv weight [O, I, K…] is
+ * the matrix [O, I·ΠK]), so {@link AdamW}, clipping and checkpoints work on it as on the preset models.
+ */
+public final class GraphStep implements AutoCloseable {
+    private final Grad.Split split;
+    private final Kernel forward, backward;
+    private final List<ParameterView> views = new ArrayList<>();
+    private final Map<String, TensorType> paramTypes = new LinkedHashMap<>();
+    private final Map<String, TensorBuffer> paramBuffers = new HashMap<>();
+    private final String loss;
+    private final int size;
+
+    /**
+     * @param graph  the forward: one function whose inputs are the data and the parameters, one of whose outputs is the loss
+     * @param params the inputs to train (float inputs of the graph), in the order of the flat layout
+     */
+    public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights) {
+        this.loss = loss;
+        this.split = Grad.split(graph, null, loss, params, cpuWeights);
+        int offset = 0;
+        for (String p : params) {
+            Value in = graph.main().input(p);
+            int[] s = in.shape();
+            int rows = s[0], cols = (int) (in.type().count() / rows);
+            ParameterView v = new ParameterView(p, offset, s.length == 1 ? new int[] {rows} : new int[] {rows, cols}, s.length > 1);
+            views.add(v);
+            paramTypes.put(p, in.type());
+            paramBuffers.put(p, TensorBuffer.allocate(in.type()));
+            offset += v.size();
+        }
+        this.size = offset;
+        Kernel f = backend.compile(split.forward(), "forward");
+        try {
+            this.backward = backend.compile(split.backward(), "backward");
+        } catch (RuntimeException e) {
+            f.close();
+            throw e;
+        }
+        this.forward = f;
+    }
+
+    public List<ParameterView> views() { return Collections.unmodifiableList(views); }
+
+    /** Number of parameter floats. */
+    public int size() { return size; }
+
+    public Grad.Split split() { return split; }
+
+    /** The data inputs the forward takes (its inputs that are not parameters). */
+    public List<TensorSpec> dataInputs() {
+        return forward.inputs().stream().filter(s -> !paramTypes.containsKey(s.name())).toList();
+    }
+
+    /** The forward alone (loss and saved activations) on one batch, e.g. for validation. */
+    public Map<String, TensorBuffer> forward(float[] params, Map<String, TensorBuffer> data) {
+        return forward.evaluate(inputs(params, data));
+    }
+
+    /** Loss of one batch (its mean when the loss has several elements). */
+    public float loss(float[] params, Map<String, TensorBuffer> data) { return mean(forward(params, data).get(loss)); }
+
+    /**
+     * Forward and backward on one batch: adds d loss / d params into {@code grads} (flat layout) and returns the loss
+     * (a loss of several elements is differentiated as their sum, and its mean returned).
+     */
+    public float forwardBackward(float[] params, float[] grads, Map<String, TensorBuffer> data) {
+        Map<String, TensorBuffer> in = inputs(params, data);
+        Map<String, TensorBuffer> fo = forward.evaluate(in);
+        Map<String, TensorBuffer> bin = new LinkedHashMap<>();
+        for (TensorSpec s : backward.inputs()) {
+            TensorBuffer b = s.name().equals("d_" + loss) ? ones(s.type()) : fo.containsKey(s.name()) ? fo.get(s.name()) : in.get(s.name());
+            if (b == null) throw new IllegalStateException("[graph] no value for backward input " + s.name());
+            bin.put(s.name(), b);
+        }
+        Map<String, TensorBuffer> bo = backward.evaluate(bin);
+        Map<String, ParameterView> byName = new HashMap<>();
+        for (ParameterView v : views) byName.put(v.name(), v);
+        // gradients formed in MIL
+        for (String p : split.milGrads()) {
+            ParameterView v = byName.get(p);
+            float[] d = bo.get("d_" + p).toFloatArray();
+            for (int i = 0; i < d.length; i++) grads[v.offset() + i] += d[i];
+        }
+        // weight gradients of matmul/linear on the CPU: dW += gᵀ·x (transposed) or xᵀ·g, over the flattened rows R
+        for (Grad.CpuGrad c : split.cpuGrads()) {
+            ParameterView v = byName.get(c.param());
+            TensorBuffer gb = bo.get(c.upstream()), xb = fo.containsKey(c.activation()) ? fo.get(c.activation()) : in.get(c.activation());
+            int n = gb.type().dim(-1), k = xb.type().dim(-1), r = (int) (gb.count() / n);
+            float[] g = gb.toFloatArray(), x = xb.toFloatArray();
+            if (c.transposed()) Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, n, k, r, 1f, g, 0, n, x, 0, k, 1f, grads, v.offset(), k);
+            else Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, k, n, r, 1f, x, 0, k, g, 0, n, 1f, grads, v.offset(), n);
+        }
+        return mean(fo.get(loss));
+    }
+
+    private Map<String, TensorBuffer> inputs(float[] params, Map<String, TensorBuffer> data) {
+        if (params.length != size) throw new IllegalArgumentException("[graph] " + params.length + " parameters given, the graph has " + size);
+        Map<String, TensorBuffer> in = new LinkedHashMap<>();
+        for (TensorSpec s : forward.inputs()) {
+            if (paramTypes.containsKey(s.name())) {
+                ParameterView v = views.stream().filter(w -> w.name().equals(s.name())).findFirst().orElseThrow();
+                TensorBuffer b = paramBuffers.get(s.name());
+                b.copyFrom(params, v.offset(), 0, v.size());
+                in.put(s.name(), b);
+            } else {
+                TensorBuffer b = data.get(s.name());
+                if (b == null) throw new IllegalArgumentException("[graph] no data for input '" + s.name() + "' " + s.type() + "; give every non-parameter input of the graph");
+                in.put(s.name(), b);
+            }
+        }
+        return in;
+    }
+
+    private static TensorBuffer ones(TensorType t) {
+        TensorBuffer b = TensorBuffer.allocate(t);
+        b.fill(1f);
+        return b;
+    }
+
+    private static float mean(TensorBuffer b) {
+        double s = 0;
+        for (long i = 0; i < b.count(); i++) s += b.get(i);
+        return (float) (s / b.count());
+    }
+
+    @Override
+    public void close() {
+        forward.close();
+        backward.close();
+    }
+}
