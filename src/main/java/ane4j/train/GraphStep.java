@@ -36,6 +36,7 @@ public final class GraphStep implements AutoCloseable {
     private final List<ParameterView> views = new ArrayList<>();
     private final Map<String, TensorType> paramTypes = new LinkedHashMap<>();
     private final Map<String, TensorBuffer> paramBuffers = new HashMap<>();
+    private final Map<String, TensorBuffer> lookupBuffers = new HashMap<>();
     private final String loss;
     private final int size;
 
@@ -45,7 +46,13 @@ public final class GraphStep implements AutoCloseable {
      */
     public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights) {
         this.loss = loss;
-        this.split = Grad.split(graph, null, loss, params, cpuWeights);
+        // embedding lookups (gather of a parameter by data indices) run on the CPU: the ANE refuses gathers with run-time
+        // indices (chip rule runtime-gather); their outputs become inputs of the programs and their gradients come back
+        Program g = cpuLookups(graph, params);
+        List<String> wrt = new ArrayList<>();
+        for (String p : params) if (g.main().inputs().stream().anyMatch(v -> v.name().equals(p))) wrt.add(p);
+        for (Lookup l : lookups) wrt.add(l.output());
+        this.split = Grad.split(g, null, loss, wrt, cpuWeights);
         int offset = 0;
         for (String p : params) {
             Value in = graph.main().input(p);
@@ -66,6 +73,38 @@ public final class GraphStep implements AutoCloseable {
             throw e;
         }
         this.forward = f;
+    }
+
+    /** An embedding lookup done on the CPU: output[j, :] = param[indices[j], :]. */
+    record Lookup(String param, String indices, String output, TensorType type) {}
+
+    private final List<Lookup> lookups = new ArrayList<>();
+
+    /** The graph with each gather(param, data indices, axis 0) replaced by an input of the same name (see the constructor). */
+    private Program cpuLookups(Program graph, List<String> params) {
+        ane4j.mil.Function f = graph.main();
+        List<ane4j.mil.Operation> ops = new ArrayList<>();
+        List<Value> inputs = new ArrayList<>(f.inputs());
+        java.util.Set<String> inputNames = new java.util.HashSet<>();
+        for (Value v : f.inputs()) inputNames.add(v.name());
+        for (ane4j.mil.Operation o : f.operations()) {
+            if (o.op() == ane4j.mil.Op.GATHER && o.value("x") != null && params.contains(o.value("x").name()) && o.value("indices") != null
+                    && inputNames.contains(o.value("indices").name()) && !params.contains(o.value("indices").name())
+                    && o.literal("axis").intValue() == 0 && o.literal("batch_dims").intValue() == 0 && o.value("x").rank() == 2) {
+                lookups.add(new Lookup(o.value("x").name(), o.value("indices").name(), o.output().name(), o.output().type()));
+                inputs.add(o.output());
+            } else ops.add(o);
+        }
+        if (lookups.isEmpty()) return graph;
+        // a parameter read only by lookups is no longer an input of the programs
+        java.util.Set<String> used = new java.util.HashSet<>();
+        for (ane4j.mil.Operation o : ops) for (var a : o.inputs().values()) {
+            if (a instanceof ane4j.mil.Arg.Ref r) used.add(r.value().name());
+            if (a instanceof ane4j.mil.Arg.Tuple t) for (Value v : t.values()) used.add(v.name());
+        }
+        for (Value v : f.outputs()) used.add(v.name());
+        inputs.removeIf(v -> lookups.stream().anyMatch(l -> l.param().equals(v.name()) || l.indices().equals(v.name())) && !used.contains(v.name()));
+        return new Program(Map.of(f.name(), new ane4j.mil.Function(f.name(), inputs, ops, f.outputs())), graph.weights());
     }
 
     public List<ParameterView> views() { return Collections.unmodifiableList(views); }
@@ -104,8 +143,20 @@ public final class GraphStep implements AutoCloseable {
         Map<String, TensorBuffer> bo = backward.evaluate(bin);
         Map<String, ParameterView> byName = new HashMap<>();
         for (ParameterView v : views) byName.put(v.name(), v);
-        // gradients formed in MIL
+        // gradients formed in MIL (the lookups' outputs: scattered back into their parameter's rows)
         for (String p : split.milGrads()) {
+            Lookup l = lookups.stream().filter(x -> x.output().equals(p)).findFirst().orElse(null);
+            if (l != null) {
+                ParameterView v = byName.get(l.param());
+                TensorBuffer idx = data.get(l.indices());
+                float[] d = bo.get("d_" + p).toFloatArray();
+                int cols = v.cols();
+                for (int j = 0; j < idx.count(); j++) {
+                    int base = v.offset() + (int) idx.get(j) * cols;
+                    for (int i = 0; i < cols; i++) grads[base + i] += d[j * cols + i];
+                }
+                continue;
+            }
             ParameterView v = byName.get(p);
             float[] d = bo.get("d_" + p).toFloatArray();
             for (int i = 0; i < d.length; i++) grads[v.offset() + i] += d[i];
@@ -125,7 +176,21 @@ public final class GraphStep implements AutoCloseable {
     private Map<String, TensorBuffer> inputs(float[] params, Map<String, TensorBuffer> data) {
         if (params.length != size) throw new IllegalArgumentException("[graph] " + params.length + " parameters given, the graph has " + size);
         Map<String, TensorBuffer> in = new LinkedHashMap<>();
+        for (Lookup l : lookups) {
+            // output[j, :] = param[indices[j], :]
+            ParameterView v = view(l.param());
+            TensorBuffer idx = data.get(l.indices()), out = lookupBuffers.computeIfAbsent(l.output(), n -> TensorBuffer.allocate(l.type()));
+            if (idx == null) throw new IllegalArgumentException("[graph] no data for input '" + l.indices() + "'; give every non-parameter input of the graph");
+            int cols = v.cols();
+            for (int j = 0; j < idx.count(); j++) {
+                int row = (int) idx.get(j);
+                if (row < 0 || row >= v.rows()) throw new IllegalArgumentException("[graph] index " + row + " of '" + l.indices() + "' is outside 0.." + (v.rows() - 1) + " of " + l.param());
+                out.copyFrom(params, v.offset() + row * cols, (long) j * cols, cols);
+            }
+            in.put(l.output(), out);
+        }
         for (TensorSpec s : forward.inputs()) {
+            if (in.containsKey(s.name())) continue;
             if (paramTypes.containsKey(s.name())) {
                 ParameterView v = views.stream().filter(w -> w.name().equals(s.name())).findFirst().orElseThrow();
                 TensorBuffer b = paramBuffers.get(s.name());
@@ -138,6 +203,11 @@ public final class GraphStep implements AutoCloseable {
             }
         }
         return in;
+    }
+
+    private ParameterView view(String name) {
+        for (ParameterView v : views) if (v.name().equals(name)) return v;
+        throw new IllegalStateException(name);
     }
 
     private static TensorBuffer ones(TensorType t) {

@@ -45,6 +45,8 @@ class GraphStepTest {
             // every projection's weight gradient is formed on the CPU in the split, none in MIL
             long cpuMatmuls = s.cpuGrads().size();
             assertEquals(cpuWeights ? 7 * c.nLayers() + 1 : 0, cpuMatmuls, "CPU weight gradients: " + s.cpuGrads());
+            // the embedding lookup runs on the CPU (the ANE refuses gathers with run-time indices): no gather in either program
+            assertTrue(s.forward().main().operations().stream().noneMatch(o -> o.op() == ane4j.mil.Op.GATHER));
             assertEquals(layout.size(), step.size());
             float[] params = TrainingGoldenTest.params(g, layout), grads = new float[step.size()];
             float loss = step.forwardBackward(params, grads, Map.of(
