@@ -406,6 +406,8 @@ def log_softmax_ce(g, logits, onehot_t, onehot_v):
     """The cross-entropy composition FunctionBuilder.crossEntropy emits."""
     n = logits.shape[0]
     m = g.reduce("reduce_max", logits, [-1], True, lambda t, a, k: t.amax(dim=tuple(a), keepdim=k))
+    # FunctionBuilder.stopGradient: an identity named stop_gradient_<n> (detach)
+    m = g.op("identity", m.t.detach(), x=m, name="stop_gradient_%d" % g.n)
     z = g.sub(logits, m)
     lse = g.un("log", g.reduce("reduce_sum", g.un("exp", z, torch.exp), [-1], True, lambda t, a, k: t.sum(dim=tuple(a), keepdim=k)),
                lambda t: torch.log(t), epsilon=g.scalar(1e-45 if g.dt == "fp32" else 0.0).name)

@@ -444,14 +444,25 @@ public final class FunctionBuilder {
     }
 
     /**
+     * x, with no gradient flowing back through it (PyTorch's detach): an identity op named {@code stop_gradient_<n>}, the
+     * name being how {@code Mil.grad} recognises it (MIL has no such op; the backends run it as identity).
+     */
+    public Value stopGradient(Value x) {
+        Value v = identity(x);
+        String n = "stop_gradient_" + v.name().substring(v.name().lastIndexOf('_') + 1);
+        while (names.contains(n)) n = n + "_";
+        return named(n, v);
+    }
+
+    /**
      * Mean cross-entropy of {@code logits} [N, V] against one-hot (or soft) {@code targets} [N, V], as a [1] tensor:
      * loss = −(1/N) Σ_n Σ_v targets[n,v] · log_softmax(logits)[n,v], log_softmax = z − log Σ exp(z), z = logits − max (the
-     * max only keeps exp in range: its gradient cancels).
+     * max only keeps exp in range: its gradient would cancel, so it is a {@link #stopGradient}).
      */
     public Value crossEntropy(Value logits, Value targets) {
         if (logits.rank() != 2 || !Arrays.equals(logits.shape(), targets.shape()))
             throw new MilException("[cross_entropy] logits " + logits.type() + " and targets " + targets.type() + " must both be [N, V]");
-        Value z = sub(logits, reduceMax(logits, true, -1));                      // (N, V)
+        Value z = sub(logits, stopGradient(reduceMax(logits, true, -1)));        // (N, V)
         Value logSumExp = log(reduceSum(exp(z), true, -1));                      // (N, 1)
         Value logProbs = sub(z, logSumExp);                                      // (N, V)
         Value picked = reduceSum(mul(targets, logProbs), true, 0, 1);            // (1, 1)

@@ -88,22 +88,32 @@ interface Layers extends OpContext {
         def(out, o);
     }
 
-    /** tile: y[i₀, i₁, …] = x[i₀ mod d₀, i₁ mod d₁, …]. */
+    /**
+     * tile: y[i₀, i₁, …] = x[i₀ mod d₀, i₁ mod d₁, …]. Row by row: each output row of the last axis is x's row (found
+     * by the modulo of the leading indices) repeated reps[last] times, one block copy (or one fill for a width-1 row) each.
+     */
     default void tile(Value out) {
         T x = contig(in("x"));
         int[] xs = x.shape, os = out.shape();
         int rank = os.length;
         long[] xStr = Shapes.strides(xs);
-        long n = Shapes.count(os);
+        int inner = rank == 0 ? 1 : xs[rank - 1], outInner = rank == 0 ? 1 : os[rank - 1];
+        long rows = Shapes.count(os) / Math.max(1, outInner);
         T o = newOut(os, out.dtype());
         add(() -> {
             MemorySegment xseg = x.st.seg, oseg = o.st.seg;
-            int[] idx = new int[rank];
-            for (long e = 0; e < n; e++) {
-                long src = 0;
-                for (int a = 0; a < rank; a++) src += (idx[a] % xs[a]) * xStr[a];
-                oseg.setAtIndex(F, o.off + e, xseg.getAtIndex(F, x.off + src));
-                for (int a = rank - 1; a >= 0; a--) {
+            int[] idx = new int[Math.max(0, rank - 1)];
+            for (long r = 0; r < rows; r++) {
+                long src = x.off;
+                for (int a = 0; a < rank - 1; a++) src += (idx[a] % xs[a]) * xStr[a];
+                long dst = o.off + r * outInner;
+                if (inner == 1) {
+                    float v = xseg.getAtIndex(F, src);
+                    for (int i = 0; i < outInner; i++) oseg.setAtIndex(F, dst + i, v);
+                } else {
+                    for (int k = 0; k < outInner; k += inner) MemorySegment.copy(xseg, src * 4, oseg, (dst + k) * 4, (long) inner * 4);
+                }
+                for (int a = rank - 2; a >= 0; a--) {
                     if (++idx[a] < os[a]) break;
                     idx[a] = 0;
                 }

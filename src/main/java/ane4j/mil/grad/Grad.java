@@ -65,6 +65,9 @@ public final class Grad {
         return (op == Op.SELECT && param.equals("cond")) || (op == Op.GATHER && param.equals("indices"));
     }
 
+    /** An identity named stop_gradient_… (FunctionBuilder.stopGradient): its output is a constant for the gradient. */
+    static boolean stopsGradient(Operation o) { return o.op() == Op.IDENTITY && o.label().startsWith("stop_gradient"); }
+
     /** The gradient program of {@code forward}'s main function; positions in errors refer to its canonical text. */
     public static Program program(Program forward, String loss, List<String> wrt) {
         return program(forward, null, loss, wrt, null);
@@ -121,7 +124,7 @@ public final class Grad {
 
     /** Whether the edge from input {@code v} (bound to {@code param}) to o's outputs carries a gradient. */
     private static boolean differentiableEdge(Operation o, String param, Value v) {
-        return RULES.containsKey(o.op()) && !constantParam(o.op(), param) && v.dtype().isFloat()
+        return RULES.containsKey(o.op()) && !stopsGradient(o) && !constantParam(o.op(), param) && v.dtype().isFloat()
                 && o.outputs().stream().allMatch(out -> out.dtype().isFloat());
     }
 

@@ -76,6 +76,18 @@ class GradErrorsTest {
     }
 
     @Test
+    void stopGradientCutsThePath() {
+        Program p = Mil.program().function("main", f -> {
+            var x = f.input("x", fp16(2, 4));
+            var y = f.named("y", f.exp(f.stopGradient(x)));
+            f.output(y);
+        }).build();
+        GradException e = assertThrows(GradException.class, () -> Mil.grad(p, "y", "x"));
+        assertEquals("[grad] no differentiable path from 'x' to the loss 'y': it goes through identity at 5:30 (value 'stop_gradient_0', fp16[2,4]), "
+                + "which is not differentiable; keep the path in fp16/fp32 ops", e.getMessage());
+    }
+
+    @Test
     void builtProgramsGetPositionsInTheirCanonicalText() {
         Program p = Mil.program().function("main", f -> {
             var x = f.input("x", fp16(2, 4));
