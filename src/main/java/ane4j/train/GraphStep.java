@@ -50,7 +50,9 @@ public final class GraphStep implements AutoCloseable {
         // indices (chip rule runtime-gather); their outputs become inputs of the programs and their gradients come back
         Program g = cpuLookups(graph, params);
         List<String> wrt = new ArrayList<>();
-        for (String p : params) if (g.main().inputs().stream().anyMatch(v -> v.name().equals(p))) wrt.add(p);
+        // a parameter read only by lookups is no input of the programs any more; any other name goes to Grad (which refuses unknown ones)
+        for (String p : params)
+            if (g.main().inputs().stream().anyMatch(v -> v.name().equals(p)) || lookups.stream().noneMatch(l -> l.param().equals(p))) wrt.add(p);
         for (Lookup l : lookups) wrt.add(l.output());
         this.split = Grad.split(g, null, loss, wrt, cpuWeights);
         int offset = 0;
