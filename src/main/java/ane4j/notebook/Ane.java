@@ -148,8 +148,8 @@ public final class Ane {
             long every = Math.max(1, options.steps() / 10);
             var history = t.fit(batches, validation, m -> {
                 if ((m.step() + 1) % every == 0 || m.step() + 1 == options.steps())
-                    System.out.printf(java.util.Locale.ROOT, "step %d/%d  loss %.4f%s  lr %.2e%n", m.step() + 1, options.steps(), m.loss(),
-                            m.validated() ? String.format(java.util.Locale.ROOT, "  val %.4f", m.valLoss()) : "", m.lr());
+                    System.out.println(String.format(java.util.Locale.ROOT, "step %d/%d  loss %.4f%s  lr %.2e", m.step() + 1, options.steps(), m.loss(),
+                            m.validated() ? String.format(java.util.Locale.ROOT, "  val %.4f", m.valLoss()) : "", m.lr()));
             });
             return new Fit(step, flat, history, backend, graph);
         }
