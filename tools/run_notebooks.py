@@ -172,8 +172,24 @@ def expect_06(c):
     ]
 
 
+def expect_07(c):
+    mlp, cnn = c["accuracy"].number(r"MLP test accuracy:"), c["cnn-accuracy"].number(r"CNN test accuracy:")
+    fit = c["fit-mlp"].all_text()
+    return [
+        (re.search(r"^1797 images", c["load"].stdout()) is not None, "scikit-learn's digits load at run time: " + c["load"].all_text().strip()[:200]),
+        (re.search(r"gradient program: \d+ ops; outputs \[loss fp32\[1\], d_w1 fp32\[128,64\], d_b1 fp32\[128\], d_w2 fp32\[10,128\], d_b2 fp32\[10\]\]", c["grad"].stdout()) is not None,
+         "Mil.grad gives the loss and d_w1..d_b2: " + c["grad"].stdout().strip()),
+        (c["fit-mlp"].error() is None and "step 400/400" in fit and len(c["fit-mlp"].pngs()) == 1, "the MLP trains 400 steps and shows its loss chart"),
+        (c["cnn"].error() is None and len(c["cnn"].pngs()) == 1, "the CNN trains and shows its loss chart"),
+        # measured 0.916 and 0.943 (reference backend, x86-64); 0.88 leaves room for another CPU's rounding
+        (mlp is not None and mlp >= 0.88, f"MLP test accuracy >= 0.88: {mlp}"),
+        (cnn is not None and cnn >= 0.88, f"CNN test accuracy >= 0.88: {cnn}"),
+    ]
+
+
 EXPECT = {"01-mil-graphs.ipynb": expect_01, "02-train-tiny.ipynb": expect_02, "03-stories110m.ipynb": expect_03,
-          "04-benchmarks.ipynb": expect_04, "05-fine-tune.ipynb": expect_05, "06-worker-restarts.ipynb": expect_06}
+          "04-benchmarks.ipynb": expect_04, "05-fine-tune.ipynb": expect_05, "06-worker-restarts.ipynb": expect_06,
+          "07-your-own-graph.ipynb": expect_07}
 
 
 def missing_requirement(nb):

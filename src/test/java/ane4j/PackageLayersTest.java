@@ -32,15 +32,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * may also use {@code bench} ({@code %%bench}, {@code ane4j bench}); {@code train} "all above" includes {@code chip};
  * {@code model} may use {@code blas} (which depends on nothing): the CPU forward of generation runs its matvecs on blas's
  * vector kernel and threads ({@code MatVec}, {@code Parallel}); {@code infer} (new: generation on a backend, its kernels
- * built from {@code train}'s packed layouts) sits beside {@code train}, and {@code session} and above use it.
+ * built from {@code train}'s packed layouts) sits beside {@code train}, and {@code session} and above use it;
+ * {@code mil.grad} (gradients of MIL functions, emitted as MIL) depends on {@code mil}, and {@code mil} on it only for
+ * {@code Mil.grad}.
  */
 class PackageLayersTest {
-    static final Set<String> BELOW_SESSION = Set.of("mil", "chip", "backend", "backend.ref", "backend.ane",
+    static final Set<String> BELOW_SESSION = Set.of("mil", "mil.grad", "chip", "backend", "backend.ref", "backend.ane",
             "backend.ane.ffm", "blas", "model", "train", "infer", "worker", "session");
 
     /** package (relative to ane4j) → the packages it may depend on (DESIGN.md §2). */
     static final Map<String, Set<String>> MAY_DEPEND_ON = Map.ofEntries(
-            entry("mil", Set.of()),
+            entry("mil", Set.of("mil.grad")),
+            entry("mil.grad", Set.of("mil")),
             entry("chip", Set.of("mil")),
             entry("backend", Set.of("mil")),
             entry("backend.ref", Set.of("mil", "backend", "blas", "chip")),
@@ -48,11 +51,11 @@ class PackageLayersTest {
             entry("backend.ane.ffm", Set.of("mil", "backend")),
             entry("blas", Set.of()),
             entry("model", Set.of("mil", "blas")),
-            entry("train", Set.of("mil", "chip", "backend", "backend.ref", "backend.ane", "backend.ane.ffm", "blas", "model")),
+            entry("train", Set.of("mil", "mil.grad", "chip", "backend", "backend.ref", "backend.ane", "backend.ane.ffm", "blas", "model")),
             entry("infer", Set.of("mil", "chip", "backend", "blas", "model", "train")),
             entry("hub", Set.of("model")),
             entry("worker", Set.of("mil", "backend", "train")),
-            entry("session", Set.of("mil", "backend", "train", "infer", "worker", "model")),
+            entry("session", Set.of("mil", "mil.grad", "backend", "train", "infer", "worker", "model")),
             entry("notebook", union(BELOW_SESSION, Set.of("bench"))),
             entry("bench", BELOW_SESSION),
             entry("cli", union(BELOW_SESSION, Set.of("bench", "hub"))));

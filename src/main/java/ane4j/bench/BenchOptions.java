@@ -33,6 +33,7 @@ public final class BenchOptions {
             new Spec("warmup", "N", "unmeasured runs first", Set.of("peak", "int8", "step")),
             new Spec("reps", "N", "measured runs", Set.of("peak", "int8", "sgemm", "generate")),
             new Spec("max-seconds", "S", "stop measuring after S seconds", Set.of("peak", "int8")),
+            new Spec("kernels", "hand|generated", "hand: the hand-written training kernels; generated: the model built with the fluent API, differentiated by Mil.grad, run as GraphStep", Set.of("step")),
             new Spec("weights", "dynamic|static", "weights in the kernel inputs, or baked in and recompiled", Set.of("step")),
             new Spec("storage", "fp16|fp32", "the reference backend's storage type", Set.of("step")),
             new Spec("compare-torch", null, "also time PyTorch's CPU step on the same config (with --lora: PyTorch LoRA, tools/torch_lora_step.py)", Set.of("step")),

@@ -58,7 +58,7 @@ public final class StepBench {
 
     public static BenchResult run(BenchOptions o, Backend backend) {
         Set<String> keys = new java.util.HashSet<>(Set.of("model", "steps", "warmup", "weights", "storage", "python", "torch-script", "torch-threads", "seed",
-                "lora", "lora-targets", "lora-alpha", "rounds"));
+                "lora", "lora-targets", "lora-alpha", "rounds", "kernels"));
         for (String k : TrainOptions.MODEL_KEYS) keys.add(RunSpec.KEYS.key(k).flag().substring(2));
         o.check("step", keys);
         if (o.flag("compare-full")) return LoraComparison.run(o);
@@ -69,6 +69,12 @@ public final class StepBench {
         // weights and storage are run keys: the run layer's table checks them as ane4j train and %%train do
         String weights = RunSpec.KEYS.key("weights").check(o.get("weights", "dynamic"), "bench");
         String storage = RunSpec.KEYS.key("storage").check(o.get("storage", "fp16"), "bench");
+        String kernels = o.get("kernels", "hand");
+        if (!kernels.equals("hand") && !kernels.equals("generated")) throw new IllegalArgumentException("[bench] --kernels " + kernels + " must be hand or generated");
+        if (kernels.equals("generated")) {
+            if (o.has("lora") || weights.equals("static")) throw new IllegalArgumentException("[bench] --kernels generated times the full step with dynamic weights: drop --lora and --weights static");
+            return GeneratedStepBench.run(o, backend, cfg, steps, warmup, storage);
+        }
 
         // this machine's fp32 peak, measured first (before the model takes the memory bandwidth and the heap)
         double loadBefore = java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();

@@ -75,6 +75,10 @@ public final class Main implements Callable<Integer> {
 
         TrainEntry(PrintStream out) { this.out = out; }
 
-        @Override public Integer call() { return TrainCommand.run(args.toArray(String[]::new), out); }
+        @Override public Integer call() {
+            // --graph: the parameters of a MIL graph (issue 31), else a preset model through the run layer
+            if (args.contains("--graph") || args.stream().anyMatch(a -> a.startsWith("--graph="))) return GraphTrainCommand.run(args.toArray(String[]::new), out);
+            return TrainCommand.run(args.toArray(String[]::new), out);
+        }
     }
 }

@@ -27,17 +27,17 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /** {@code ane4j mil check FILE.mil [--weights DIR | --no-weights] [--chip m1…m5]}, {@code mil fmt FILE.mil [--dialect ios16|ios18]} and {@code mil run}. */
-@Command(name = "mil", description = "MIL programs: mil check FILE.mil, mil fmt FILE.mil, mil run FILE.mil --input x=x.npy --output DIR")
+@Command(name = "mil", description = "MIL programs: mil check FILE.mil, mil fmt FILE.mil, mil run FILE.mil --input x=x.npy --output DIR, mil grad FILE.mil --loss L --wrt A,B --out DIR")
 final class MilCommand implements Callable<Integer> {
     @Mixin Cli.HelpOption help;
 
     @Override
-    public Integer call() { throw new CliException("expected 'check', 'fmt' or 'run' (usage: ane4j mil check FILE.mil)"); }
+    public Integer call() { throw new CliException("expected 'check', 'fmt', 'run' or 'grad' (usage: ane4j mil check FILE.mil)"); }
 
     /** The {@code mil} command with its three subcommands. */
     static CommandLine commandLine(PrintStream out, PrintStream err) {
         return new CommandLine(new MilCommand()).addSubcommand(new Check(out, err)).addSubcommand(new Fmt(out, err))
-                .addSubcommand(new MilRunCommand(out));
+                .addSubcommand(new MilRunCommand(out)).addSubcommand(new MilGradCommand(out));
     }
 
     @Command(name = "check", sortOptions = false, sortSynopsis = false, description = {"Parse a MIL program, check every op's shapes and its weight files and print a summary;",

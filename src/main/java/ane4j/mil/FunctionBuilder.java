@@ -386,4 +386,97 @@ public final class FunctionBuilder {
         a.put("axis", Arg.of(int32(axis)));
         return apply1(Op.GATHER, a);
     }
+
+    // ---------------------------------------------------------------------------------------------------------------
+    // what small MLPs and CNNs need (issue 31): each is one MIL op, except the cross-entropy helpers, which are
+    // compositions of ops (so their gradients follow from the ops' rules)
+
+    /** y = log(x + epsilon), epsilon 1e-45 as coremltools (0 in fp16). */
+    public Value log(Value x) { return apply1(Op.LOG, args("x", x)); }
+
+    public Value erf(Value x) { return apply1(Op.ERF, args("x", x)); }
+
+    /** gelu, EXACT: x·Φ(x) (PyTorch's default). */
+    public Value gelu(Value x) { return gelu(x, "EXACT"); }
+
+    /** gelu with mode EXACT, TANH_APPROXIMATION (PyTorch's approximate='tanh') or SIGMOID_APPROXIMATION (x·σ(1.702x)). */
+    public Value gelu(Value x, String mode) {
+        Map<String, Arg> a = args("x", x);
+        a.put("mode", Arg.of(string(mode)));
+        return apply1(Op.GELU, a);
+    }
+
+    public Value equal(Value x, Value y) { return apply1(Op.EQUAL, args("x", x, "y", y)); }
+    public Value notEqual(Value x, Value y) { return apply1(Op.NOT_EQUAL, args("x", x, "y", y)); }
+    public Value greater(Value x, Value y) { return apply1(Op.GREATER, args("x", x, "y", y)); }
+    public Value greaterEqual(Value x, Value y) { return apply1(Op.GREATER_EQUAL, args("x", x, "y", y)); }
+    public Value less(Value x, Value y) { return apply1(Op.LESS, args("x", x, "y", y)); }
+    public Value lessEqual(Value x, Value y) { return apply1(Op.LESS_EQUAL, args("x", x, "y", y)); }
+
+    /** x repeated reps[i] times along axis i. */
+    public Value tile(Value x, int... reps) {
+        Map<String, Arg> a = args("x", x);
+        a.put("reps", Arg.of(ints(reps)));
+        return apply1(Op.TILE, a);
+    }
+
+    /** y = x · weightᵀ + bias: x [*, D_in], weight [D_out, D_in] (PyTorch's nn.Linear layout), bias [D_out] or null. */
+    public Value linear(Value x, Value weight, Value bias) { return apply1(Op.LINEAR, args("x", x, "weight", weight, "bias", bias)); }
+
+    /** Average pooling over the spatial dims of x [N, C, *spatial], no padding (pad_type valid). */
+    public Value avgPool(Value x, int[] kernelSizes, int[] strides) { return pool(Op.AVG_POOL, x, kernelSizes, strides, "valid", null); }
+
+    /** Max pooling over the spatial dims of x [N, C, *spatial], no padding (pad_type valid). */
+    public Value maxPool(Value x, int[] kernelSizes, int[] strides) { return pool(Op.MAX_POOL, x, kernelSizes, strides, "valid", null); }
+
+    /** Pooling with explicit padding: pad_type valid, same, same_lower or custom (pad before/after per spatial dim). */
+    public Value pool(Op op, Value x, int[] kernelSizes, int[] strides, String padType, int[] pad) {
+        if (op != Op.AVG_POOL && op != Op.MAX_POOL) throw new MilException("[mil] pool takes avg_pool or max_pool, not " + op.milName());
+        int spatial = Math.max(1, x.rank() - 2);
+        Map<String, Arg> a = args("x", x);
+        a.put("kernel_sizes", Arg.of(ints(kernelSizes)));
+        a.put("strides", Arg.of(ints(strides)));
+        a.put("pad_type", Arg.of(string(padType)));
+        a.put("pad", Arg.of(ints(pad != null ? pad : new int[2 * spatial])));
+        if (op == Op.AVG_POOL) a.put("exclude_padding_from_average", Arg.of(bool(false)));
+        a.put("ceil_mode", Arg.of(bool(false)));
+        return apply1(op, a);
+    }
+
+    /**
+     * x, with no gradient flowing back through it (PyTorch's detach): an identity op named {@code stop_gradient_<n>}, the
+     * name being how {@code Mil.grad} recognises it (MIL has no such op; the backends run it as identity).
+     */
+    public Value stopGradient(Value x) {
+        Value v = identity(x);
+        String n = "stop_gradient_" + v.name().substring(v.name().lastIndexOf('_') + 1);
+        while (names.contains(n)) n = n + "_";
+        return named(n, v);
+    }
+
+    /**
+     * Mean cross-entropy of {@code logits} [N, V] against one-hot (or soft) {@code targets} [N, V], as a [1] tensor:
+     * loss = −(1/N) Σ_n Σ_v targets[n,v] · log_softmax(logits)[n,v], log_softmax = z − log Σ exp(z), z = logits − max (the
+     * max only keeps exp in range: its gradient would cancel, so it is a {@link #stopGradient}).
+     */
+    public Value crossEntropy(Value logits, Value targets) {
+        if (logits.rank() != 2 || !Arrays.equals(logits.shape(), targets.shape()))
+            throw new MilException("[cross_entropy] logits " + logits.type() + " and targets " + targets.type() + " must both be [N, V]");
+        Value z = sub(logits, stopGradient(reduceMax(logits, true, -1)));        // (N, V)
+        Value logSumExp = log(reduceSum(exp(z), true, -1));                      // (N, 1)
+        Value logProbs = sub(z, logSumExp);                                      // (N, V)
+        Value picked = reduceSum(mul(targets, logProbs), true, 0, 1);            // (1, 1)
+        return mul(reshape(picked, 1), -1f / logits.shape()[0]);
+    }
+
+    /** Mean cross-entropy of {@code logits} [N, V] against class indices {@code labels} int32 [N] (one-hot through equal and cast). */
+    public Value crossEntropyLabels(Value logits, Value labels) {
+        if (logits.rank() != 2 || labels.rank() != 1 || labels.shape()[0] != logits.shape()[0] || labels.dtype() != DType.INT32)
+            throw new MilException("[cross_entropy] logits " + logits.type() + " must be [N, V] and labels " + labels.type() + " int32 [N]");
+        int v = logits.shape()[1];
+        int[] classes = new int[v];
+        for (int i = 0; i < v; i++) classes[i] = i;
+        Value hot = equal(reshape(labels, labels.shape()[0], 1), constant(Literal.of(TensorType.of(DType.INT32, 1, v), classes)));
+        return crossEntropy(logits, cast(hot, logits.dtype()));
+    }
 }

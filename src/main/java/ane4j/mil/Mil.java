@@ -24,6 +24,20 @@ public final class Mil {
     public static TensorType int32(int... shape) { return TensorType.of(DType.INT32, shape); }
     public static TensorType bool(int... shape) { return TensorType.of(DType.BOOL, shape); }
 
+    /**
+     * The gradient program of {@code program}'s main function (reverse mode, emitted as MIL; see
+     * {@link ane4j.mil.grad.Grad}): inputs are the function's inputs (plus {@code d_<loss>} when the loss has more than
+     * one element), outputs the loss and {@code d_<w>} for each w in {@code wrt}.
+     */
+    public static Program grad(Program program, String loss, String... wrt) {
+        return ane4j.mil.grad.Grad.program(program, loss, java.util.List.of(wrt));
+    }
+
+    /** The gradient program of one function (its weights, if any, are those of the program it came from: use {@link #grad(Program, String, String...)}). */
+    public static Program grad(Function function, String loss, String... wrt) {
+        return grad(new Program(java.util.Map.of(function.name(), function), Weights.empty()), loss, wrt);
+    }
+
     /** Parses MIL text (either dialect). */
     public static Program parse(String text) { return MilParser.parse(text); }
 }

@@ -54,7 +54,25 @@ public enum Op {
             tensor("x"), optConst("axes", null), optConst("gamma", null), optConst("beta", null), optConst("epsilon", Literal.fp32(1e-5f))),
     GATHER("gather", Opset.IOS15, Op::inferGather,
             tensor("x"), tensor("indices"), optConst("axis", Literal.int32(0)), optConst("batch_dims", Literal.int32(0)),
-            optConst("validate_indices", Literal.bool(false)));
+            optConst("validate_indices", Literal.bool(false))),
+    // added for training small graphs (issue 31): log/erf/gelu, comparisons (the gradients' masks), tile (the gradients'
+    // broadcasts), linear and pooling; each is an iOS15 op of coremltools (ops/defs/iOS15) with its parameters
+    LOG("log", Opset.IOS15, Op::inferUnaryFloat, tensor("x"), optConst("epsilon", Literal.fp32(1e-45f))),
+    ERF("erf", Opset.IOS15, Op::inferUnaryFloat, tensor("x")),
+    GELU("gelu", Opset.IOS15, Op::inferGelu, tensor("x"), optConst("mode", Literal.string("EXACT"))),
+    EQUAL("equal", Opset.IOS15, Op::inferCompare, tensor("x"), tensor("y")),
+    NOT_EQUAL("not_equal", Opset.IOS15, Op::inferCompare, tensor("x"), tensor("y")),
+    GREATER("greater", Opset.IOS15, Op::inferCompare, tensor("x"), tensor("y")),
+    GREATER_EQUAL("greater_equal", Opset.IOS15, Op::inferCompare, tensor("x"), tensor("y")),
+    LESS("less", Opset.IOS15, Op::inferCompare, tensor("x"), tensor("y")),
+    LESS_EQUAL("less_equal", Opset.IOS15, Op::inferCompare, tensor("x"), tensor("y")),
+    TILE("tile", Opset.IOS15, Op::inferTile, tensor("x"), constant("reps")),
+    LINEAR("linear", Opset.IOS15, Op::inferLinear, tensor("x"), tensor("weight"), optTensor("bias")),
+    AVG_POOL("avg_pool", Opset.IOS15, Op::inferPool, tensor("x"), constant("kernel_sizes"), optConst("strides", null),
+            optConst("pad_type", Literal.string("valid")), optConst("pad", null), optConst("exclude_padding_from_average", Literal.bool(false)),
+            optConst("ceil_mode", Literal.bool(false))),
+    MAX_POOL("max_pool", Opset.IOS15, Op::inferPool, tensor("x"), constant("kernel_sizes"), optConst("strides", null),
+            optConst("pad_type", Literal.string("valid")), optConst("pad", null), optConst("ceil_mode", Literal.bool(false)));
 
     /** Where a parameter is written and what it may be bound to. */
     public enum Kind {
@@ -516,6 +534,75 @@ public enum Op {
         for (int i = 0; i < axis; i++) out[o++] = x.shape()[i];
         for (int i = batchDims; i < idx.rank(); i++) out[o++] = idx.shape()[i];
         for (int i = axis + 1; i < x.rank(); i++) out[o++] = x.shape()[i];
+        return List.of(x.withShape(out));
+    }
+
+    private static List<TensorType> inferGelu(Call c) {
+        c.requireFloat("x");
+        String mode = c.string("mode");
+        if (!mode.equals("EXACT") && !mode.equals("TANH_APPROXIMATION") && !mode.equals("SIGMOID_APPROXIMATION"))
+            throw c.err("mode '%s' is not one of EXACT, TANH_APPROXIMATION, SIGMOID_APPROXIMATION", mode);
+        return List.of(c.type("x"));
+    }
+
+    private static List<TensorType> inferCompare(Call c) {
+        return List.of(inferBinary(c).get(0).withDType(DType.BOOL));
+    }
+
+    private static List<TensorType> inferTile(Call c) {
+        TensorType x = c.type("x");
+        int[] reps = c.ints("reps");
+        if (reps.length != x.rank()) throw c.err("reps %s has %d entries but x %s has rank %d", Arrays.toString(reps), reps.length, Shapes.str(x.shape()), x.rank());
+        int[] out = x.shape();
+        for (int i = 0; i < reps.length; i++) {
+            if (reps[i] <= 0) throw c.err("reps %s must be positive", Arrays.toString(reps));
+            out[i] *= reps[i];
+        }
+        return List.of(x.withShape(out));
+    }
+
+    /** linear: y = x · weightᵀ + bias, x [*, D_in], weight [D_out, D_in], bias [D_out]. */
+    private static List<TensorType> inferLinear(Call c) {
+        c.requireFloat("x");
+        TensorType x = c.type("x"), w = c.type("weight"), b = c.type("bias");
+        if (x.rank() < 1) throw c.err("x must have rank 1 or more");
+        if (w.rank() != 2 || w.dim(1) != x.dim(-1))
+            throw c.err("x is %s but weight is %s: weight must be [D_out, %d]", Shapes.str(x.shape()), Shapes.str(w.shape()), x.dim(-1));
+        if (w.dtype() != x.dtype()) throw c.err("x is %s but weight is %s", x.dtype(), w.dtype());
+        if (b != null && (b.rank() != 1 || b.dim(0) != w.dim(0) || b.dtype() != x.dtype()))
+            throw c.err("bias is %s: expected %s[%d]", b, x.dtype(), w.dim(0));
+        int[] out = x.shape();
+        out[out.length - 1] = w.dim(0);
+        return List.of(x.withShape(out));
+    }
+
+    /** avg_pool, max_pool over the spatial dims of x [N, C, *spatial]; padding as conv's (pad_type valid, same, same_lower, custom). */
+    private static List<TensorType> inferPool(Call c) {
+        c.requireFloat("x");
+        TensorType x = c.type("x");
+        int spatial = x.rank() - 2;
+        if (spatial < 1 || spatial > 3) throw c.err("x is %s: expected [N, C, *spatial] with 1 to 3 spatial dims", Shapes.str(x.shape()));
+        int[] k = c.ints("kernel_sizes");
+        int[] s = orOnes(c.ints("strides"), spatial);
+        if (k.length != spatial || s.length != spatial) throw c.err("kernel_sizes and strides need %d entries (one per spatial dim)", spatial);
+        if (c.bool("ceil_mode")) throw c.err("ceil_mode=true is not supported; pad the input instead");
+        int[] pad = c.ints("pad");
+        if (pad == null) pad = new int[2 * spatial];
+        if (pad.length != 2 * spatial) throw c.err("pad needs %d entries (before and after for each spatial dim), found %d", 2 * spatial, pad.length);
+        String padType = c.string("pad_type");
+        int[] out = x.shape();
+        for (int i = 0; i < spatial; i++) {
+            int in = x.shape()[2 + i];
+            if (k[i] <= 0 || s[i] <= 0) throw c.err("kernel_sizes and strides must be positive");
+            int o = switch (padType) {
+                case "valid" -> (in - k[i]) / s[i] + 1;
+                case "same", "same_lower" -> (in + s[i] - 1) / s[i];
+                case "custom" -> (in + pad[2 * i] + pad[2 * i + 1] - k[i]) / s[i] + 1;
+                default -> throw c.err("pad_type '%s' is not one of valid, same, same_lower, custom", padType);
+            };
+            if (o <= 0) throw c.err("kernel %s does not fit spatial dim %d of x %s", Arrays.toString(k), in, Shapes.str(x.shape()));
+            out[2 + i] = o;
+        }
         return List.of(x.withShape(out));
     }
 

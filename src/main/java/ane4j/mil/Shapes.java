@@ -43,4 +43,27 @@ public final class Shapes {
         }
         return out;
     }
+
+    /**
+     * The padding of a conv or pool per spatial dim as {before₀, after₀, before₁, …}: valid 0; custom as given; same and
+     * same_lower pad to ceil(in / stride) outputs, the odd element at the end (same) or at the start (same_lower).
+     * {@code kernel} is the dilated kernel extent d·(k − 1) + 1.
+     */
+    public static int[] pads(String padType, int[] pad, int[] in, int[] kernel, int[] strides) {
+        int n = in.length;
+        int[] p = new int[2 * n];
+        for (int i = 0; i < n; i++) {
+            switch (padType) {
+                case "custom" -> { p[2 * i] = pad[2 * i]; p[2 * i + 1] = pad[2 * i + 1]; }
+                case "same", "same_lower" -> {
+                    int out = (in[i] + strides[i] - 1) / strides[i];
+                    int total = Math.max(0, (out - 1) * strides[i] + kernel[i] - in[i]);
+                    p[2 * i] = padType.equals("same") ? total / 2 : total - total / 2;
+                    p[2 * i + 1] = total - p[2 * i];
+                }
+                default -> { }
+            }
+        }
+        return p;
+    }
 }

@@ -4,6 +4,8 @@ import ane4j.mil.MilParser;
 import ane4j.mil.Program;
 import ane4j.session.LocalSession;
 import ane4j.session.RunSpec;
+import ane4j.train.GraphStep;
+import ane4j.train.GraphTrainer;
 import ane4j.session.Session;
 import ane4j.session.WorkerSession;
 import java.util.Collections;
@@ -119,6 +121,40 @@ public final class Ane {
         return TrainingRun.start(session(), RunSpec.of(m)).follow(System.out);
     }
 
+    /**
+     * Trains the parameters of a graph you built (issue 31): {@code graph}'s function is differentiated once
+     * ({@code Mil.grad}'s split: forward and backward programs compiled once on the selected backend, matmul/linear
+     * weight gradients by sgemm on the CPU), then {@link GraphTrainer} runs AdamW with warm-up + cosine, clipping,
+     * validation and (with {@code options.runDir()}) metrics.jsonl and resumable checkpoints. A progress line is printed
+     * every 10% of the steps. Runs in this JVM (not in the supervised worker).
+     *
+     * @param init    initial values of the parameters to train, by input name (row-major); the other inputs are data
+     * @param batches the training batch of each step, as a function of the step number (for bit-identical resume)
+     * @param validation a held-out batch, or null
+     */
+    public static Fit fit(ane4j.mil.Program graph, String loss, Map<String, float[]> init, GraphTrainer.Batches batches,
+                          Map<String, ane4j.backend.TensorBuffer> validation, GraphTrainer.Options options) {
+        ane4j.backend.Backend backend = ane4j.backend.Backends.select();
+        List<String> names = List.copyOf(init.keySet());
+        GraphStep step = new GraphStep(graph, loss, names, backend, true);
+        try (step) {
+            float[] flat = new float[step.size()];
+            for (var v : step.views()) {
+                float[] x = init.get(v.name());
+                if (x.length != v.size()) throw new IllegalArgumentException("[fit] init of '" + v.name() + "' has " + x.length + " values, the input needs " + v.size());
+                System.arraycopy(x, 0, flat, v.offset(), v.size());
+            }
+            GraphTrainer t = new GraphTrainer(step, flat, options);
+            long every = Math.max(1, options.steps() / 10);
+            var history = t.fit(batches, validation, m -> {
+                if ((m.step() + 1) % every == 0 || m.step() + 1 == options.steps())
+                    System.out.println(String.format(java.util.Locale.ROOT, "step %d/%d  loss %.4f%s  lr %.2e", m.step() + 1, options.steps(), m.loss(),
+                            m.validated() ? String.format(java.util.Locale.ROOT, "  val %.4f", m.valLoss()) : "", m.lr()));
+            });
+            return new Fit(step, flat, history, backend, graph);
+        }
+    }
+
     /** The last training run of this JVM, or null. */
     public static TrainingRun lastRun() {
         return TrainingRun.current();
@@ -151,6 +187,6 @@ public final class Ane {
 
     /** The ane4j packages and classes a script imports (what the notebook kernel imports at start). */
     public static List<String> imports() {
-        return List.of("ane4j.mil.*", "ane4j.backend.*", "ane4j.train.*", "ane4j.session.*", "ane4j.notebook.Ane", "ane4j.notebook.CompiledProgram", "ane4j.notebook.TrainingRun");
+        return List.of("ane4j.mil.*", "ane4j.backend.*", "ane4j.train.*", "ane4j.session.*", "ane4j.notebook.Ane", "ane4j.notebook.CompiledProgram", "ane4j.notebook.TrainingRun", "ane4j.notebook.Fit");
     }
 }

@@ -250,13 +250,35 @@ class OpInferenceTest {
         fails("[relu] unknown attribute 'val'", fp16(1), f -> f.apply(Op.RELU, Map.of("x", Arg.of(input(f, fp16(2)))), Map.of("val", Literal.fp16(1))));
     }
 
+    /** The ops added for training small graphs (issue 31): log, erf, gelu, comparisons, tile, linear, pooling. */
+    @Test
+    void trainingOps() {
+        assertEquals(fp32(2, 3), type(fp32(1), f -> f.log(input(f, fp32(2, 3)))));
+        assertEquals(fp16(2, 3), type(fp16(1), f -> f.gelu(input(f, fp16(2, 3)), "TANH_APPROXIMATION")));
+        fails("[gelu] mode 'FAST' is not one of", fp16(1), f -> f.gelu(input(f, fp16(2)), "FAST"));
+        fails("[erf] x must be fp16 or fp32", fp16(1), f -> f.erf(f.constant(Literal.of(int32(2), new int[2]))));
+        assertEquals(bool(2, 3), type(fp16(1), f -> f.greater(input(f, fp16(2, 3)), f.fp16(0))));
+        assertEquals(bool(4), type(fp16(1), f -> f.equal(f.ints(1, 2, 3, 4), f.int32(2))));
+        fails("[less] x is fp16 but y is fp32", fp16(1), f -> f.less(input(f, fp16(2)), input(f, fp32(2))));
+        assertEquals(fp16(2, 6, 3), type(fp16(1), f -> f.tile(input(f, fp16(1, 3, 3)), 2, 2, 1)));
+        fails("[tile] reps [2] has 1 entries but x [1,3] has rank 2", fp16(1), f -> f.tile(input(f, fp16(1, 3)), 2));
+        assertEquals(fp32(5, 7, 4), type(fp32(1), f -> f.linear(input(f, fp32(5, 7, 3)), input(f, fp32(4, 3)), input(f, fp32(4)))));
+        fails("[linear] x is [5,3] but weight is [4,2]: weight must be [D_out, 3]", fp32(1), f -> f.linear(input(f, fp32(5, 3)), input(f, fp32(4, 2)), null));
+        assertEquals(fp16(2, 3, 4, 4), type(fp16(1), f -> f.maxPool(input(f, fp16(2, 3, 8, 9)), new int[] {2, 2}, new int[] {2, 2})));
+        assertEquals(fp16(1, 3, 4, 5), type(fp16(1), f -> f.pool(Op.AVG_POOL, input(f, fp16(1, 3, 8, 9)), new int[] {3, 3}, new int[] {2, 2}, "same", null)));
+        fails("[avg_pool] kernel [5, 5] does not fit", fp16(1), f -> f.avgPool(input(f, fp16(1, 3, 4, 4)), new int[] {5, 5}, new int[] {1, 1}));
+        assertEquals(fp32(1), type(fp32(1), f -> f.crossEntropyLabels(input(f, fp32(4, 10)), f.ints(1, 2, 3, 4))));
+    }
+
     /** Every op of the table is exercised above; this pins the list so a new op cannot slip in untested. */
     @Test
     void everyOpIsCovered() {
         Set<Op> covered = EnumSet.of(Op.CONV, Op.MATMUL, Op.ADD, Op.SUB, Op.MUL, Op.REAL_DIV, Op.POW, Op.RSQRT, Op.SQRT, Op.EXP,
                 Op.REDUCE_SUM, Op.REDUCE_MEAN, Op.REDUCE_MAX, Op.SIGMOID, Op.SILU, Op.RELU, Op.TANH, Op.SOFTMAX, Op.RESHAPE,
                 Op.TRANSPOSE, Op.SLICE_BY_SIZE, Op.CONCAT, Op.SPLIT, Op.CAST, Op.IDENTITY, Op.SELECT, Op.CONST,
-                Op.CONSTEXPR_AFFINE_DEQUANTIZE, Op.QUANTIZE, Op.DEQUANTIZE, Op.SCALED_DOT_PRODUCT_ATTENTION, Op.LAYER_NORM, Op.GATHER);
+                Op.CONSTEXPR_AFFINE_DEQUANTIZE, Op.QUANTIZE, Op.DEQUANTIZE, Op.SCALED_DOT_PRODUCT_ATTENTION, Op.LAYER_NORM, Op.GATHER,
+                Op.LOG, Op.ERF, Op.GELU, Op.EQUAL, Op.NOT_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.LESS, Op.LESS_EQUAL, Op.TILE, Op.LINEAR,
+                Op.AVG_POOL, Op.MAX_POOL);
         assertEquals(EnumSet.allOf(Op.class), covered);
     }
 }

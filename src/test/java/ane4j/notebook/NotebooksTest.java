@@ -51,7 +51,7 @@ class NotebooksTest {
         System.out.println(r.out());
         assertEquals(0, r.exit(), r.out());
         assertTrue(r.out().contains("all notebooks passed"), r.out());
-        for (String nb : List.of("01-mil-graphs", "02-train-tiny", "04-benchmarks", "05-fine-tune", "06-worker-restarts")) {
+        for (String nb : List.of("01-mil-graphs", "02-train-tiny", "04-benchmarks", "05-fine-tune", "06-worker-restarts", "07-your-own-graph")) {
             assertTrue(r.out().lines().anyMatch(l -> l.startsWith("ok   " + nb + ".ipynb") && !l.contains(" 0 expectations")), nb + " ran and its expectations held:\n" + r.out());
         }
         assertTrue(r.out().contains("03-stories110m.ipynb"), "03 is run or skipped with a reason:\n" + r.out());

@@ -96,10 +96,12 @@ interface Elementwise extends OpContext {
      */
     default void unary(Op op, Value out) {
         T x = in("x");
-        float eps = op == Op.RSQRT ? lit("epsilon").floatValue() : 0f;
+        float eps = op == Op.RSQRT || op == Op.LOG ? lit("epsilon").floatValue() : 0f;
+        String mode = op == Op.GELU ? lit("mode").stringValue() : "";
         T o = newOut(out.shape(), out.dtype());
         Iter it = Iter.of(o.shape, o, x);
-        if (it.inner[0] == 1 && it.inner[1] == 1) {
+        boolean chunked = op != Op.LOG && op != Op.ERF && op != Op.GELU;
+        if (chunked && it.inner[0] == 1 && it.inner[1] == 1) {
             boolean round = rounds(out.dtype());
             add(() -> {
                 MemorySegment os = o.st.seg, xs = x.st.seg;
@@ -123,12 +125,75 @@ interface Elementwise extends OpContext {
                         case SILU -> (float) (v / (1.0 + Math.exp(-v)));
                         case RELU -> v > 0 ? v : 0f;
                         case TANH -> (float) Math.tanh(v);
+                        case LOG -> (float) Math.log((double) v + eps);
+                        case ERF -> (float) erf(v);
+                        case GELU -> (float) gelu(v, mode);
                         default -> throw new AssertionError(op);
                     };
                     os.setAtIndex(F, oo + i * oi, r);
                 }
             });
         }, o);
+        def(out, o);
+    }
+
+    /**
+     * gelu: EXACT x·Φ(x) = ½x(1 + erf(x/√2)); TANH_APPROXIMATION ½x(1 + tanh(√(2/π)(x + 0.044715x³))) (PyTorch's
+     * approximate='tanh'); SIGMOID_APPROXIMATION x·σ(1.702x) (coremltools' iOS15 gelu).
+     */
+    static double gelu(double x, String mode) {
+        return switch (mode) {
+            case "TANH_APPROXIMATION" -> 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));
+            case "SIGMOID_APPROXIMATION" -> x / (1 + Math.exp(-1.702 * x));
+            default -> 0.5 * x * (1 + erf(x / Math.sqrt(2)));
+        };
+    }
+
+    /**
+     * erf(x) in double: the Maclaurin series 2/√π Σ (−1)ⁿ x²ⁿ⁺¹ / (n!(2n+1)) below |x| = 2.5 (terms up to e^6.25 ≈ 520,
+     * so about 13 exact digits are left), else 1 − erfc(x) with erfc's continued fraction
+     * e^(−x²)/√π · 1/(x + ½/(x + 1/(x + (3/2)/(x + …)))) summed backwards from 80 terms (Abramowitz–Stegun 7.1.14).
+     */
+    static double erf(double x) {
+        double ax = Math.abs(x);
+        if (ax < 2.5) {
+            double term = x, sum = x, x2 = x * x;
+            for (int n = 1; n < 100 && Math.abs(term) > 1e-17 * Math.abs(sum); n++) {
+                term *= -x2 / n;
+                sum += term / (2 * n + 1);
+            }
+            return 2 / Math.sqrt(Math.PI) * sum;
+        }
+        double t = ax;
+        for (int k = 80; k >= 1; k--) t = ax + (k / 2.0) / t;
+        double erfc = Math.exp(-ax * ax) / (Math.sqrt(Math.PI) * t);
+        return Math.copySign(1 - erfc, x);
+    }
+
+    /** The comparisons (bool results, 1 or 0): equal, not_equal, greater, greater_equal, less, less_equal (broadcast). */
+    default void compare(Op op, Value out) {
+        T x = in("x"), y = in("y");
+        T o = newOut(out.shape(), out.dtype());
+        Iter it = Iter.of(o.shape, o, x, y);
+        add(() -> {
+            MemorySegment os = o.st.seg, xs = x.st.seg, ys = y.st.seg;
+            long oi = it.inner[0], xi = it.inner[1], yi = it.inner[2];
+            it.runParallel((f, n) -> {
+                for (int i = 0; i < n; i++) {
+                    float a = xs.getAtIndex(F, f[1] + i * xi), b = ys.getAtIndex(F, f[2] + i * yi);
+                    boolean r = switch (op) {
+                        case EQUAL -> a == b;
+                        case NOT_EQUAL -> a != b;
+                        case GREATER -> a > b;
+                        case GREATER_EQUAL -> a >= b;
+                        case LESS -> a < b;
+                        case LESS_EQUAL -> a <= b;
+                        default -> throw new AssertionError(op);
+                    };
+                    os.setAtIndex(F, f[0] + i * oi, r ? 1f : 0f);
+                }
+            });
+        });
         def(out, o);
     }
 

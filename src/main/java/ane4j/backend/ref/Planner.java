@@ -36,7 +36,7 @@ import java.util.Map;
  * ±inf, subnormals kept) after the op that makes it, unless fp32 storage is selected. Integer and bool values are held
  * as exact floats (int32 exact up to 2^24).
  */
-final class Planner implements Views, Elementwise, Reductions, MatmulConv, Attention, Quantization, Gather {
+final class Planner implements Views, Elementwise, Reductions, MatmulConv, Attention, Quantization, Gather, Layers {
     private static final System.Logger LOG = System.getLogger("ane4j.backend.ref");
 
     private final Function fn;
@@ -418,6 +418,11 @@ final class Planner implements Views, Elementwise, Reductions, MatmulConv, Atten
             case SCALED_DOT_PRODUCT_ATTENTION -> sdpa(out);
             case LAYER_NORM -> layerNorm(out);
             case GATHER -> gather(out);
+            case LOG, ERF, GELU -> unary(o.op(), out);
+            case EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL -> compare(o.op(), out);
+            case TILE -> tile(out);
+            case LINEAR -> linear(out);
+            case AVG_POOL, MAX_POOL -> pool(o.op(), out);
         }
     }
 

@@ -1,0 +1,232 @@
+package ane4j.train;
+
+import ane4j.backend.Backend;
+import ane4j.backend.Kernel;
+import ane4j.backend.TensorBuffer;
+import ane4j.backend.TensorSpec;
+import ane4j.blas.Blas;
+import ane4j.blas.Layout;
+import ane4j.blas.Transpose;
+import ane4j.mil.Program;
+import ane4j.mil.TensorType;
+import ane4j.mil.Value;
+import ane4j.mil.grad.Grad;
+import ane4j.model.ParameterView;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One training step of any MIL graph, the ANE's way (issue 31): the graph is differentiated once ({@link Grad#split}),
+ * its forward and its backward are compiled once each on the backend, and every step runs forward → backward on the
+ * backend while the weight gradients of matmul/linear are formed on the CPU by sgemm from the saved activations and the
+ * upstream gradients the backward returns (as the hand-written kernels do; {@code cpuWeights=false} keeps them in MIL).
+ * Parameters are ordinary inputs of both programs (no weight files), refreshed from the flat parameter array each step.
+ *
+ * <p>Parameters live in one flat float array laid out by {@link #views()} (rank 1 or 2; a conv weight [O, I, K…] is
+ * the matrix [O, I·ΠK]), so {@link AdamW}, clipping and checkpoints work on it as on the preset models.
+ */
+public final class GraphStep implements AutoCloseable {
+    private final Grad.Split split;
+    private final Kernel forward, backward;
+    private final List<ParameterView> views = new ArrayList<>();
+    private final Map<String, TensorType> paramTypes = new LinkedHashMap<>();
+    private final Map<String, TensorBuffer> paramBuffers = new HashMap<>();
+    private final Map<String, TensorBuffer> lookupBuffers = new HashMap<>();
+    private final String loss;
+    private final int size;
+
+    /**
+     * @param graph  the forward: one function whose inputs are the data and the parameters, one of whose outputs is the loss
+     * @param params the inputs to train (float inputs of the graph), in the order of the flat layout
+     */
+    public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights) {
+        this.loss = loss;
+        // embedding lookups (gather of a parameter by data indices) run on the CPU: the ANE refuses gathers with run-time
+        // indices (chip rule runtime-gather); their outputs become inputs of the programs and their gradients come back
+        Program g = cpuLookups(graph, params);
+        List<String> wrt = new ArrayList<>();
+        // a parameter read only by lookups is no input of the programs any more; any other name goes to Grad (which refuses unknown ones)
+        for (String p : params)
+            if (g.main().inputs().stream().anyMatch(v -> v.name().equals(p)) || lookups.stream().noneMatch(l -> l.param().equals(p))) wrt.add(p);
+        for (Lookup l : lookups) wrt.add(l.output());
+        this.split = Grad.split(g, null, loss, wrt, cpuWeights);
+        int offset = 0;
+        for (String p : params) {
+            Value in = graph.main().input(p);
+            int[] s = in.shape();
+            int rows = s[0], cols = (int) (in.type().count() / rows);
+            ParameterView v = new ParameterView(p, offset, s.length == 1 ? new int[] {rows} : new int[] {rows, cols}, s.length > 1);
+            views.add(v);
+            paramTypes.put(p, in.type());
+            paramBuffers.put(p, TensorBuffer.allocate(in.type()));
+            offset += v.size();
+        }
+        this.size = offset;
+        Kernel f = backend.compile(split.forward(), "forward");
+        try {
+            this.backward = backend.compile(split.backward(), "backward");
+        } catch (RuntimeException e) {
+            f.close();
+            throw e;
+        }
+        this.forward = f;
+    }
+
+    /** An embedding lookup done on the CPU: output[j, :] = param[indices[j], :]. */
+    record Lookup(String param, String indices, String output, TensorType type) {}
+
+    private final List<Lookup> lookups = new ArrayList<>();
+
+    /** The graph with each gather(param, data indices, axis 0) replaced by an input of the same name (see the constructor). */
+    private Program cpuLookups(Program graph, List<String> params) {
+        ane4j.mil.Function f = graph.main();
+        List<ane4j.mil.Operation> ops = new ArrayList<>();
+        List<Value> inputs = new ArrayList<>(f.inputs());
+        java.util.Set<String> inputNames = new java.util.HashSet<>();
+        for (Value v : f.inputs()) inputNames.add(v.name());
+        for (ane4j.mil.Operation o : f.operations()) {
+            if (o.op() == ane4j.mil.Op.GATHER && o.value("x") != null && params.contains(o.value("x").name()) && o.value("indices") != null
+                    && inputNames.contains(o.value("indices").name()) && !params.contains(o.value("indices").name())
+                    && o.literal("axis").intValue() == 0 && o.literal("batch_dims").intValue() == 0 && o.value("x").rank() == 2) {
+                lookups.add(new Lookup(o.value("x").name(), o.value("indices").name(), o.output().name(), o.output().type()));
+                inputs.add(o.output());
+            } else ops.add(o);
+        }
+        if (lookups.isEmpty()) return graph;
+        // a parameter read only by lookups is no longer an input of the programs
+        java.util.Set<String> used = new java.util.HashSet<>();
+        for (ane4j.mil.Operation o : ops) for (var a : o.inputs().values()) {
+            if (a instanceof ane4j.mil.Arg.Ref r) used.add(r.value().name());
+            if (a instanceof ane4j.mil.Arg.Tuple t) for (Value v : t.values()) used.add(v.name());
+        }
+        for (Value v : f.outputs()) used.add(v.name());
+        inputs.removeIf(v -> lookups.stream().anyMatch(l -> l.param().equals(v.name()) || l.indices().equals(v.name())) && !used.contains(v.name()));
+        return new Program(Map.of(f.name(), new ane4j.mil.Function(f.name(), inputs, ops, f.outputs())), graph.weights());
+    }
+
+    public List<ParameterView> views() { return Collections.unmodifiableList(views); }
+
+    /** Number of parameter floats. */
+    public int size() { return size; }
+
+    public Grad.Split split() { return split; }
+
+    /** The data inputs the forward takes (its inputs that are not parameters). */
+    public List<TensorSpec> dataInputs() {
+        return forward.inputs().stream().filter(s -> !paramTypes.containsKey(s.name())).toList();
+    }
+
+    /** The forward alone (loss and saved activations) on one batch, e.g. for validation. */
+    public Map<String, TensorBuffer> forward(float[] params, Map<String, TensorBuffer> data) {
+        return forward.evaluate(inputs(params, data));
+    }
+
+    /** Loss of one batch (its mean when the loss has several elements). */
+    public float loss(float[] params, Map<String, TensorBuffer> data) { return mean(forward(params, data).get(loss)); }
+
+    /**
+     * Forward and backward on one batch: adds d loss / d params into {@code grads} (flat layout) and returns the loss
+     * (a loss of several elements is differentiated as their sum, and its mean returned).
+     */
+    public float forwardBackward(float[] params, float[] grads, Map<String, TensorBuffer> data) {
+        Map<String, TensorBuffer> in = inputs(params, data);
+        Map<String, TensorBuffer> fo = forward.evaluate(in);
+        Map<String, TensorBuffer> bin = new LinkedHashMap<>();
+        for (TensorSpec s : backward.inputs()) {
+            TensorBuffer b = s.name().equals("d_" + loss) ? ones(s.type()) : fo.containsKey(s.name()) ? fo.get(s.name()) : in.get(s.name());
+            if (b == null) throw new IllegalStateException("[graph] no value for backward input " + s.name());
+            bin.put(s.name(), b);
+        }
+        Map<String, TensorBuffer> bo = backward.evaluate(bin);
+        Map<String, ParameterView> byName = new HashMap<>();
+        for (ParameterView v : views) byName.put(v.name(), v);
+        // gradients formed in MIL (the lookups' outputs: scattered back into their parameter's rows)
+        for (String p : split.milGrads()) {
+            Lookup l = lookups.stream().filter(x -> x.output().equals(p)).findFirst().orElse(null);
+            if (l != null) {
+                ParameterView v = byName.get(l.param());
+                TensorBuffer idx = data.get(l.indices());
+                float[] d = bo.get("d_" + p).toFloatArray();
+                int cols = v.cols();
+                for (int j = 0; j < idx.count(); j++) {
+                    int base = v.offset() + (int) idx.get(j) * cols;
+                    for (int i = 0; i < cols; i++) grads[base + i] += d[j * cols + i];
+                }
+                continue;
+            }
+            ParameterView v = byName.get(p);
+            float[] d = bo.get("d_" + p).toFloatArray();
+            for (int i = 0; i < d.length; i++) grads[v.offset() + i] += d[i];
+        }
+        // weight gradients of matmul/linear on the CPU: dW += gᵀ·x (transposed) or xᵀ·g, over the flattened rows R
+        for (Grad.CpuGrad c : split.cpuGrads()) {
+            ParameterView v = byName.get(c.param());
+            TensorBuffer gb = bo.get(c.upstream()), xb = fo.containsKey(c.activation()) ? fo.get(c.activation()) : in.get(c.activation());
+            int n = gb.type().dim(-1), k = xb.type().dim(-1), r = (int) (gb.count() / n);
+            float[] g = gb.toFloatArray(), x = xb.toFloatArray();
+            if (c.transposed()) Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, n, k, r, 1f, g, 0, n, x, 0, k, 1f, grads, v.offset(), k);
+            else Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, k, n, r, 1f, x, 0, k, g, 0, n, 1f, grads, v.offset(), n);
+        }
+        return mean(fo.get(loss));
+    }
+
+    private Map<String, TensorBuffer> inputs(float[] params, Map<String, TensorBuffer> data) {
+        if (params.length != size) throw new IllegalArgumentException("[graph] " + params.length + " parameters given, the graph has " + size);
+        Map<String, TensorBuffer> in = new LinkedHashMap<>();
+        for (Lookup l : lookups) {
+            // output[j, :] = param[indices[j], :]
+            ParameterView v = view(l.param());
+            TensorBuffer idx = data.get(l.indices()), out = lookupBuffers.computeIfAbsent(l.output(), n -> TensorBuffer.allocate(l.type()));
+            if (idx == null) throw new IllegalArgumentException("[graph] no data for input '" + l.indices() + "'; give every non-parameter input of the graph");
+            int cols = v.cols();
+            for (int j = 0; j < idx.count(); j++) {
+                int row = (int) idx.get(j);
+                if (row < 0 || row >= v.rows()) throw new IllegalArgumentException("[graph] index " + row + " of '" + l.indices() + "' is outside 0.." + (v.rows() - 1) + " of " + l.param());
+                out.copyFrom(params, v.offset() + row * cols, (long) j * cols, cols);
+            }
+            in.put(l.output(), out);
+        }
+        for (TensorSpec s : forward.inputs()) {
+            if (in.containsKey(s.name())) continue;
+            if (paramTypes.containsKey(s.name())) {
+                ParameterView v = views.stream().filter(w -> w.name().equals(s.name())).findFirst().orElseThrow();
+                TensorBuffer b = paramBuffers.get(s.name());
+                b.copyFrom(params, v.offset(), 0, v.size());
+                in.put(s.name(), b);
+            } else {
+                TensorBuffer b = data.get(s.name());
+                if (b == null) throw new IllegalArgumentException("[graph] no data for input '" + s.name() + "' " + s.type() + "; give every non-parameter input of the graph");
+                in.put(s.name(), b);
+            }
+        }
+        return in;
+    }
+
+    private ParameterView view(String name) {
+        for (ParameterView v : views) if (v.name().equals(name)) return v;
+        throw new IllegalStateException(name);
+    }
+
+    private static TensorBuffer ones(TensorType t) {
+        TensorBuffer b = TensorBuffer.allocate(t);
+        b.fill(1f);
+        return b;
+    }
+
+    private static float mean(TensorBuffer b) {
+        double s = 0;
+        for (long i = 0; i < b.count(); i++) s += b.get(i);
+        return (float) (s / b.count());
+    }
+
+    @Override
+    public void close() {
+        forward.close();
+        backward.close();
+    }
+}

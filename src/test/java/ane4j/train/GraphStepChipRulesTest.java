@@ -1,0 +1,37 @@
+package ane4j.train;
+
+import ane4j.backend.ref.RefBackend;
+import ane4j.chip.Chip;
+import ane4j.chip.ChipRules;
+import ane4j.chip.Violation;
+import ane4j.mil.DType;
+import ane4j.mil.MilWriter;
+import ane4j.mil.Program;
+import ane4j.model.LlamaGraph;
+import ane4j.model.ModelConfig;
+import ane4j.model.ParameterLayout;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The programs of the generic training split obey the chip rules (what `ane4j mil check --chip` checks): stories15m
+ * built with the fluent API, fp16, split by {@link GraphStep}: no error on M4 and M5 (warnings remain: 64-byte last
+ * axes, contraction of 48 in attention, small surfaces). Not yet run on Apple hardware.
+ */
+class GraphStepChipRulesTest {
+    @Test
+    void stories15mSplitHasNoChipRuleErrorsOnM4AndM5() {
+        ModelConfig c = ModelConfig.parse("stories15m");
+        List<String> names = new ParameterLayout(c).views().stream().map(v -> LlamaGraph.inputName(v.name())).toList();
+        try (GraphStep step = new GraphStep(LlamaGraph.build(c, DType.FP16, 512f), "loss", names, new RefBackend(RefBackend.Options.ANE_LIKE), true)) {
+            for (Program p : List.of(step.split().forward(), step.split().backward()))
+                for (String chip : List.of("m4", "m5")) {
+                    List<Violation> errors = ChipRules.errors(ChipRules.check(MilWriter.write(p, ane4j.mil.Dialect.IOS18), p, Chip.parse(chip)));
+                    assertEquals(List.of(), errors.stream().map(Violation::format).toList(), p.main().name() + " on " + chip);
+                }
+        }
+    }
+}
