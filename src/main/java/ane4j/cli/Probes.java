@@ -68,7 +68,7 @@ public final class Probes {
         l.add(Probe.rung("attention-mask", attention(C, HEADS, S), 1f));
         l.add(Probe.rung("a2-conv-chain", AcceptancePrograms.a2PeakConvChain(C, S, 4), 1f));
         l.addAll(assumptionProbes());
-        for (TrainingKernels.Spec k : new TrainingKernels(model).all()) l.add(Probe.rung("train/" + k.name(), k.program(), TRAIN_SCALE));
+        for (TrainingKernels.Spec k : new TrainingKernels(model).all()) l.add(trainRung(k));
         return l;
     }
 
@@ -209,6 +209,19 @@ public final class Probes {
         TensorBuffer b = TensorBuffer.allocate(x.type());
         for (int ch = 0; ch < c; ch++) for (int col = 0; col < w; col++) b.set((long) ch * w + col, col < S ? 25f : 50f);
         return Map.of(x.name(), b);
+    }
+
+    /**
+     * A training kernel as a rung: uniform ±{@link #TRAIN_SCALE} activations and weights, with the kernel's constants (RoPE
+     * tables, rotation, mask, head pads) written into their input regions as training writes them.
+     */
+    static Probe trainRung(TrainingKernels.Spec k) {
+        Inputs in = specs -> {
+            Map<String, TensorBuffer> m = uniformInputs(specs, ("train/" + k.name()).hashCode(), TRAIN_SCALE);
+            k.writeConstants(m.get(TrainingKernels.INPUT));
+            return m;
+        };
+        return new Probe("train/" + k.name(), Kind.RUNG, k.program(), k.program(), in, TRAIN_SCALE, null, null);
     }
 
     /** Uniform ±scale inputs, one seed per input. */

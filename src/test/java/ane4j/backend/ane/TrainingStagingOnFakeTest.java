@@ -41,7 +41,9 @@ class TrainingStagingOnFakeTest extends FakeRuntimeFixture {
         for (TrainingKernels.Spec k : new TrainingKernels(c).all()) {
             PackedLayout in = k.input();
             boolean packedColumns = in.width() > c.seqLen();
+            var constants = k.constants().stream().map(TrainingKernels.Constant::segment).toList();
             for (var seg : in.segments().entrySet()) {
+                if (constants.contains(seg.getKey())) continue;   // RoPE tables, mask, pads: written once per input set, never per step
                 // column layouts: channels × segment columns; channel layouts (the weight-free kernels): segment channels × S
                 long elements = packedColumns ? (long) in.channels() * seg.getValue().size() : (long) seg.getValue().size() * in.width();
                 if (packedColumns && WEIGHT_SEGMENTS.contains(seg.getKey())) w += elements * 2;
