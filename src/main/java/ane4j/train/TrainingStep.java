@@ -188,7 +188,13 @@ public final class TrainingStep implements AutoCloseable {
             // static mode compiles its own weight-bearing kernels at every stageWeights
             if (!staticWeights || java.util.Arrays.asList(WEIGHTED).indexOf(k.name()) < 0) {
                 SetupProgress.reportCompiling(++compiling, toCompile, k.name());
-                Kernel compiled = backend.compile(k.program());
+                Kernel compiled;
+                try {
+                    compiled = backend.compile(k.program());
+                } catch (ane4j.backend.AneException e) {
+                    if (!e.isBundleCheck()) throw e;
+                    throw e.withMessage("[train] kernel " + k.name() + ": " + e.getMessage());   // which kernel, in the one line
+                }
                 kernels.put(k.name(), compiled);
                 compiles++;
                 outputs.put(k.name(), compiled.allocateDirectOutput(TrainingKernels.OUTPUT));   // the ANE: its output surface; ref: floats

@@ -161,11 +161,44 @@ public final class AneBackend extends CountingBackend {
         return MilWriter.write(new Program(Map.of("main", main), program.weights()), dialect.mil());
     }
 
+    private volatile boolean packWeights = true;
+
+    /**
+     * Whether a program with several weight files is packed into one {@code weight.bin} before it reaches the compiler on
+     * macOS ≥ 27 (default true: {@link MacOs#oneWeightFile}). {@code doctor}'s two-file probe turns it off to see what
+     * this Mac's compiler does with two files.
+     */
+    public AneBackend packWeights(boolean on) {
+        packWeights = on;
+        return this;
+    }
+
+    /** The file packed weights go into (one per program, as Core ML's weight.bin). */
+    public static final String PACKED_WEIGHT_FILE = "weight.bin";
+
+    /**
+     * The program as it goes to this Mac's compiler: on macOS ≥ 27 (one weight file per program, docs/macos27-ane.md C2)
+     * its weight files packed into one, and refused before compiling where no layout is known to work: M1 misreads the
+     * blobs after the first of a packed file (chip rule packed-blob, maderix's benchmark report), so on M1 under 27 neither
+     * several files nor one packed file works. Not yet run on Apple hardware.
+     */
+    Program forThisMac(Program program, String functionName, MacOs os, java.util.Optional<ane4j.chip.Chip> chip) {
+        int files = program.weights().files().size();
+        if (!packWeights || !os.oneWeightFile() || files <= 1) return program;
+        if (chip.isPresent() && chip.get() == ane4j.chip.Chip.M1)
+            throw new BackendException("[ane] " + functionName + ": macOS " + os.version() + " compiles a program only with at most 1 weight file "
+                    + "(Code=10 verifyBundleAtPath) and M1 misreads the blobs after the first of a packed file (chip rule packed-blob); "
+                    + "no weight layout is known to work for this program's " + files + " files: pass its constants as inputs");
+        return program.packedWeights(PACKED_WEIGHT_FILE);
+    }
+
     @Override
     protected Kernel doCompile(Program program, String functionName) {
         requireAvailable();
         Function f = program.function(functionName);
         chipRules(program, functionName);
+        MacOs os = MacOs.current();
+        program = forThisMac(program, functionName, os, chipRulesChecked ? chipFamily() : java.util.Optional.empty());
         List<TensorSpec> ins = specs(f.inputs(), "input"), outs = specs(f.outputs(), "output");
         MilDialect settled = dialect;
         if (settled != null) return compileIn(settled, program, functionName, f, ins, outs);
@@ -176,7 +209,7 @@ public final class AneBackend extends CountingBackend {
         try {
             k = compileIn(first, program, functionName, f, ins, outs);
         } catch (AneException e) {
-            if (fallback.isEmpty() || e instanceof FrameworkException) throw e;
+            if (fallback.isEmpty() || e instanceof FrameworkException || e.isBundleCheck()) throw e;
             MilDialect second = fallback.get();
             try {
                 k = compileIn(second, program, functionName, f, ins, outs);
@@ -202,14 +235,24 @@ public final class AneBackend extends CountingBackend {
 
     private AneKernel compileIn(MilDialect d, Program program, String functionName, Function f, List<TensorSpec> ins, List<TensorSpec> outs) {
         String mil = milText(program, functionName, d);
-        AneProgram p = AneProgram.compile(mil, program.weights().encoded(), surfaces(ins), surfaces(outs), leakWatch,
-                this::chargeCompile, options.usesDaemonCache());
+        AneProgram p;
+        boolean rows64 = MacOs.current().rowsAt64Bytes() && rowStrides;
+        try {
+            p = AneProgram.compile(mil, program.weights().encoded(), surfaces(ins, rows64), surfaces(outs, rows64), leakWatch,
+                    this::chargeCompile, options.usesDaemonCache());
+        } catch (AneException e) {
+            if (!e.isBundleCheck()) throw e;
+            int files = program.weights().files().size();
+            throw e.withMessage("[ane] " + f.name() + " (" + files + " weight file" + (files == 1 ? "" : "s") + "): the compiler's bundle hash check "
+                    + "refused it (Code=" + e.code() + " verifyBundleAtPath" + (files > 1 ? "; macOS 27 compiles at most 1 weight file per program" : "")
+                    + "; not the compiler leak, a restart will not help; see docs/current-macs.md): " + e.getMessage());
+        }
         switch (p.origin()) {
             case DAEMON_CACHE -> daemonCacheLoads.incrementAndGet();
             case SHARED -> sharedLoads.incrementAndGet();
             case COMPILED -> { }
         }
-        return new AneKernel(f.name(), ins, outs, p, mil, d);
+        return new AneKernel(f.name(), ins, outs, p, mil, d, rows64);
     }
 
     /** Kernels loaded from the aned daemon's cache without a compile (not counted in {@link #compileCount()}). */
@@ -232,10 +275,15 @@ public final class AneBackend extends CountingBackend {
      * fail it with "ANECCompile() FAILED"; an unknown chip is not checked. Same message as the reference backend's
      * {@code -Dane4j.ref.chip} emulation.
      */
-    private void chipRules(Program program, String functionName) {
-        if (!chipRulesChecked) return;
+    private java.util.Optional<ane4j.chip.Chip> chipFamily() {
         var chip = chipFamily;
         if (chip == null) chipFamily = chip = ane4j.chip.Chip.fromSubType(aneSubType());
+        return chip;
+    }
+
+    private void chipRules(Program program, String functionName) {
+        if (!chipRulesChecked) return;
+        var chip = chipFamily();
         try {
             chip.ifPresent(c -> ane4j.chip.ChipRules.requireCompatible(program, functionName, c));
         } catch (ane4j.chip.ChipRuleException e) {
@@ -259,9 +307,23 @@ public final class AneBackend extends CountingBackend {
         return out;
     }
 
-    /** Dense bytes of each tensor, as {@code [1,C,H,W]} with C·H·W·element size (ane-facts.md §3). */
-    private static List<SurfaceSpec> surfaces(List<TensorSpec> specs) {
-        return specs.stream().map(s -> new SurfaceSpec(s.name(), s.type().byteSize())).toList();
+    /**
+     * Bytes of each tensor, as {@code [1,C,H,W]} with C·H·W·element size (ane-facts.md §3); on macOS ≥ 27 each row padded
+     * to 64 bytes ({@link AneKernel#rowStride}, docs/macos27-ane.md C7).
+     */
+    private static List<SurfaceSpec> surfaces(List<TensorSpec> specs, boolean rows64) {
+        return specs.stream().map(s -> new SurfaceSpec(s.name(), AneKernel.surfaceBytes(s, rows64))).toList();
+    }
+
+    private volatile boolean rowStrides = true;
+
+    /**
+     * Whether I/O rows get macOS 27's 64-byte stride there (default true). {@code doctor}'s 32-byte-row probe turns it off to
+     * see whether this Mac misreads a packed short row.
+     */
+    public AneBackend rowStrides(boolean on) {
+        rowStrides = on;
+        return this;
     }
 
     /** Kept apart so that the ffm classes it names load only when it runs. */
