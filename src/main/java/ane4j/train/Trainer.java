@@ -232,14 +232,49 @@ public final class Trainer implements AutoCloseable {
         try {
             RunRecord record = RunRecord.read(o.runDir());
             String started = startOrResume(log, record);
-            this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
+            Backend used = backend;
+            TrainingStep built;
+            try {
+                built = newStep(backend);
+            } catch (ane4j.backend.BackendException e) {
+                // automatic on a Mac: the kernels compile before step 1; if one fails the run does not bet on the unproven
+                // path but says so in one line and trains on the reference backend (an explicit --backend ane fails instead)
+                if (!automaticBackend() || !"ane".equals(backend.name()) || e instanceof ane4j.backend.CompileBudgetExceededException) throw e;
+                log.onMessage("[train] the ANE backend could not set up the training kernels (" + firstLine(e.getMessage())
+                        + "); training on the reference backend instead. Run `ane4j doctor` and paste its report into an issue; --backend ane fails instead");
+                used = ane4j.backend.Backends.reference();
+                built = newStep(used);
+            }
+            this.step = built;
+            this.backendName = used.name();
             step.stageWeights(params.data());
-            record.write(o, config, runId, backend.name(), chip(backend), nextStep > 0, started, inputs(), placement);
+            record.write(o, config, runId, used.name(), chip(used), nextStep > 0, started, inputs(), placement);
         } catch (RuntimeException | Error e) {
             if (folder != null) folder.close();
             throw e;
         }
     }
+
+    private String backendName;
+
+    private TrainingStep newStep(Backend b) {
+        return new TrainingStep(config, b, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
+    }
+
+    /** No backend was asked for: not in the options, {@code -Dane4j.backend} or {@code ANE4J_BACKEND}. */
+    private boolean automaticBackend() {
+        String p = System.getProperty(ane4j.backend.Backends.PROPERTY), env = System.getenv(ane4j.backend.Backends.ENV);
+        return o.backend() == null && (p == null || p.isBlank()) && (env == null || env.isBlank());
+    }
+
+    private static String firstLine(String s) {
+        if (s == null) return "no message";
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl);
+    }
+
+    /** The backend the steps run on: the one given, or the reference backend after an automatic fallback. */
+    public String backendName() { return backendName; }
 
     /** The chip the backend runs on (the ANE's family and subtype) or emulates (the reference backend's -Dane4j.ref.chip). */
     private static String chip(Backend backend) {

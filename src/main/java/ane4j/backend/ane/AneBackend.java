@@ -1,5 +1,6 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.MacOs;
 import ane4j.backend.FrameworkException;
 import ane4j.backend.AneException;
 import ane4j.backend.BackendException;

@@ -1,5 +1,6 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.MacOs;
 import ane4j.backend.ane.ffm.FakeObjc;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

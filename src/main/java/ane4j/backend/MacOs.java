@@ -1,4 +1,4 @@
-package ane4j.backend.ane;
+package ane4j.backend;
 
 import java.util.Locale;
 
