@@ -158,6 +158,9 @@ final class TrainCommand {
                 return signals.exitCode();
             }
             if (h.isEmpty()) return 0;
+            long skippedUpdates = h.stream().filter(Trainer.StepMetrics::skipped).count();
+            if (skippedUpdates > 0)
+                out.printf("skipped updates: %d of %d steps (a non-finite gradient; the loss scale halves each time)%n", skippedUpdates, h.size());
             // the weights are read once: in process the trainer's own, from a worker its newest readable checkpoint
             // (a second read only to check it would hold another 2.4 GB of qwen3-0.6b beside the trainer's 11 GB)
             Path checkpoints = o.runDir().resolve("checkpoints");

@@ -224,7 +224,8 @@ public final class Trainer implements AutoCloseable {
         this.adamw = new AdamW(0.9f, 0.95f, 1e-8f, o.weightDecay());
         this.schedule = new LrSchedule(o.lr(), 0.1f * o.lr(), o.warmup(), o.steps());
         float initialScale = o.lossScale() > 0 ? o.lossScale() : LossScaler.DEFAULT_SCALE;
-        this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale);
+        // capped below the chip's fp16 cliffs (LossScaler.capFor); off the ANE, or before the chip is known, fp16's 65536
+        this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale, LossScaler.capFor(chipFamily(backend)));
         this.runId = Integer.toHexString((o.describe() + config.toFileText()).hashCode());
         // the run folder: nothing in it is touched before this process holds its lock
         this.folder = lockRunDir ? RunFolder.lock(o.runDir()) : null;
@@ -256,6 +257,20 @@ public final class Trainer implements AutoCloseable {
     }
 
     private String backendName;
+
+    /** The chip family whose cliffs cap the loss scale: the ANE's, or the one the reference backend emulates; null otherwise. */
+    private static ane4j.chip.Chip chipFamily(Backend backend) {
+        try {
+            if ("ane".equals(backend.name()) && backend instanceof ane4j.backend.ane.AneBackend ane) return ane4j.chip.Chip.fromSubType(ane.aneSubType()).orElse(null);
+            if (backend instanceof ane4j.backend.ref.RefBackend ref && ref.options().chip() != null) return ref.options().chip();
+        } catch (RuntimeException e) {
+            return null;
+        }
+        return null;
+    }
+
+    /** Updates skipped for a non-finite gradient in this process (also the "skipped" flag of each step's metrics). */
+    public long skippedUpdates() { return scaler.skippedUpdates(); }
 
     private TrainingStep newStep(Backend b) {
         return new TrainingStep(config, b, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
