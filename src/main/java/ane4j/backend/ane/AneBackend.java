@@ -240,7 +240,7 @@ public final class AneBackend extends CountingBackend {
         boolean rows64 = MacOs.current().rowsAt64Bytes() && rowStrides;
         try {
             p = AneProgram.compile(mil, program.weights().encoded(), surfaces(ins, rows64), surfaces(outs, rows64), leakWatch,
-                    this::chargeCompile, options.usesDaemonCache());
+                    this::chargeCompile, options.usesDaemonCache(), exactSurfaces);
         } catch (AneException e) {
             if (!e.isBundleCheck()) throw e;
             int files = program.weights().files().size();
@@ -316,7 +316,16 @@ public final class AneBackend extends CountingBackend {
         return specs.stream().map(s -> new SurfaceSpec(s.name(), AneKernel.surfaceBytes(s, rows64))).toList();
     }
 
-    private volatile boolean rowStrides = true;
+    private volatile boolean rowStrides = true, exactSurfaces;
+
+    /**
+     * Whether surfaces are allocated at their tensors' own sizes (rounded to 128 bytes) instead of one common size of at
+     * least 48 KB (default false). Only {@code doctor}'s surface probes turn it on, to observe the size rules they test.
+     */
+    public AneBackend exactSurfaces(boolean on) {
+        exactSurfaces = on;
+        return this;
+    }
 
     /**
      * Whether I/O rows get macOS 27's 64-byte stride there (default true). {@code doctor}'s 32-byte-row probe turns it off to
