@@ -28,7 +28,8 @@ import java.util.Map;
  * {@link ane4j.backend.CompileBudgetExceededException}, because that is how Apple's compiler leak fails.
  *
  * <p>MIL dialect: ios18 first on every chip; on M1/M2 (where the evidence conflicts, ane-audit F7) ios16 after a failed
- * compile; the one that compiled is kept for the session ({@link #dialectChoice()}, {@link AneKernel#dialect()}).
+ * compile, per program (ane-audit-2 R1): the one that compiled last is tried first, the other after a failure, and each
+ * kernel records its own ({@link #dialectChoice()}, {@link AneKernel#dialect()}).
  *
  * <p>Knobs: {@code -Dane4j.milDialect=1.0|1.3} forces one dialect;
  * {@code -Dane4j.ane.daemonCache=false} compiles even what the daemon has (to measure compiles). On anything but macOS
@@ -89,6 +90,7 @@ public final class AneBackend extends CountingBackend {
         this.leakWatch = new CompileBudget(Integer.MAX_VALUE, options.leakSuspectAfter());
         MilDialect forced = options.dialect() != null ? options.dialect() : MilDialect.forced();
         this.dialect = forced;
+        this.forced = forced != null;
         if (forced != null) dialectReason = options.dialect() != null ? "set by AneBackend.Options" : "forced by -D" + MilDialect.PROPERTY;
     }
 
@@ -122,7 +124,7 @@ public final class AneBackend extends CountingBackend {
 
     /**
      * Which dialect this session compiles in and why, one line for {@code doctor}: e.g. {@code "1.3/ios18: compiled
-     * on M1 (h13g), kept for the session"}, {@code "1.0/ios16: ios18 failed to compile on M1 (h13g): …"},
+     * on M1 (h13g), tried first from now on, …"}, {@code "1.0/ios16: ios18 failed to compile on M1 (h13g): …"},
      * {@code "1.3/ios18: forced by -Dane4j.milDialect"}, {@code "1.3/ios18: not settled yet (on M1/M2 ios16 is tried if
      * ios18 fails)"}.
      */
@@ -201,11 +203,14 @@ public final class AneBackend extends CountingBackend {
         MacOs os = MacOs.current();
         program = forThisMac(program, functionName, os, chipRulesChecked ? chipFamily() : java.util.Optional.empty());
         List<TensorSpec> ins = specs(f.inputs(), "input"), outs = specs(f.outputs(), "output");
-        MilDialect settled = dialect;
-        if (settled != null) return compileIn(settled, program, functionName, f, ins, outs);
+        if (forced) return compileIn(dialect, program, functionName, f, ins, outs);
+        // per program (ane-audit-2 R1): the dialect that compiled last is tried first; on M1/M2 a failure is retried in
+        // the other one for this program, whatever earlier programs compiled in (maderix's report: ios18 "PARTIAL" on M1;
+        // Espresso #18, M1 Ultra: toy ios18 programs compile, attention layers do not)
         MilDialect first = dialect();
         String chip = chip();
         var fallback = MilDialect.fallbackFor(aneSubType(), first);
+        if (fallback.isEmpty() && first != MilDialect.forSubType(aneSubType())) fallback = java.util.Optional.of(MilDialect.forSubType(aneSubType()));
         AneKernel k;
         try {
             k = compileIn(first, program, functionName, f, ins, outs);
@@ -220,18 +225,22 @@ public final class AneBackend extends CountingBackend {
                         + e.getMessage() + "; " + second.opset() + ": " + e2.getMessage(), e2);
             }
             settle(second, first.opset() + " failed to compile on " + chip + " (" + e.getMessage() + "), "
-                    + second.opset() + " compiled; kept for the session");
+                    + second.opset() + " compiled; tried first from now on, the other still tried per program", true);
             return k;
         }
-        settle(first, fallback.isPresent() ? "compiled on " + chip + ", kept for the session" : "the dialect of " + chip);
+        settle(first, fallback.isPresent() ? "compiled on " + chip + ", tried first from now on, the other still tried per program" : "the dialect of " + chip, false);
         return k;
     }
 
-    private synchronized void settle(MilDialect d, String why) {
-        if (dialect != null) return;
+    private boolean forced;
+
+    /** Records what compiled: the dialect tried first from now on, and why; a change is said once on stderr. */
+    private synchronized void settle(MilDialect d, String why, boolean fellBack) {
+        if (d == dialect && dialectReason != null && !fellBack) return;
+        boolean changed = d != dialect || dialectReason == null;
         dialectReason = why;
         dialect = d;
-        if (why.contains("kept for the session")) System.err.println("[ane] MIL dialect " + d.programVersion() + "/" + d.opset() + ": " + why);
+        if (changed && why.contains("per program")) System.err.println("[ane] MIL dialect " + d.programVersion() + "/" + d.opset() + ": " + why);
     }
 
     private AneKernel compileIn(MilDialect d, Program program, String functionName, Function f, List<TensorSpec> ins, List<TensorSpec> outs) {
