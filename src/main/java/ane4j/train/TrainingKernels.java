@@ -29,6 +29,18 @@ import java.util.List;
  * fails the compile of a program with two or more weight files (Code=10 {@code verifyBundleAtPath}; docs/macos27-ane.md
  * C2), and an input region is a layout that works on every OS and chip. The values are the same fp16/fp32 numbers the
  * constants held, so the kernels compute the same bits (TrainingKernelsConstantsTest).
+ * <p>
+ * Patterns and the hardware-run projects that used them (ane-audit-2.md; none ran here):
+ * <ul>
+ * <li>weights as input columns, sliced and reshaped to [IC, OC], activations transposed into the matmul: maderix
+ *     {@code training/training_dynamic/mil_dynamic.h} (M4, M1 Pro/Max); the constants reuse that slice + reshape;
+ * <li>causal mask as an explicit add before softmax: maderix's SDPA kernels (the ANE ignores SDPA's mask, ane-facts §5.5);
+ * <li>GQA by slicing KV heads on axis 1 and concatenating copies: rustane {@code tile_kv_heads} (M4);
+ * <li>RoPE rotation by reshape/slice/concat: maderix and rustane (M4), where the axis fits; the ±1 permutation matmul
+ *     beyond it: described by rustane PR #9 (M3 Ultra), run by no code we could open ({@link #provenRotation});
+ * <li>head dims padded to a multiple of 32 by an in-graph width concat of zeros (stories15m): no hardware-run kernel
+ *     does this (ane-audit-2 R4, not yet changed); QK-norm as reduce_sum/pow/mul: no hardware-run ANE kernel we could open.
+ * </ul>
  */
 public final class TrainingKernels {
     /**
@@ -218,7 +230,7 @@ public final class TrainingKernels {
         Consts k = new Consts(in, d);
         k.add("ropeCos", RopeTables.cos(c));
         k.add("ropeSin", RopeTables.sin(c));
-        k.add("ropeRotation", rotation());
+        if (!provenRotation()) k.add("ropeRotation", rotation());
         if (hdp != hd) {
             k.add("headPad", new float[nh * s * (hdp - hd)]);
             if (nkv != nh) k.add("headPadKv", new float[nkv * s * (hdp - hd)]);
@@ -245,7 +257,7 @@ public final class TrainingKernels {
             }
             Value cos = constant(f, x, constants, "ropeCos", 1, 1, s, hd);
             Value sin = constant(f, x, constants, "ropeSin", 1, 1, s, hd);
-            Value rotation = constant(f, x, constants, "ropeRotation", 1, 1, hdp, hd);
+            Value rotation = provenRotation() ? null : constant(f, x, constants, "ropeRotation", 1, 1, hdp, hd);
             Value padQ = hdp == hd ? null : constant(f, x, constants, "headPad", 1, nh, s, hdp - hd);
             Value padKv = hdp == hd || nkv == nh ? padQ : constant(f, x, constants, "headPadKv", 1, nkv, s, hdp - hd);
             Value qr = rope(f, qn, padQ, cos, sin, rotation), kr = rope(f, kn, padKv, cos, sin, rotation);
@@ -511,12 +523,41 @@ public final class TrainingKernels {
     }
 
     /**
-     * RoPE on (1,n,S,HD) with cos/sin tables (1,1,S,HD): x·cos + rotate(x)·sin, where rotate(x) = x·P with the constant
-     * ±1 permutation P (HDp,HD) (rustane PR #9, which ran on M3 Ultra: a reshape to (1,n,S·HD/2,2) makes an axis over
-     * the cap, audit F6, and its width-offset slices meet the 4094 clamp on M1–M3). Exact: each output is one ±x term.
+     * The largest S·HD/2 axis the reshape rotation may make: 16384, the axis cap of M1–M3 (ANEForge {@code _targets.py}
+     * {@code max_tensor_dim}; 65536 on M4/M5). The kernels are built for every chip, so the smallest cap applies.
+     */
+    static final int ROTATION_AXIS_CAP = 16384;
+
+    /**
+     * Whether RoPE's rotation is the pattern hardware-run projects used (ane-audit-2 R3): maderix's
+     * {@code training/training_dynamic/mil_dynamic.h} and rustane's {@code crates/engine/src/kernels/sdpa_fwd.rs} (M4,
+     * stories110m) reshape to (1,n,S·HD/2,2), slice the pair and concat (−odd, even) on axis 3. Used where that axis fits
+     * {@link #ROTATION_AXIS_CAP}; beyond it (stories42m: S·HD/2 = 32768) the ±1 permutation matmul, which only rustane PR
+     * #9 describes (M3 Ultra) and no code we could open runs. Half-style RoPE (qwen3) has no pair reshape: its proven-style
+     * form is two half slices and a concat on axis 3 (HD/2 columns, 64-byte aligned for HD ≥ 64).
+     */
+    private boolean provenRotation() { return (long) s * hd / 2 <= ROTATION_AXIS_CAP; }
+
+    /**
+     * RoPE on (1,n,S,HD) with cos/sin tables (1,1,S,HD): x·cos + rotate(x)·sin. rotate(x) is the reshape/slice/concat of
+     * maderix and rustane where the axis fits ({@link #provenRotation}), else x·P with the constant ±1 permutation P
+     * (HDp,HD) (rustane PR #9: a reshape to (1,n,S·HD/2,2) makes an axis over the cap, audit F6). Both exact: each output
+     * is one ±x term, so the two give the same bits.
      */
     private Value rope(FunctionBuilder f, Value x, Value pad, Value cos, Value sin, Value rotation) {
-        Value rotated = f.matmul(padded(f, x, pad), rotation);                          // (1,n,S,HD)
+        int n = x.shape()[1];
+        Value rotated;
+        if (rotation != null) rotated = f.matmul(padded(f, x, pad), rotation);           // (1,n,S,HD)
+        else if (c.ropeStyle() == RopeStyle.INTERLEAVED) {
+            Value pairs = f.reshape(x, 1, n, s * hd / 2, 2);                                // (1,n,S·HD/2,2)
+            Value even = f.sliceBySize(pairs, new int[] {0, 0, 0, 0}, new int[] {1, n, s * hd / 2, 1});
+            Value odd = f.sliceBySize(pairs, new int[] {0, 0, 0, 1}, new int[] {1, n, s * hd / 2, 1});
+            rotated = f.reshape(f.concat(3, f.mul(odd, -1f), even), 1, n, s, hd);          // (−x[2i+1], x[2i])
+        } else {
+            Value lo = f.sliceBySize(x, new int[] {0, 0, 0, 0}, new int[] {1, n, s, hd / 2});
+            Value hi = f.sliceBySize(x, new int[] {0, 0, 0, hd / 2}, new int[] {1, n, s, hd / 2});
+            rotated = f.concat(3, f.mul(hi, -1f), lo);                                      // (−x[i+HD/2], x[i])
+        }
         return f.add(f.mul(x, cos), f.mul(rotated, sin));
     }
 
