@@ -269,6 +269,15 @@ static fobj CLASSES[] = {
 };
 #define NCLASSES (int)(sizeof CLASSES / sizeof CLASSES[0])
 
+/* classes macOS 27 (382.x) added to AppleNeuralEngine (ids 54829607393, 68321577704, 54842279997; docs/macos27-ane.md
+   C1, C5, C9): objc_getClass finds them only under the 27 profile, so doctor's capability fingerprint can be tested */
+static fobj CLASSES_27[] = {
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANEHashEncoding" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANECloneHelper" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANESandboxingHelper" },
+};
+#define NCLASSES_27 (int)(sizeof CLASSES_27 / sizeof CLASSES_27[0])
+
 /* kIOSurface* keys: immortal string objects, exported as `const CFStringRef` data symbols like Apple's */
 static fobj S_WIDTH = { .kind = K_STRING, .immortal = 1, .str = "IOSurfaceWidth" };
 static fobj S_HEIGHT = { .kind = K_STRING, .immortal = 1, .str = "IOSurfaceHeight" };
@@ -294,6 +303,7 @@ static void ensure_registered(void) {
     if (registered) return;
     registered = 1;
     for (int i = 0; i < NCLASSES; i++) register_static(&CLASSES[i]);
+    for (int i = 0; i < NCLASSES_27; i++) register_static(&CLASSES_27[i]);
     fobj *keys[] = { &S_WIDTH, &S_HEIGHT, &S_BPE, &S_BPR, &S_ALLOC, &S_PIXFMT };
     for (int i = 0; i < 6; i++) register_static(keys[i]);
 }
@@ -301,6 +311,8 @@ static void ensure_registered(void) {
 void *objc_getClass(const char *name) {
     ensure_registered();
     for (int i = 0; i < NCLASSES; i++) if (strcmp(CLASSES[i].clsName, name) == 0) { logf_("objc_getClass\t\t\t%s\tclass:%s", name, name); return &CLASSES[i]; }
+    if (g_macos >= 27)
+        for (int i = 0; i < NCLASSES_27; i++) if (strcmp(CLASSES_27[i].clsName, name) == 0) { logf_("objc_getClass\t\t\t%s\tclass:%s", name, name); return &CLASSES_27[i]; }
     logf_("objc_getClass\t\t\t%s\tnil", name);
     return NULL;
 }

@@ -155,6 +155,12 @@ public final class DoctorCommand implements Callable<Integer> {
         host.put("ane", ane == null ? "not available: " + reason : "available");
         host.put("guard", ane == null ? "n/a" : safe(() -> ane.exceptionGuard() == null
                 ? "absent: no clang at install (an Objective-C exception aborts the JVM)" : ane.exceptionGuard()));
+        if (ane != null)
+            host.put("framework", safe(() -> {
+                StringBuilder b = new StringBuilder();
+                ane.capabilities().forEach((k, v) -> b.append(b.isEmpty() ? "" : ", ").append(k).append(v ? " present" : " absent"));
+                return b + (ane.capabilities().get("_ANEHashEncoding") ? " (macOS 27's bundle hash check: kernels need ≤1 weight file)" : " (no bundle hash check)");
+            }));
         if (mac.isMac() || ane != null)
             host.put("macos27", mac.oneWeightFile() ? "one weight file per program (bundle hash check, Code=10): ane4j packs weights into weight.bin; I/O rows at a 64-byte stride"
                     : "rules of macOS 15/26: a weight file per weight, packed I/O rows");

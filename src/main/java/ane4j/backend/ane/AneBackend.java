@@ -143,6 +143,18 @@ public final class AneBackend extends CountingBackend {
         return Native.exceptionGuard();
     }
 
+    /**
+     * Classes macOS 27's AppleNeuralEngine added (docs/macos27-ane.md C1, C5, C9), present or not, without compiling
+     * anything: {@code _ANEHashEncoding} (the per-file bundle hash check: kernels need at most one weight file),
+     * {@code _ANECloneHelper} (bundles copied by clone, symlinks refused), {@code _ANESandboxingHelper}.
+     */
+    public java.util.Map<String, Boolean> capabilities() {
+        requireAvailable();
+        java.util.Map<String, Boolean> m = new java.util.LinkedHashMap<>();
+        for (String c : List.of("_ANEHashEncoding", "_ANECloneHelper", "_ANESandboxingHelper")) m.put(c, Native.hasClass(c));
+        return m;
+    }
+
     /** The chip as the framework reports it, e.g. {@code M4 (h16g)}. */
     public String chip() {
         requireAvailable();
@@ -350,6 +362,8 @@ public final class AneBackend extends CountingBackend {
         static MilDialect firstDialect() {
             return MilDialect.forSubType(ane4j.backend.ane.ffm.DeviceInfo.read().aneSubType());
         }
+
+        static boolean hasClass(String name) { return ane4j.backend.ane.ffm.ObjC.get().hasClass(name); }
 
         static String exceptionGuard() {
             return ane4j.backend.ane.ffm.ObjC.get().exceptionGuard();

@@ -92,6 +92,8 @@ class DoctorOnFakeTest {
             hook.close();
             assertEquals(0, r.code(), r.text());
             assertTrue(r.text().contains("\nmacos27: one weight file per program (bundle hash check, Code=10)"), r.text());
+            assertTrue(r.text().contains("\nframework: _ANEHashEncoding present, _ANECloneHelper present, _ANESandboxingHelper present "
+                    + "(macOS 27's bundle hash check: kernels need ≤1 weight file)\n"), r.text());
             Map<String, Object> two = r.probe("weights-2-files");
             assertEquals("failed", two.get("status"), two.toString());
             assertTrue(((String) two.get("error")).startsWith("[ane] main (2 weight files): the compiler's bundle hash check refused it (Code=10 verifyBundleAtPath"), two.toString());
@@ -117,6 +119,7 @@ class DoctorOnFakeTest {
         assertTrue(r.text().contains("chip:    M3 (h15g)\n"), r.text());
         assertTrue(r.text().contains("dialect: 1.3/ios18\n"), r.text());
         assertTrue(r.text().contains("ane:     available\n"), r.text());
+        assertTrue(r.text().contains("\nframework: _ANEHashEncoding absent, _ANECloneHelper absent, _ANESandboxingHelper absent (no bundle hash check)\n"), r.text());
         assertTrue(r.text().contains("\nall " + RUNGS + " rungs passed; " + (LADDER.size() - RUNGS) + " probes observed\n"), r.text());
         assertEquals(true, r.report().get("aneAvailable"));
         assertEquals(true, r.report().get("passed"));

@@ -304,6 +304,17 @@ public final class ObjC {
         return c;
     }
 
+    /** Whether {@code objc_getClass(name)} finds the class (no error when it does not): for capability fingerprints. */
+    public boolean hasClass(String name) {
+        if (classes.containsKey(name)) return true;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment c = (MemorySegment) objc_getClass.invokeExact(arena.allocateFrom(name));
+            return !c.equals(MemorySegment.NULL);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     /** {@code sel_registerName(name)}, cached. */
     public MemorySegment sel(String name) {
         MemorySegment s = selectors.get(name);
