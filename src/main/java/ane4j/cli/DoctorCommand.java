@@ -127,6 +127,7 @@ public final class DoctorCommand implements Callable<Integer> {
     }
 
     private int run(AneBackend ane, String reason) {
+        firstBundle = null;
         if (ane != null) ane.chipRulesChecked(false);   // the probes ask Apple's compiler, not ane4j's chip rules
         ModelConfig config;
         try {
@@ -192,6 +193,10 @@ public final class DoctorCommand implements Callable<Integer> {
             out.flush();
         }
         if (ane != null) host.put("dialectChoice", safe(ane::dialectChoice));   // settled by the ladder's compiles
+        if (ane != null) {
+            host.put("bundle", firstBundle == null ? "no program was compiled" : firstBundle);
+            out.println("bundle after the first compile (" + host.get("bundle") + ")");
+        }
         DoctorReport report = new DoctorReport(host, ane != null, reason, chip, results, stopped);
         out.println(report.summary());
         out.println();
@@ -210,6 +215,22 @@ public final class DoctorCommand implements Callable<Integer> {
             out.println("report written to " + json);
         }
         return report.passed() ? 0 : 1;
+    }
+
+    /**
+     * The first compiled program's bundle as it stood after the compile (NSTemporaryDirectory()/<identifier>/): whether
+     * macOS 27 hashes the framework's own files there too is open (docs/macos27-ane.md C4); the listing answers it.
+     */
+    static volatile String firstBundle;
+
+    /** Files under {@code dir}, relative, sorted: "data, model.mil, net.plist, weights/W.bin". */
+    static String listing(java.nio.file.Path dir) {
+        if (dir == null || !Files.isDirectory(dir)) return "directory gone";
+        try (var files = Files.walk(dir)) {
+            return String.join(", ", files.filter(Files::isRegularFile).map(f -> dir.relativize(f).toString().replace('\\', '/')).sorted().toList());
+        } catch (IOException | RuntimeException e) {
+            return "unreadable (" + e.getClass().getSimpleName() + ")";
+        }
     }
 
     /** The CPU as bug reports quote it: sysctl machdep.cpu.brand_string on macOS, /proc/cpuinfo's model name on Linux. */
@@ -298,6 +319,7 @@ public final class DoctorCommand implements Callable<Integer> {
             OutputDiff d = diff(want, got);
             boolean ok = d.within(OutputDiff.FP16_ATOL, OutputDiff.FP16_RTOL);
             var prog = k.program();
+            if (firstBundle == null && prog.origin() == ane4j.backend.ane.AneProgram.Origin.COMPILED) firstBundle = p.name() + ": " + listing(prog.directory());
             k.close();
             return new Result(p.name(), p.kind(), p.assumption(), p.rule(), ok ? Status.OK : Status.DIFFERS, "ane", "ref",
                     ms(prog.compileNanos()), ms(prog.loadNanos()), ms(k.lastEvaluateNanos()), d, allZero(got),

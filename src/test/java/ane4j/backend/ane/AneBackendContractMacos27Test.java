@@ -106,6 +106,17 @@ class AneBackendContractMacos27Test extends AneBackendContractTest {
         };
     }
 
+    /** H3: macOS 27 refuses a bundle holding a symbolic link (a stale link in the model directory, say). */
+    @Test
+    void aBundleWithASymbolicLinkIsRefusedWithApplesMessage() throws Exception {
+        fake.setIdentifier("A_B_C");
+        Files.createDirectories(tmp.resolve("A_B_C"));
+        Files.createSymbolicLink(tmp.resolve("A_B_C/stale"), tmp);
+        AneException e = assertThrows(AneException.class, () -> backend().compile(AcceptancePrograms.a1Conv(64, 64)));
+        assertTrue(e.getMessage().contains("refusing model bundle containing a symbolic link"), e.getMessage());
+        fake.setIdentifier(null);
+    }
+
     static Program identityRows(int width) {
         return Mil.program().function("main", f -> {
             Value x = f.input("x", TensorType.of(DType.FP16, 1, 64, 1, width));

@@ -120,6 +120,8 @@ class DoctorOnFakeTest {
         assertTrue(r.text().contains("dialect: 1.3/ios18\n"), r.text());
         assertTrue(r.text().contains("ane:     available\n"), r.text());
         assertTrue(r.text().contains("\nframework: _ANEHashEncoding absent, _ANECloneHelper absent, _ANESandboxingHelper absent (no bundle hash check)\n"), r.text());
+        // the staged bundle after the first compile: the fake's saveModelFiles leaves data and net.plist (rules D4, C1)
+        assertTrue(r.text().contains("\nbundle after the first compile (conv: data, model.mil, net.plist, weights/W.bin)\n"), r.text());
         assertTrue(r.text().contains("\nall " + RUNGS + " rungs passed; " + (LADDER.size() - RUNGS) + " probes observed\n"), r.text());
         assertEquals(true, r.report().get("aneAvailable"));
         assertEquals(true, r.report().get("passed"));
