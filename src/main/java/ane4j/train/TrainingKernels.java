@@ -536,7 +536,10 @@ public final class TrainingKernels {
      * #9 describes (M3 Ultra) and no code we could open runs. Half-style RoPE (qwen3) has no pair reshape: its proven-style
      * form is two half slices and a concat on axis 3 (HD/2 columns, 64-byte aligned for HD ≥ 64).
      */
-    private boolean provenRotation() { return (long) s * hd / 2 <= ROTATION_AXIS_CAP; }
+    private boolean provenRotation() { return !matmulRotation && (long) s * hd / 2 <= ROTATION_AXIS_CAP; }
+
+    /** Tests only: the permutation matmul for every config, to compare the two rotations bit for bit. */
+    boolean matmulRotation;
 
     /**
      * RoPE on (1,n,S,HD) with cos/sin tables (1,1,S,HD): x·cos + rotate(x)·sin. rotate(x) is the reshape/slice/concat of

@@ -77,6 +77,38 @@ class TrainingKernelsConstantsTest {
         assertArrayEquals(RopeTables.causalMask(c.seqLen()), read(in1, bwd1, "mask"));
     }
 
+    /**
+     * R3: maderix's reshape/slice/concat rotation and the ±1 permutation matmul give the same bits (each output one ±x
+     * term), interleaved (llama) and half (qwen3) style, fp32 and fp16, on the reference backend.
+     */
+    @Test
+    void bothRopeRotationsGiveTheSameBits() {
+        ModelConfig llama = ModelConfig.override(ModelConfig.parse("stories15m"), java.util.Map.of("seqLen", 32, "dim", 96, "nHeads", 2, "hiddenDim", 128));
+        ModelConfig qwen = ModelConfig.override(ModelConfig.parse("qwen3-0.6b"), java.util.Map.of("seqLen", 32, "dim", 128, "nHeads", 2, "nKvHeads", 1, "headDim", 64, "hiddenDim", 128));
+        for (ModelConfig c : List.of(llama, qwen))
+            for (DType io : List.of(DType.FP32, DType.FP16)) {
+                TrainingKernels proven = new TrainingKernels(c, io), matmul = new TrainingKernels(c, io);
+                matmul.matmulRotation = true;
+                TrainingKernels.Spec a = proven.sdpaFwd(), b = matmul.sdpaFwd();
+                assertTrue(b.constants().stream().anyMatch(k -> k.segment().equals("ropeRotation")));
+                assertTrue(a.constants().stream().noneMatch(k -> k.segment().equals("ropeRotation")));
+                var ref = new ane4j.backend.ref.RefBackend(io == DType.FP32 ? ane4j.backend.ref.RefBackend.Options.FP32_STORAGE : ane4j.backend.ref.RefBackend.Options.ANE_LIKE);
+                TensorBuffer ina = TensorBuffer.random(a.program().main().inputs().get(0).type(), 11, 0.5f);
+                TensorBuffer inb = TensorBuffer.allocate(b.program().main().inputs().get(0).type());
+                // the same activations and weights (the columns both layouts share), each its own constants
+                int shared = a.input().start("ropeCos"), wa = a.input().width(), wb = b.input().width();
+                for (int ch = 0; ch < c.dim(); ch++) for (int j = 0; j < shared; j++) inb.set((long) ch * wb + j, ina.get((long) ch * wa + j));
+                a.writeConstants(ina);
+                b.writeConstants(inb);
+                try (var ka = ref.compile(a.program()); var kb = ref.compile(b.program())) {
+                    float[] ya = ka.evaluate(java.util.Map.of("x", ina)).get("out").toFloatArray();
+                    float[] yb = kb.evaluate(java.util.Map.of("x", inb)).get("out").toFloatArray();
+                    for (int i = 0; i < ya.length; i++)
+                        assertEquals(Float.floatToIntBits(ya[i]), Float.floatToIntBits(yb[i]), c.name() + " " + io + " out[" + i + "]");
+                }
+            }
+    }
+
     private static float[] read(TensorBuffer in, TrainingKernels.Spec spec, String segment) {
         TrainingKernels.Constant k = spec.constants().stream().filter(x -> x.segment().equals(segment)).findFirst().orElseThrow();
         int w = in.type().shape()[3];
