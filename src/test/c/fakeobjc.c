@@ -72,6 +72,26 @@
  *    the test picks n, so either answer can be exercised.
  * Knob A4: _ANEDeviceInfo aneSubType answers "h16g" by default, as maderix's README names M4 "(M4, H16G)"; maderix
  *    PR #50 reports "h17" on M5 Max (ane-facts.md, "Other selectors seen"); fake_set_ane_subtype picks another.
+ *
+ * ---- OS profiles: fake_set_macos(26 | 27), default 26 (or $FAKE_MACOS) ----
+ * 26 is every rule above: the framework as macOS 15/26 shipped it (AppleNeuralEngine 370.x/380.x). 27 (382.x) adds
+ * (sources in docs/macos27-ane.md, each a public code-index id; none was run on Apple hardware by ane4j):
+ * H1 compileWithQoS: the compiler service re-hashes the bundle's files (+[_ANEHashEncoding verifyBundleAtPath:
+ *    expectedHashes:error:], SHA-256 per file, ids 54829607393, 54842279997) and a program with two or more files under
+ *    weights/ fails with Code=10: pmetal runtime.rs pack_weights (id 70521560714, "fails verifyBundleAtPath with a hash
+ *    mismatch (Code=10; #34)"), "a program with more than one blob FILE fails verifyBundleAtPath: invalid model" (id
+ *    68941834002, M5 Max, 27.0 26A428), Espresso "code 10, verifyBundleAtPath: invalid model" (id 60967909098). The
+ *    NSError here: code 10, localizedDescription "verifyBundleAtPath: invalid model", NSUnderlyingError carrying the
+ *    hash-mismatch string of C1 ("verifyBundleAtPath: hash mismatch for %@ in bundle %@ (TOCTOU?)"). The domain string is
+ *    quoted by no source: "com.apple.appleneuralengine" is an assumption, and ane4j classifies on code + message only.
+ * H2 -[_ANERequest validate] sends -count to perfStats: a non-nil perfStats that is not an array raises
+ *    NSInvalidArgumentException at evaluate (pmetal perf_stats_request_supported, id 70521560714, citing pmetal #34).
+ * H3 +[_ANECloneHelper bundleContainsSymlinkAtPath:]: a bundle holding a symbolic link is refused ("refusing model bundle
+ *    containing a symbolic link", ids 54829607393, 68321577704).
+ * H4 I/O rows are laid out with a 64-byte row stride (modelAttributes NetworkStatusList LiveInputList RowStride; pmetal
+ *    AneTensorLayout, id 70521560714): for a tensor whose last axis is not a multiple of 64 bytes, evaluate reads row r of
+ *    an input from byte r * stride and writes row r of an output there, so a surface written packed is misread, silently.
+ *
  * Pure test knobs (no Apple behaviour behind them): fake_set_fail_compile, fake_set_identifier, fake_set_throw and
  *    fake_set_throw_times (how many sends raise X1), fake_set_tmpdir, fake_set_evaluate_hook.
  *
@@ -112,6 +132,8 @@ typedef struct fobj {
     int state;                    /* K_MODEL: 0 created, 1 compiled, 2 loaded, 3 unloaded */
     char hex[512];                /* K_MODEL: hexStringIdentifier, 64+1+64+1+64 characters */
     int locked;                   /* K_SURFACE lock depth */
+    struct fobj *perf;            /* K_REQUEST: perfStats (profile 27, H2) */
+    long long ioRow[2][16], ioRows[2][16]; int nio[2];   /* K_MODEL: row bytes and row count of each input/output (H4) */
 } fobj;
 
 /* ---- registry, log, errors, knobs ---- */
@@ -130,6 +152,7 @@ static char g_daemonDir[4096];    /* aned's cache of compiled programs: one empt
 static const char *g_evaluatingHex; /* the model whose evaluate is running the hook */
 static long long g_minSurface;    /* fake_set_min_surface_bytes (knob S1: Orion #4 ~48 KB vs ironmill 16 KB) */
 static char g_subType[64] = "h16g"; /* knob A4: maderix README "(M4, H16G)"; PR #50 "h17" */
+static int g_macos = 26;          /* fake_set_macos: the OS profile (26: macOS 15/26 rules; 27: adds H1-H4) */
 static char g_tmpdir[4096];
 static void (*g_hook)(int, void **, long long *, int, void **, long long *);
 
@@ -180,6 +203,7 @@ static void dealloc(fobj *o) {
         if (o->keys) release_obj(o->keys[i]);
     }
     for (int i = 0; i < 5; i++) if (o->ref[i]) release_obj(o->ref[i]);
+    if (o->perf) release_obj(o->perf);
     if (o->kind == K_SURFACE) { free(o->bytes); o->bytes = NULL; }
 }
 
@@ -245,6 +269,15 @@ static fobj CLASSES[] = {
 };
 #define NCLASSES (int)(sizeof CLASSES / sizeof CLASSES[0])
 
+/* classes macOS 27 (382.x) added to AppleNeuralEngine (ids 54829607393, 68321577704, 54842279997; docs/macos27-ane.md
+   C1, C5, C9): objc_getClass finds them only under the 27 profile, so doctor's capability fingerprint can be tested */
+static fobj CLASSES_27[] = {
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANEHashEncoding" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANECloneHelper" },
+    { .kind = K_CLASS, .immortal = 1, .clsName = "_ANESandboxingHelper" },
+};
+#define NCLASSES_27 (int)(sizeof CLASSES_27 / sizeof CLASSES_27[0])
+
 /* kIOSurface* keys: immortal string objects, exported as `const CFStringRef` data symbols like Apple's */
 static fobj S_WIDTH = { .kind = K_STRING, .immortal = 1, .str = "IOSurfaceWidth" };
 static fobj S_HEIGHT = { .kind = K_STRING, .immortal = 1, .str = "IOSurfaceHeight" };
@@ -270,6 +303,7 @@ static void ensure_registered(void) {
     if (registered) return;
     registered = 1;
     for (int i = 0; i < NCLASSES; i++) register_static(&CLASSES[i]);
+    for (int i = 0; i < NCLASSES_27; i++) register_static(&CLASSES_27[i]);
     fobj *keys[] = { &S_WIDTH, &S_HEIGHT, &S_BPE, &S_BPR, &S_ALLOC, &S_PIXFMT };
     for (int i = 0; i < 6; i++) register_static(keys[i]);
 }
@@ -277,6 +311,8 @@ static void ensure_registered(void) {
 void *objc_getClass(const char *name) {
     ensure_registered();
     for (int i = 0; i < NCLASSES; i++) if (strcmp(CLASSES[i].clsName, name) == 0) { logf_("objc_getClass\t\t\t%s\tclass:%s", name, name); return &CLASSES[i]; }
+    if (g_macos >= 27)
+        for (int i = 0; i < NCLASSES_27; i++) if (strcmp(CLASSES_27[i].clsName, name) == 0) { logf_("objc_getClass\t\t\t%s\tclass:%s", name, name); return &CLASSES_27[i]; }
     logf_("objc_getClass\t\t\t%s\tnil", name);
     return NULL;
 }
@@ -351,6 +387,14 @@ void objc_autoreleasePoolPop(void *token) {
 static fobj *mk_string(const char *s) { fobj *o = new_obj(K_STRING); o->str = strdup(s); return autorelease(o); }
 static fobj *mk_number(long long v) { fobj *o = new_obj(K_NUMBER); o->num = v; return autorelease(o); }
 static fobj *mk_error(const char *msg) { fobj *o = new_obj(K_ERROR); o->str = strdup(msg); return autorelease(o); }
+/* an NSError with a domain (kept in hex), code (num) and an NSUnderlyingError (ref[0], retained) */
+static fobj *mk_error_full(const char *domain, long long code, const char *msg, fobj *underlying) {
+    fobj *o = mk_error(msg);
+    snprintf(o->hex, sizeof o->hex, "%s", domain);
+    o->num = code;
+    if (underlying) { o->ref[0] = underlying; underlying->rc++; }
+    return o;
+}
 
 static fobj *mk_container(int kind, void **objs, void **keys, long long n) {
     fobj *o = new_obj(kind);
@@ -510,6 +554,77 @@ static void set_error(void **errOut, const char *msg) {
     if (errOut) *errOut = e;
 }
 
+/* H1: the files under <dir>/weights (the compiler service lists the bundle itself); 0 when there is no such directory */
+static int count_weight_files(const char *dir, char *first, char *second, size_t n) {
+    char wdir[4800]; snprintf(wdir, sizeof wdir, "%s/weights", dir);
+    DIR *d = opendir(wdir); if (!d) return 0;
+    int count = 0; struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        if (count == 0) snprintf(first, n, "weights/%s", e->d_name);
+        else if (count == 1) snprintf(second, n, "weights/%s", e->d_name);
+        count++;
+    }
+    closedir(d);
+    return count;
+}
+
+/* H3: whether anything under dir is a symbolic link */
+static int contains_symlink(const char *dir) {
+    DIR *d = opendir(dir); if (!d) return 0;
+    struct dirent *e; int found = 0;
+    while (!found && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char p[8192]; snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) != 0) continue;
+        if (S_ISLNK(st.st_mode)) found = 1;
+        else if (S_ISDIR(st.st_mode)) found = contains_symlink(p);
+    }
+    closedir(d);
+    return found;
+}
+
+/* H4: the row bytes (last axis x element size) and row count of the tensor type text "tensor<fp16, [1, 64, 1, 16]>" */
+static void tensor_rows(const char *t, long long *rowBytes, long long *rows) {
+    int elem = strncmp(t + 7, "fp32", 4) == 0 ? 4 : 2;
+    long long dims[8]; int nd = 0;
+    const char *b = strchr(t, '[');
+    while (b && *b != ']' && nd < 8) { b++; dims[nd++] = strtoll(b, (char **)&b, 10); while (*b == ' ') b++; if (*b != ',') break; }
+    *rowBytes = nd ? dims[nd - 1] * elem : 0;
+    *rows = 1; for (int i = 0; i + 1 < nd; i++) *rows *= dims[i];
+}
+
+/* H4: reads the input types from "func main<...>(tensor<...> a, ...)" and the output types from their definitions */
+static void parse_io_rows(fobj *m, const unsigned char *mil, size_t len) {
+    char *text = malloc(len + 1); memcpy(text, mil, len); text[len] = 0;
+    m->nio[0] = m->nio[1] = 0;
+    char *f = strstr(text, "func main<");
+    char *p = f ? strchr(f, '(') : NULL;
+    while (p && m->nio[0] < 16 && (p = strstr(p, "tensor<")) && p < strchr(f, '{')) {
+        tensor_rows(p, &m->ioRow[0][m->nio[0]], &m->ioRows[0][m->nio[0]]); m->nio[0]++;
+        p = strchr(p, '>') + 1;
+    }
+    char *arrow = f ? strstr(f, "} -> (") : NULL;
+    if (arrow) {
+        char *q = arrow + 6;
+        while (*q && *q != ')' && m->nio[1] < 16) {
+            char name[256]; int k = 0;
+            while (*q == ' ' || *q == ',') q++;
+            while (*q && *q != ',' && *q != ')' && *q != ' ' && k < 255) name[k++] = *q++;
+            name[k] = 0;
+            if (!k) break;
+            char pat[300]; snprintf(pat, sizeof pat, "> %s = ", name);
+            char *def = strstr(text, pat);
+            char *ty = def; while (ty && ty > text && strncmp(ty, "tensor<", 7) != 0) ty--;
+            if (ty && def) { tensor_rows(ty, &m->ioRow[1][m->nio[1]], &m->ioRows[1][m->nio[1]]); m->nio[1]++; }
+        }
+    }
+    free(text);
+}
+
+static long long stride64(long long rowBytes) { return (rowBytes + 63) / 64 * 64; }
+
 /* checks that dir/rel exists with exactly len bytes equal to want; appends "rel:len:hash" to files */
 static int check_file(const char *dir, const char *rel, const unsigned char *want, size_t wlen, char *files, size_t fn, char *why, size_t wn) {
     char path[8192]; snprintf(path, sizeof path, "%s/%s", dir, rel);
@@ -627,6 +742,20 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
     }
     if (o->kind == K_STRING && IS("UTF8String")) return o->str;
     if (o->kind == K_ERROR && IS("localizedDescription")) return mk_string(o->str);
+    /* the fake's own errors (set_error) have no domain: ane4j then prints the description alone */
+    if (o->kind == K_ERROR && IS("domain")) return o->hex[0] ? mk_string(o->hex) : NULL;
+    if (o->kind == K_ERROR && IS("code")) return (void *)(intptr_t)o->num;
+    if (o->kind == K_ERROR && IS("userInfo")) {
+        if (!o->ref[0]) return mk_container(K_DICT, NULL, NULL, 0);
+        fobj *key = mk_string("NSUnderlyingError");
+        void *objs[1] = { o->ref[0] }, *keys[1] = { key };
+        return mk_container(K_DICT, objs, keys, 1);
+    }
+    if (o->kind == K_DICT && IS("objectForKey:")) {
+        fobj *k = as_obj(a);
+        ARGS("%s", desc_ptr(a, da, sizeof da));
+        return k && k->kind == K_STRING ? dict_get(o, k->str) : NULL;
+    }
 
     /* 1. +[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:] (rules D1-D4 in the header) */
     if (isClass && strcmp(cls, "_ANEInMemoryModelDescriptor") == 0 && IS("modelWithMILText:weights:optionsPlist:")) {
@@ -714,6 +843,23 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
         }
         logf_("compileFiles\t%s\t\t%s\t%s", dir, files, ok ? "ok" : why);
         if (!ok) { set_error(c, why); return NO; }
+        if (g_macos >= 27) {
+            if (contains_symlink(dir)) {   /* H3 */
+                snprintf(why, sizeof why, "refusing model bundle containing a symbolic link: %s", dir);
+                if (c) *(fobj **)c = mk_error_full("com.apple.appleneuralengine", 10, why, NULL);
+                return NO;
+            }
+            char first[1024] = "", second[1024] = "";
+            int nfiles = count_weight_files(dir, first, second, sizeof first);
+            if (nfiles > 1) {               /* H1 */
+                char inner[8192]; snprintf(inner, sizeof inner, "verifyBundleAtPath: hash mismatch for %s in bundle %s (TOCTOU?)", second, dir);
+                fobj *under = mk_error_full("com.apple.appleneuralengine", 10, inner, NULL);
+                if (c) *(fobj **)c = mk_error_full("com.apple.appleneuralengine", 10, "verifyBundleAtPath: invalid model", under);
+                logf_("verifyBundle\t%s\t\t%d files under weights/\tCode=10", dir, nfiles);
+                return NO;
+            }
+            parse_io_rows(o, mil->bytes, mil->len);   /* H4 */
+        } else o->nio[0] = o->nio[1] = 0;
         if (g_refuseDialect[0]) {   /* a test knob: ane-audit F7, the dialect M1/M2 accept is unknown */
             char tag[80]; snprintf(tag, sizeof tag, "func main<%s>", g_refuseDialect);
             if (memmem(mil->bytes, mil->len, tag, strlen(tag))) {
@@ -751,6 +897,8 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
             return NO;
         }
         if (o->state != 1) { g_daemonLoads++; logf_("daemonLoad\t%s\t\t\t", o->hex); }
+        if (g_macos >= 27) { fobj *m = o->ref[0]->ref[0]; parse_io_rows(o, m->bytes, m->len); }   /* H4 for a cached load too */
+        else o->nio[0] = o->nio[1] = 0;
         o->state = 2;
         return YES;
     }
@@ -777,11 +925,13 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
             }
         }
         if (e || f) errf("requestWith...: weightsBuffer and perfStats should be nil");
+        fobj *perf = as_obj(f);
         fobj *pi = as_obj(g);
         if (!pi || pi->kind != K_NUMBER) { errf("requestWith...: procedureIndex must be an NSNumber object, got %s", dg); return NULL; }
         fobj *x = new_obj(K_REQUEST);
         for (int i = 0; i < 4; i++) { x->ref[i] = arr[i]; retain_obj(arr[i]); }
         x->ref[4] = pi; retain_obj(pi);
+        if (perf) { x->perf = perf; retain_obj(perf); }
         return autorelease(x);
     }
     /* 8. -[_ANEInMemoryModel evaluateWithQoS:options:request:error:] */
@@ -810,9 +960,36 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
                 bases[k][i] = sf->bytes; sizes[k][i] = (long long)sf->len;
             }
         }
+        if (g_macos >= 27 && rq->perf && rq->perf->kind != K_ARRAY) {   /* H2: -[_ANERequest validate] sends -count */
+            char r2[256]; describe(rq->perf, r2, sizeof r2);
+            errf("evaluate: perfStats %s gets -count on macOS 27 (pass nil)", r2);
+            snprintf(why, sizeof why, "-[%s count]: unrecognized selector sent to instance", KIND_NAMES[rq->perf->kind]);
+            raise_exception("NSInvalidArgumentException", why);
+            return NO;
+        }
+        /* H4: rows of a tensor whose last axis is not a multiple of 64 bytes are read and written at a 64-byte stride */
+        unsigned char *moved[2][64] = {{0}};
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < n[k] && i < o->nio[k]; i++) {
+                long long rb = o->ioRow[k][i], rows = o->ioRows[k][i], st = stride64(rb);
+                if (rb == 0 || rb == st) continue;
+                moved[k][i] = calloc(1, (size_t)sizes[k][i]);
+                if (k == 0)
+                    for (long long r = 0; r < rows && (r + 1) * rb <= sizes[k][i]; r++)
+                        if (r * st + rb <= sizes[k][i]) memcpy(moved[k][i] + r * rb, (unsigned char *)bases[k][i] + r * st, (size_t)rb);
+                bases[k][i] = moved[k][i];
+            }
         g_evaluatingHex = o->hex;
         if (g_hook) g_hook(n[0], bases[0], sizes[0], n[1], bases[1], sizes[1]);
         g_evaluatingHex = NULL;
+        for (int i = 0; i < n[1] && i < o->nio[1]; i++) {
+            if (!moved[1][i]) continue;
+            long long rb = o->ioRow[1][i], rows = o->ioRows[1][i], st = stride64(rb);
+            unsigned char *surf = rq->ref[2]->items[i]->ref[0]->bytes;
+            memset(surf, 0, (size_t)sizes[1][i]);
+            for (long long r = 0; r < rows && r * st + rb <= sizes[1][i]; r++) memcpy(surf + r * st, moved[1][i] + r * rb, (size_t)rb);
+        }
+        for (int k = 0; k < 2; k++) for (int i = 0; i < 64; i++) free(moved[k][i]);
         return YES;
     }
     /* 9. -[_ANEInMemoryModel unloadWithQoS:error:] */
@@ -930,6 +1107,7 @@ void fake_reset(void) {
     snprintf(g_daemonDir, sizeof g_daemonDir, "%s", getenv("FAKE_ANED_DIR") ? getenv("FAKE_ANED_DIR") : "");
     g_minSurface = 0; g_hook = NULL;
     snprintf(g_subType, sizeof g_subType, "h16g");
+    g_macos = getenv("FAKE_MACOS") ? atoi(getenv("FAKE_MACOS")) : 26;
 }
 
 void fake_set_fail_compile(const char *msg) { free(g_failCompile); g_failCompile = msg ? strdup(msg) : NULL; }
@@ -946,6 +1124,9 @@ void fake_set_throw_times(int n) { g_throwLeft = n; }
 void fake_set_identifier(const char *id) { free(g_identifierOverride); g_identifierOverride = id ? strdup(id) : NULL; }
 void fake_set_leak_after(int compiles) { g_leakAfter = compiles; }
 void fake_set_min_surface_bytes(long long n) { g_minSurface = n; }
+/* the OS profile: 26 (macOS 15/26 rules) or 27 (adds H1-H4, see the header) */
+void fake_set_macos(int major) { g_macos = major; }
+int fake_macos(void) { return g_macos; }
 void fake_set_ane_subtype(const char *s) { snprintf(g_subType, sizeof g_subType, "%s", s); }
 void fake_set_tmpdir(const char *dir) { snprintf(g_tmpdir, sizeof g_tmpdir, "%s", dir); }
 void fake_set_evaluate_hook(void (*hook)(int, void **, long long *, int, void **, long long *)) { g_hook = hook; }

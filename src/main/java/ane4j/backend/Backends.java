@@ -56,6 +56,11 @@ public final class Backends {
                 yield new Selection(ane, source + "=ane");
             }
             case "" -> {
+                // automatic never bets on a macOS older than 15, which the private ANE path was never written or tested
+                // for (macos-first-contact.md #7); an explicit ane still tries it
+                MacOs os = osName.toLowerCase(Locale.ROOT).startsWith("mac") ? MacOs.current() : MacOs.NONE;
+                if (os.isMac() && os.major() < 15)
+                    yield new Selection(reference(), "automatic: macOS " + os + " is older than 15, the oldest the ANE path is written for (use --backend ane to try it)");
                 Backend ane = loadAne(osName, osArch, null);
                 yield ane instanceof Unavailable u
                         ? new Selection(reference(), "automatic: ANE not available (" + u.why + ")")

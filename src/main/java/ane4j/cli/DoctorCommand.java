@@ -127,6 +127,7 @@ public final class DoctorCommand implements Callable<Integer> {
     }
 
     private int run(AneBackend ane, String reason) {
+        firstBundle = null;
         if (ane != null) ane.chipRulesChecked(false);   // the probes ask Apple's compiler, not ane4j's chip rules
         ModelConfig config;
         try {
@@ -145,12 +146,25 @@ public final class DoctorCommand implements Callable<Integer> {
 
         Map<String, String> host = new LinkedHashMap<>();
         host.put("chip", ane == null ? "n/a" : safe(ane::chip));
-        host.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
+        // the release and build from sw_vers on a Mac (old-SDK JDKs say 16.x on macOS 26: first-contact #25; bug threads quote the build)
+        ane4j.backend.MacOs mac = ane4j.backend.MacOs.current();
+        host.put("os", System.getProperty("os.name") + " " + (mac.isMac() ? mac.toString() : System.getProperty("os.version")) + " " + System.getProperty("os.arch"));
+        host.put("cpu", cpuBrand());
         host.put("jdk", System.getProperty("java.vm.vendor") + " " + System.getProperty("java.runtime.version"));
         host.put("dialect", ane == null ? "n/a" : safe(() -> dialect(ane)));
         host.put("blas", safe(() -> Blas.get().name()));
         host.put("ane", ane == null ? "not available: " + reason : "available");
-        host.put("guard", ane == null ? "n/a" : safe(() -> String.valueOf(ane.exceptionGuard())));
+        host.put("guard", ane == null ? "n/a" : safe(() -> ane.exceptionGuard() == null
+                ? "absent: no clang at install (an Objective-C exception aborts the JVM)" : ane.exceptionGuard()));
+        if (ane != null)
+            host.put("framework", safe(() -> {
+                StringBuilder b = new StringBuilder();
+                ane.capabilities().forEach((k, v) -> b.append(b.isEmpty() ? "" : ", ").append(k).append(v ? " present" : " absent"));
+                return b + (ane.capabilities().get("_ANEHashEncoding") ? " (macOS 27's bundle hash check: kernels need ≤1 weight file)" : " (no bundle hash check)");
+            }));
+        if (mac.isMac() || ane != null)
+            host.put("macos27", mac.oneWeightFile() ? "one weight file per program (bundle hash check, Code=10): ane4j packs weights into weight.bin; I/O rows at a 64-byte stride"
+                    : "rules of macOS 15/26: a weight file per weight, packed I/O rows");
         host.put("rules", chip == null ? "none (chip unknown; --chip m1..m5 picks a family)"
                 : chip + (ane == null ? " (the reference backend emulates it)" : " (checked, not enforced: the probes ask Apple's compiler)"));
         host.put("model", config.name());
@@ -175,10 +189,14 @@ public final class DoctorCommand implements Callable<Integer> {
             }
             if (chip != null) r = rules(r, p, chip);
             results.add(r);
-            out.println(DoctorReport.row(r));
+            out.println(DoctorReport.row(r, p.weightFiles()));
             out.flush();
         }
         if (ane != null) host.put("dialectChoice", safe(ane::dialectChoice));   // settled by the ladder's compiles
+        if (ane != null) {
+            host.put("bundle", firstBundle == null ? "no program was compiled" : firstBundle);
+            out.println("bundle after the first compile (" + host.get("bundle") + ")");
+        }
         DoctorReport report = new DoctorReport(host, ane != null, reason, chip, results, stopped);
         out.println(report.summary());
         out.println();
@@ -197,6 +215,40 @@ public final class DoctorCommand implements Callable<Integer> {
             out.println("report written to " + json);
         }
         return report.passed() ? 0 : 1;
+    }
+
+    /**
+     * The first compiled program's bundle as it stood after the compile (NSTemporaryDirectory()/<identifier>/): whether
+     * macOS 27 hashes the framework's own files there too is open (docs/macos27-ane.md C4); the listing answers it.
+     */
+    static volatile String firstBundle;
+
+    /** Files under {@code dir}, relative, sorted: "data, model.mil, net.plist, weights/W.bin". */
+    static String listing(java.nio.file.Path dir) {
+        if (dir == null || !Files.isDirectory(dir)) return "directory gone";
+        try (var files = Files.walk(dir)) {
+            return String.join(", ", files.filter(Files::isRegularFile).map(f -> dir.relativize(f).toString().replace('\\', '/')).sorted().toList());
+        } catch (IOException | RuntimeException e) {
+            return "unreadable (" + e.getClass().getSimpleName() + ")";
+        }
+    }
+
+    /** The CPU as bug reports quote it: sysctl machdep.cpu.brand_string on macOS, /proc/cpuinfo's model name on Linux. */
+    static String cpuBrand() {
+        try {
+            if (System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("mac")) {
+                Process p = new ProcessBuilder("/usr/sbin/sysctl", "-n", "machdep.cpu.brand_string").redirectErrorStream(true).start();
+                String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
+                return p.waitFor(5, java.util.concurrent.TimeUnit.SECONDS) && p.exitValue() == 0 && !out.isEmpty() ? out : "unknown (sysctl failed)";
+            }
+            java.nio.file.Path info = java.nio.file.Path.of("/proc/cpuinfo");
+            if (Files.isReadable(info))
+                for (String line : Files.readAllLines(info))
+                    if (line.startsWith("model name")) return line.substring(line.indexOf(':') + 1).strip();
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            return "unknown (" + e.getClass().getSimpleName() + ")";
+        }
+        return "unknown";
     }
 
     /** The chip rules' verdict on the rung's program; a rule checker that fails is noted, never fatal. */
@@ -257,13 +309,17 @@ public final class DoctorCommand implements Callable<Integer> {
             return Result.of(p, Status.FAILED, "ane", "ref", "reference: " + oneLine(e));
         }
         AneKernel k = null;
+        boolean separate = p.knobs().contains(Probes.Knob.SEPARATE_WEIGHT_FILES), packedRows = p.knobs().contains(Probes.Knob.PACKED_ROWS);
+        boolean exact = p.knobs().contains(Probes.Knob.EXACT_SURFACES);
         try {
+            ane.packWeights(!separate).rowStrides(!packedRows).exactSurfaces(exact);
             k = (AneKernel) ane.compile(p.program());
             Map<String, TensorBuffer> got = k.evaluate(in);
             got = k.evaluate(in);
             OutputDiff d = diff(want, got);
             boolean ok = d.within(OutputDiff.FP16_ATOL, OutputDiff.FP16_RTOL);
             var prog = k.program();
+            if (firstBundle == null && prog.origin() == ane4j.backend.ane.AneProgram.Origin.COMPILED) firstBundle = p.name() + ": " + listing(prog.directory());
             k.close();
             return new Result(p.name(), p.kind(), p.assumption(), p.rule(), ok ? Status.OK : Status.DIFFERS, "ane", "ref",
                     ms(prog.compileNanos()), ms(prog.loadNanos()), ms(k.lastEvaluateNanos()), d, allZero(got),
@@ -278,6 +334,7 @@ public final class DoctorCommand implements Callable<Integer> {
             if (e instanceof VirtualMachineError) throw e;
             return Result.of(p, Status.FAILED, "ane", "ref", e.getClass().getSimpleName() + ": " + oneLine(e));
         } finally {
+            ane.packWeights(true).rowStrides(true).exactSurfaces(false);
             if (k != null) k.close();
         }
     }

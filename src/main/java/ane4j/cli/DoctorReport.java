@@ -46,8 +46,15 @@ final class DoctorReport {
     // --- the table ---
 
     static String header() {
-        return String.format(Locale.ROOT, "%-24s %-5s %-4s %-8s %10s %8s %9s %10s %10s  %s",
-                "probe", "kind", "on", "vs", "compile ms", "load ms", "eval ms", "max|err|", "max rel", "result");
+        return String.format(Locale.ROOT, "%-24s %-5s %-4s %-8s %5s %10s %8s %9s %10s %10s  %s",
+                "probe", "kind", "on", "vs", "files", "compile ms", "load ms", "eval ms", "max|err|", "max rel", "result");
+    }
+
+    /** A row with the program's weight-file count (macOS 27 refuses two or more: every failing rung of that kind has ≥2). */
+    static String row(Result r, int weightFiles) {
+        String row = row(r);
+        int at = String.format(Locale.ROOT, "%-24s %-5s %-4s %-8s ", "", "", "", "").length();
+        return row.substring(0, at) + String.format(Locale.ROOT, "%5d ", weightFiles) + row.substring(at);
     }
 
     static String row(Result r) {
@@ -105,7 +112,10 @@ final class DoctorReport {
         l.add("F12 int8 blob mil_dtype (4 coremltools, 1 maderix): " + statuses("int8-blob-code4", "int8-blob-code1")
                 + "; ane4j writes 4 (bench int8 --blob-code 1 for maderix's)");
         l.add("F12 cast (fp32 I/O) and single-blob weights on M1/M2: " + statuses("a2-fp32-cast", "a2-packed-blob")
-                + "; ane4j's rungs use neither");
+                + "; ane4j's rungs use neither (on macOS 27 a failure of a program with ≥2 weight files is the bundle check, C2, not the cast)");
+        l.add("C2  two weight files compile (macOS 27: Code=10 verifyBundleAtPath expected): " + statuses("weights-2-files"));
+        l.add("C3  two blobs in one packed file, the second read by value (what ane4j sends on 27): " + statuses("weights-packed-2"));
+        l.add("C7  32-byte I/O rows written packed read back (macOS 27: 64-byte row stride; ane4j strides them there): " + statuses("row-32B"));
         l.add("F9  Objective-C exceptions caught: " + exceptions());
         l.add("F5–F8 chip rules (ane4j.chip) vs what compiled: " + rules());
         return l;

@@ -26,18 +26,94 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-/** {@code ane4j mil check FILE.mil [--weights DIR | --no-weights] [--chip m1…m5]}, {@code mil fmt FILE.mil [--dialect ios16|ios18]} and {@code mil run}. */
-@Command(name = "mil", description = "MIL programs: mil check FILE.mil, mil fmt FILE.mil, mil run FILE.mil --input x=x.npy --output DIR, mil grad FILE.mil --loss L --wrt A,B --out DIR")
+/**
+ * {@code ane4j mil check FILE.mil [--weights DIR | --no-weights] [--chip m1…m5]}, {@code mil fmt FILE.mil [--dialect ios16|ios18]},
+ * {@code mil run}, {@code mil grad} and {@code mil emit --model NAME [--weights dynamic|static] [--os 26|27] --out DIR}.
+ */
+@Command(name = "mil", description = "MIL programs: mil check FILE.mil, mil fmt FILE.mil, mil run FILE.mil --input x=x.npy --output DIR, mil grad FILE.mil --loss L --wrt A,B --out DIR, mil emit --model NAME --out DIR")
 final class MilCommand implements Callable<Integer> {
     @Mixin Cli.HelpOption help;
 
     @Override
-    public Integer call() { throw new CliException("expected 'check', 'fmt', 'run' or 'grad' (usage: ane4j mil check FILE.mil)"); }
+    public Integer call() { throw new CliException("expected 'check', 'fmt', 'run', 'grad' or 'emit' (usage: ane4j mil check FILE.mil)"); }
 
     /** The {@code mil} command with its three subcommands. */
     static CommandLine commandLine(PrintStream out, PrintStream err) {
         return new CommandLine(new MilCommand()).addSubcommand(new Check(out, err)).addSubcommand(new Fmt(out, err))
-                .addSubcommand(new MilRunCommand(out)).addSubcommand(new MilGradCommand(out));
+                .addSubcommand(new MilRunCommand(out)).addSubcommand(new MilGradCommand(out)).addSubcommand(new Emit(out));
+    }
+
+    @Command(name = "emit", sortOptions = false, sortSynopsis = false, description = {"Write every training kernel of a model as it would be handed to",
+            "Apple's compiler: DIR/<kernel>/model.mil and DIR/<kernel>/weights/… (for bug reports and review)."})
+    static final class Emit implements Callable<Integer> {
+        @Mixin Cli.HelpOption help;
+        @Option(names = "--model", paramLabel = "NAME", required = true, description = "a preset (tiny, stories15m, …, qwen3-0.6b) or a .conf file") String model;
+        @Option(names = "--weights", paramLabel = "dynamic|static", defaultValue = "dynamic",
+                description = "dynamic: weights are input columns (the default); static: baked in as BLOBFILE constants (zeros here)") String weights;
+        @Option(names = "--os", paramLabel = "26|27", defaultValue = "26", description = "the macOS whose rules apply: 27 packs every program's weights into one weight.bin") int os;
+        @Option(names = "--dialect", paramLabel = "ios16|ios18", defaultValue = "ios18", description = "the MIL dialect (default ${DEFAULT-VALUE})") String dialect;
+        @Option(names = "--three-stage", description = "three-stage attention (sdpaFwd stops at the scores; attnValues added)") boolean threeStage;
+        @Option(names = "--out", paramLabel = "DIR", required = true, description = "the directory to write") String outDir;
+        private final PrintStream out;
+
+        Emit(PrintStream out) { this.out = out; }
+
+        @Override
+        public Integer call() {
+            if (!weights.equals("dynamic") && !weights.equals("static"))
+                throw new CliException("--weights " + weights + " is not dynamic or static");
+            if (os != 15 && os != 26 && os != 27) throw new CliException("--os " + os + " is not 15, 26 or 27");
+            ane4j.model.ModelConfig c;
+            try {
+                Path f = Path.of(model);
+                c = java.nio.file.Files.isRegularFile(f) ? ane4j.model.ModelConfig.load(f) : ane4j.model.ModelConfig.parse(model);
+            } catch (IllegalArgumentException e) {
+                throw new CliException(e.getMessage());
+            }
+            Dialect d;
+            try {
+                d = Dialect.parse(dialect);
+            } catch (MilException | IllegalArgumentException e) {
+                throw new CliException(e.getMessage());
+            }
+            ane4j.model.ModelConfig cfg = c;
+            ane4j.train.TrainingKernels k = new ane4j.train.TrainingKernels(cfg, ane4j.mil.DType.FP16,
+                    weights.equals("static") ? seg -> new float[staticBlock(cfg, seg)] : null, threeStage);
+            Path dir = Path.of(outDir);
+            int total = 0, most = 0;
+            for (ane4j.train.TrainingKernels.Spec spec : k.all()) {
+                Program p = os >= 27 ? spec.program().packedWeights(ane4j.backend.ane.AneBackend.PACKED_WEIGHT_FILE) : spec.program();
+                Path kd = dir.resolve(spec.name());
+                try {
+                    java.nio.file.Files.createDirectories(kd);
+                    String text = MilWriter.write(p, d);
+                    java.nio.file.Files.writeString(kd.resolve("model.mil"), text);
+                    p.weights().writeTo(kd);
+                    int files = p.weights().files().size();
+                    total += files;
+                    most = Math.max(most, files);
+                    out.printf("%-11s model.mil %6.1f KB, %d weight file%s, input %s%n", spec.name(), text.length() / 1024.0, files, files == 1 ? "" : "s",
+                            p.main().inputs().get(0).type());
+                } catch (java.io.IOException e) {
+                    throw new CliException("cannot write " + kd + ": " + e.getMessage());
+                }
+            }
+            out.println(cfg.name() + ", " + weights + " weights, macOS " + os + " rules, " + d.name().toLowerCase(java.util.Locale.ROOT) + ": " + k.all().size()
+                    + " kernels, " + total + " weight files in all, at most " + most + " per kernel → " + dir.toAbsolutePath());
+            return 0;
+        }
+
+        /** The element count of a static weight segment (the block as staged: wqT = (D, Q), …); values are zeros. */
+        static int staticBlock(ane4j.model.ModelConfig c, String seg) {
+            return switch (seg) {
+                case "qNorm", "kNorm" -> c.headDim();
+                case "wqT", "wq" -> c.dim() * c.qDim();
+                case "wkT", "wvT", "wk", "wv" -> c.dim() * c.kvDim();
+                case "woT", "wo" -> c.qDim() * c.dim();
+                case "w1T", "w3T", "w1", "w3", "w2" -> c.dim() * c.hiddenDim();
+                default -> throw new CliException("no static weight segment " + seg);
+            };
+        }
     }
 
     @Command(name = "check", sortOptions = false, sortSynopsis = false, description = {"Parse a MIL program, check every op's shapes and its weight files and print a summary;",

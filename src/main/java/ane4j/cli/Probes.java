@@ -41,11 +41,28 @@ public final class Probes {
      * @param assumption the audit finding it answers (e.g. {@code F8}), null for plain rungs
      * @param rule       the chip rule ({@code ane4j.chip.Rule} id) the probe tests, null when none
      */
+    /**
+     * How the ANE backend is set for one probe, so that it observes what it tests: {@code SEPARATE_WEIGHT_FILES} sends the
+     * program's weight files as they are (no packing on macOS 27), {@code PACKED_ROWS} writes short rows packed (no
+     * 64-byte stride on macOS 27), {@code EXACT_SURFACES} allocates each surface at its own size (no 48 KB floor, R2).
+     */
+    public enum Knob { SEPARATE_WEIGHT_FILES, PACKED_ROWS, EXACT_SURFACES }
+
     public record Probe(String name, Kind kind, Program program, Program reference, Inputs inputs, float inputScale,
-                        String assumption, String rule) {
+                        String assumption, String rule, java.util.Set<Knob> knobs) {
         public Probe {
             if (reference == null) reference = program;
+            knobs = knobs == null ? java.util.Set.of() : java.util.Set.copyOf(knobs);
         }
+
+        public Probe(String name, Kind kind, Program program, Program reference, Inputs inputs, float inputScale, String assumption, String rule) {
+            this(name, kind, program, reference, inputs, inputScale, assumption, rule, null);
+        }
+
+        Probe with(Knob... k) { return new Probe(name, kind, program, reference, inputs, inputScale, assumption, rule, java.util.Set.of(k)); }
+
+        /** The weight files the program carries (what macOS 27's bundle check counts). */
+        public int weightFiles() { return program.weights().files().size(); }
 
         static Probe rung(String name, Program p, float scale) { return new Probe(name, Kind.RUNG, p, p, null, scale, null, null); }
 
@@ -64,11 +81,17 @@ public final class Probes {
         l.add(Probe.rung("conv", conv(C, S), 1f));
         // F2: the same program again: the daemon has it compiled (identifier = content hash), so it should load without compiling
         l.add(Probe.probe("conv-reload", conv(C, S), null, "F2", null));
+        // macOS 27 (docs/macos27-ane.md): two weight files as they are (C2: Code=10 expected on 27), the same two blobs in one
+        // packed file with the second conv's output compared by value (C3: "blobs after the first read back wrong"), and
+        // 32-byte rows written packed (C7: 27 reads rows at a 64-byte stride)
+        l.add(Probe.probe("weights-2-files", twoConvs(C, S, false), null, "C2", null).with(Knob.SEPARATE_WEIGHT_FILES));
+        l.add(Probe.probe("weights-packed-2", twoConvs(C, S, true), null, "C3", null));
+        l.add(Probe.probe("row-32B", scale(64, 16), null, "C7", null).with(Knob.PACKED_ROWS));
         l.add(Probe.rung("dynamic-matmul", dynamicMatmul(C, S, C), 1f));
         l.add(Probe.rung("attention-mask", attention(C, HEADS, S), 1f));
         l.add(Probe.rung("a2-conv-chain", AcceptancePrograms.a2PeakConvChain(C, S, 4), 1f));
         l.addAll(assumptionProbes());
-        for (TrainingKernels.Spec k : new TrainingKernels(model).all()) l.add(Probe.rung("train/" + k.name(), k.program(), TRAIN_SCALE));
+        for (TrainingKernels.Spec k : new TrainingKernels(model).all()) l.add(trainRung(k));
         return l;
     }
 
@@ -94,13 +117,13 @@ public final class Probes {
         l.add(Probe.probe("width-16384", wideAxis(2, 8192), null, "F5", "axis-cap"));
         l.add(Probe.probe("width-32768", wideAxis(4, 8192), null, "F5", "axis-cap"));
         // F14: several inputs/outputs of equal, ascending and descending sizes (Orion: equal sizes; maderix #47: ascending)
-        l.add(Probe.probe("multi-input-equal", twoInputs(S, S), null, "F14", null));
-        l.add(Probe.probe("multi-input-ascending", twoInputs(S / 2, S), null, "F14", null));
-        l.add(Probe.probe("multi-input-descending", twoInputs(S, S / 2), null, "F14", null));
-        l.add(Probe.probe("multi-output-descending", twoOutputs(S, S / 2), null, "F14", null));
-        l.add(Probe.probe("multi-output-ascending", twoOutputs(S / 2, S), null, "F14", null));
+        l.add(Probe.probe("multi-input-equal", twoInputs(S, S), null, "F14", null).with(Knob.EXACT_SURFACES));
+        l.add(Probe.probe("multi-input-ascending", twoInputs(S / 2, S), null, "F14", null).with(Knob.EXACT_SURFACES));
+        l.add(Probe.probe("multi-input-descending", twoInputs(S, S / 2), null, "F14", null).with(Knob.EXACT_SURFACES));
+        l.add(Probe.probe("multi-output-descending", twoOutputs(S, S / 2), null, "F14", null).with(Knob.EXACT_SURFACES));
+        l.add(Probe.probe("multi-output-ascending", twoOutputs(S / 2, S), null, "F14", null).with(Knob.EXACT_SURFACES));
         // minimum surface: a 512-byte tensor (ane4j pads surfaces to 48 KB; Orion: 0x1d below ~48 KB; ironmill: 16 KB)
-        l.add(Probe.probe("small-surface", scale(16, 16), null, "surface", "min-surface"));
+        l.add(Probe.probe("small-surface", scale(16, 16), null, "surface", "min-surface").with(Knob.EXACT_SURFACES));
         return l;
     }
 
@@ -111,6 +134,22 @@ public final class Probes {
             var w = f.weight("W", Mil.fp16(c, c, 1, 1), uniform(1, c * c, (float) (1 / Math.sqrt(c))));
             f.output(f.named("y", f.conv(x, w)));
         }).build();
+    }
+
+    /**
+     * y1 = W1·x and y2 = W2·x, two 1×1 convs side by side, so that each output reads one blob: in two weight files, or
+     * with {@code packed} both blobs in one file (the second at a non-64 BLOBFILE offset), where y2 checks the second blob
+     * by value.
+     */
+    public static Program twoConvs(int c, int s, boolean packed) {
+        Program p = Mil.program().function("main", f -> {
+            var x = f.input("x", Mil.fp16(1, c, 1, s));
+            var w1 = f.weight("W1", Mil.fp16(c, c, 1, 1), uniform(3, c * c, (float) (1 / Math.sqrt(c))));
+            var w2 = f.weight("W2", Mil.fp16(c, c, 1, 1), uniform(4, c * c, (float) (1 / Math.sqrt(c))));
+            f.output(f.named("y1", f.conv(x, w1)));
+            f.output(f.named("y2", f.conv(x, w2)));
+        }).build();
+        return packed ? p.packedWeights("weight.bin") : p;
     }
 
     /** A4 of the acceptance programs: x [1,ic,1,s+oc] = (act [ic,s] | W [ic,oc]); y [1,oc,1,s] = Wᵀ·act (contraction ic). */
@@ -209,6 +248,19 @@ public final class Probes {
         TensorBuffer b = TensorBuffer.allocate(x.type());
         for (int ch = 0; ch < c; ch++) for (int col = 0; col < w; col++) b.set((long) ch * w + col, col < S ? 25f : 50f);
         return Map.of(x.name(), b);
+    }
+
+    /**
+     * A training kernel as a rung: uniform ±{@link #TRAIN_SCALE} activations and weights, with the kernel's constants (RoPE
+     * tables, rotation, mask, head pads) written into their input regions as training writes them.
+     */
+    static Probe trainRung(TrainingKernels.Spec k) {
+        Inputs in = specs -> {
+            Map<String, TensorBuffer> m = uniformInputs(specs, ("train/" + k.name()).hashCode(), TRAIN_SCALE);
+            k.writeConstants(m.get(TrainingKernels.INPUT));
+            return m;
+        };
+        return new Probe("train/" + k.name(), Kind.RUNG, k.program(), k.program(), in, TRAIN_SCALE, null, null);
     }
 
     /** Uniform ±scale inputs, one seed per input. */

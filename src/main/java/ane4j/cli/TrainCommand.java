@@ -18,6 +18,8 @@ import ane4j.train.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.worker.Supervisor;
 import java.io.PrintStream;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -167,6 +169,11 @@ final class TrainCommand {
                 return signals.exitCode();
             }
             if (h.isEmpty()) return 0;
+            String ran = backendThatRan(o.runDir());
+            if (ran != null) out.println("backend that ran: " + ran + " (run.json machine.backend)");
+            long skippedUpdates = h.stream().filter(Trainer.StepMetrics::skipped).count();
+            if (skippedUpdates > 0)
+                out.printf("skipped updates: %d of %d steps (a non-finite gradient; the loss scale halves each time)%n", skippedUpdates, h.size());
             // the weights are read once: in process the trainer's own, from a worker its newest readable checkpoint
             // (a second read only to check it would hold another 2.4 GB of qwen3-0.6b beside the trainer's 11 GB)
             Path checkpoints = o.runDir().resolve("checkpoints");
@@ -197,6 +204,16 @@ final class TrainCommand {
             run.close();
         }
         return 0;
+    }
+
+    /** The backend run.json records (after an automatic fallback, ref), or null when it cannot be read. */
+    static String backendThatRan(Path runDir) {
+        try {
+            Object root = ane4j.model.Json.parse(Files.readString(runDir.resolve("run.json")));
+            return root instanceof Map<?, ?> top && top.get("machine") instanceof Map<?, ?> m && m.get("backend") instanceof String b ? b : null;
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
     }
 
     /** Where the run trains: this JVM ({@code --in-process}), else a supervised worker JVM started with the run's settings. */

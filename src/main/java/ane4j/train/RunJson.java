@@ -116,7 +116,9 @@ public final class RunJson {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("ane4j", Version.ane4j());
         m.put("jdk", System.getProperty("java.vm.vendor") + " " + System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
-        m.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
+        // on a Mac the release from sw_vers (with its build): old-SDK JDKs report os.version 16.x on macOS 26 (first-contact #25)
+        ane4j.backend.MacOs mac = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).startsWith("mac") ? ane4j.backend.MacOs.current() : null;
+        m.put("os", System.getProperty("os.name") + " " + (mac != null && mac.isMac() ? mac.toString() : System.getProperty("os.version")) + " " + System.getProperty("os.arch"));
         m.put("cpu", Blas.cpuModel());
         m.put("cores", Runtime.getRuntime().availableProcessors());
         m.put("maxHeapBytes", Runtime.getRuntime().maxMemory());   // of the JVM that trains: the worker's -Xmx (heap)

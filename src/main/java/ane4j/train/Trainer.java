@@ -225,7 +225,8 @@ public final class Trainer implements AutoCloseable {
         this.adamw = new AdamW(0.9f, 0.95f, 1e-8f, o.weightDecay());
         this.schedule = new LrSchedule(o.lr(), 0.1f * o.lr(), o.warmup(), o.steps());
         float initialScale = o.lossScale() > 0 ? o.lossScale() : LossScaler.DEFAULT_SCALE;
-        this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale);
+        // capped below the chip's fp16 cliffs (LossScaler.capFor); off the ANE, or before the chip is known, fp16's 65536
+        this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale, LossScaler.capFor(chipFamily(backend)));
         this.runId = Integer.toHexString((o.describe() + config.toFileText()).hashCode());
         // the run folder: nothing in it is touched before this process holds its lock
         this.folder = lockRunDir ? RunFolder.lock(o.runDir()) : null;
@@ -233,15 +234,64 @@ public final class Trainer implements AutoCloseable {
         try {
             RunRecord record = RunRecord.read(o.runDir());
             String started = startOrResume(log, record);
-            this.step = new TrainingStep(config, backend, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
+            Backend used = backend;
+            TrainingStep built;
+            try {
+                built = newStep(backend);
+            } catch (ane4j.backend.BackendException e) {
+                // automatic on a Mac: the kernels compile before step 1; if one fails the run does not bet on the unproven
+                // path but says so in one line and trains on the reference backend (an explicit --backend ane fails instead)
+                if (!automaticBackend() || !"ane".equals(backend.name()) || e instanceof ane4j.backend.CompileBudgetExceededException) throw e;
+                log.onMessage("[train] the ANE backend could not set up the training kernels (" + firstLine(e.getMessage())
+                        + "); training on the reference backend instead. Run `ane4j doctor` and paste its report into an issue; --backend ane fails instead");
+                used = ane4j.backend.Backends.reference();
+                built = newStep(used);
+            }
+            this.step = built;
+            this.backendName = used.name();
             step.stageWeights(params.data());
-            record.write(o, config, runId, backend.name(), chip(backend), nextStep > 0, started, inputs(), placement);
+            record.write(o, config, runId, used.name(), chip(used), nextStep > 0, started, inputs(), placement);
             this.identity = RunFolder.Identity.of(o.runDir());
         } catch (RuntimeException | Error e) {
             if (folder != null) folder.close();
             throw e;
         }
     }
+
+    private String backendName;
+
+    /** The chip family whose cliffs cap the loss scale: the ANE's, or the one the reference backend emulates; null otherwise. */
+    private static ane4j.chip.Chip chipFamily(Backend backend) {
+        try {
+            if ("ane".equals(backend.name()) && backend instanceof ane4j.backend.ane.AneBackend ane) return ane4j.chip.Chip.fromSubType(ane.aneSubType()).orElse(null);
+            if (backend instanceof ane4j.backend.ref.RefBackend ref && ref.options().chip() != null) return ref.options().chip();
+        } catch (RuntimeException e) {
+            return null;
+        }
+        return null;
+    }
+
+    /** Updates skipped for a non-finite gradient in this process (also the "skipped" flag of each step's metrics). */
+    public long skippedUpdates() { return scaler.skippedUpdates(); }
+
+    private TrainingStep newStep(Backend b) {
+        return new TrainingStep(config, b, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
+    }
+
+    /** No backend was asked for: not in the options, {@code -Dane4j.backend} or {@code ANE4J_BACKEND}. */
+    private boolean automaticBackend() {
+        String p = System.getProperty(ane4j.backend.Backends.PROPERTY), env = System.getenv(ane4j.backend.Backends.ENV);
+        return o.backend() == null && (p == null || p.isBlank()) && (env == null || env.isBlank());
+    }
+
+    private static String firstLine(String s) {
+        if (s == null) return "no message";
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl);
+    }
+
+    /** The backend the steps run on: the one given, or the reference backend after an automatic fallback. */
+    public String backendName() { return backendName; }
 
     /** The chip the backend runs on (the ANE's family and subtype) or emulates (the reference backend's -Dane4j.ref.chip). */
     private static String chip(Backend backend) {

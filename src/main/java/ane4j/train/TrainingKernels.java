@@ -20,12 +20,55 @@ import java.util.List;
  * forward : sdpaFwd (attention with RoPE, GQA, optional QK-norm), woFwd, ffnFused (SwiGLU + residual)
  * backward: ffnBwdW2t, ffnBwdW13t, wotBwd, sdpaBwd1, sdpaBwd2, qBwd, kvBwd
  * </pre>
- * Causal masking is an explicit add of a constant mask (−65504 above the diagonal): the ANE ignores the mask of
+ * Causal masking is an explicit add of a mask (−65504 above the diagonal): the ANE ignores the mask of
  * scaled_dot_product_attention (ane-facts.md §5.5).
+ * <p>
+ * No kernel carries a weight file (a BLOBFILE constant) in dynamic-weights mode: the RoPE tables, the rotation, the
+ * causal mask and the head pads are {@link Constant}s, column (or channel) regions of the packed input that the caller
+ * writes once into every input set it allocates ({@link Spec#writeConstants}), like the weights, never per step. macOS 27
+ * fails the compile of a program with two or more weight files (Code=10 {@code verifyBundleAtPath}; docs/macos27-ane.md
+ * C2), and an input region is a layout that works on every OS and chip. The values are the same fp16/fp32 numbers the
+ * constants held, so the kernels compute the same bits (TrainingKernelsConstantsTest).
+ * <p>
+ * Patterns and the hardware-run projects that used them (ane-audit-2.md; none ran here):
+ * <ul>
+ * <li>weights as input columns, sliced and reshaped to [IC, OC], activations transposed into the matmul: maderix
+ *     {@code training/training_dynamic/mil_dynamic.h} (M4, M1 Pro/Max); the constants reuse that slice + reshape;
+ * <li>causal mask as an explicit add before softmax: maderix's SDPA kernels (the ANE ignores SDPA's mask, ane-facts §5.5);
+ * <li>GQA by slicing KV heads on axis 1 and concatenating copies: rustane {@code tile_kv_heads} (M4);
+ * <li>RoPE rotation by reshape/slice/concat: maderix and rustane (M4), where the axis fits; the ±1 permutation matmul
+ *     beyond it: described by rustane PR #9 (M3 Ultra), run by no code we could open ({@link #provenRotation});
+ * <li>head dims padded to a multiple of 32 by an in-graph width concat of zeros (stories15m): no hardware-run kernel
+ *     does this (ane-audit-2 R4, not yet changed); QK-norm as reduce_sum/pow/mul: no hardware-run ANE kernel we could open.
+ * </ul>
  */
 public final class TrainingKernels {
-    /** A training kernel built for one config: its program and where inputs and outputs sit in its packed tensors. */
-    public record Spec(String name, Program program, PackedLayout input, PackedLayout output) {}
+    /**
+     * A training kernel built for one config: its program, where inputs and outputs sit in its packed tensors, and the
+     * constants its input carries.
+     */
+    public record Spec(String name, Program program, PackedLayout input, PackedLayout output, List<Constant> constants) {
+        public Spec {
+            constants = List.copyOf(constants);
+        }
+
+        public Spec(String name, Program program, PackedLayout input, PackedLayout output) {
+            this(name, program, input, output, List.of());
+        }
+
+        /** Writes every constant into {@code in}, an input of this kernel: once per allocated or bound input set. */
+        public void writeConstants(ane4j.backend.TensorBuffer in) {
+            for (Constant k : constants) in.writeColumns(k.channel(), k.rows(), k.column(), k.cols(), k.values(), 0, k.cols());
+        }
+    }
+
+    /**
+     * A constant carried by the packed input: {@code values} (row-major, rows × cols) in channels
+     * [channel, channel + rows) and columns [column, column + cols) of segment {@code segment}. The kernel slices that
+     * block and reshapes it to the constant's shape (row-major order is kept, so any factorisation rows × cols of the
+     * element count is the same tensor).
+     */
+    public record Constant(String segment, int channel, int column, int rows, int cols, float[] values) {}
 
     /**
      * LoRA adapters that reach sdpaFwd (q, k, v) and ffnFused (w1, w3) as inputs: the LoRA variants of those two kernels
@@ -184,7 +227,17 @@ public final class TrainingKernels {
         java.util.Map<String, LoraSlot> slots = addLoraSegments(in, "sdpaFwd");
         var out = new PackedLayout.Builder().add(threeStage ? "scores" : "attn", threeStage ? nh * s : q).add("qRope", q).add("kRope", kv).add("v", kv);
         if (c.qkNorm()) out.add("qRaw", q).add("kRaw", kv);
+        Consts k = new Consts(in, d);
+        k.add("ropeCos", RopeTables.cos(c));
+        k.add("ropeSin", RopeTables.sin(c));
+        if (!provenRotation()) k.add("ropeRotation", rotation());
+        if (hdp != hd) {
+            k.add("headPad", new float[nh * s * (hdp - hd)]);
+            if (nkv != nh) k.add("headPadKv", new float[nkv * s * (hdp - hd)]);
+        }
+        if (!threeStage) k.add("mask", RopeTables.causalMask(s));
         PackedLayout input = in.columns(d), output = out.channels(s);
+        List<Constant> constants = k.placed(input);
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, d, 1, input.width()));
             Value xnT = activationT(f, x, d, 0);                                       // (1,1,S,D)
@@ -202,21 +255,22 @@ public final class TrainingKernels {
                 qn = headNorm(f, qh, qw);
                 kn = headNorm(f, kh, kw);
             }
-            Value cos = f.weight("rope_cos", t(1, 1, s, hd), RopeTables.cos(c));
-            Value sin = f.weight("rope_sin", t(1, 1, s, hd), RopeTables.sin(c));
-            Value rotation = f.weight("rope_rotation", t(1, 1, hdp, hd), rotation());
-            Value padQ = headPad(f, nh, "head_pad"), padKv = nkv == nh ? padQ : headPad(f, nkv, "head_pad_kv");
+            Value cos = constant(f, x, constants, "ropeCos", 1, 1, s, hd);
+            Value sin = constant(f, x, constants, "ropeSin", 1, 1, s, hd);
+            Value rotation = provenRotation() ? null : constant(f, x, constants, "ropeRotation", 1, 1, hdp, hd);
+            Value padQ = hdp == hd ? null : constant(f, x, constants, "headPad", 1, nh, s, hdp - hd);
+            Value padKv = hdp == hd || nkv == nh ? padQ : constant(f, x, constants, "headPadKv", 1, nkv, s, hdp - hd);
             Value qr = rope(f, qn, padQ, cos, sin, rotation), kr = rope(f, kn, padKv, cos, sin, rotation);
             Value qp = padded(f, qr, padQ), kp = padded(f, tileHeads(f, kr), padQ);                  // (1,NH,S,HDp)
             Value first = threeStage
                     ? f.reshape(f.mul(f.matmul(qp, kp, false, true), scale()), 1, nh * s, 1, s)            // (1,NH·S,1,S)
-                    : fromHeads(f, attention(f, qp, kp, tileHeads(f, vh)), q);                        // (1,Q,1,S)
+                    : fromHeads(f, attention(f, qp, kp, tileHeads(f, vh), constant(f, x, constants, "mask", 1, 1, s, s)), q);   // (1,Q,1,S)
             Value y = f.concat(1, c.qkNorm()
                     ? new Value[] {first, fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv), fromHeads(f, qh, q), fromHeads(f, kh, kv)}
                     : new Value[] {first, fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv)});
             f.output(f.named(OUTPUT, y));
         }).build();
-        return new Spec("sdpaFwd", p, input, output);
+        return new Spec("sdpaFwd", p, input, output, constants);
     }
 
     /** Three-stage attention, last stage: probs (NH·S, S) and vTiled (Q, S) → attnOut (Q, S) = P·V per head. */
@@ -277,21 +331,26 @@ public final class TrainingKernels {
 
     /** (qRope, kTiled, vTiled, da) each (Q,S) → concat(dv Q, probs NH·S, dp NH·S): probs recomputed, dV = Pᵀ·dA, dP = dA·Vᵀ. */
     public Spec sdpaBwd1() {
-        PackedLayout input = new PackedLayout.Builder().add("q", q).add("k", q).add("v", q).add("da", q).channels(s);
+        var in = new PackedLayout.Builder().add("q", q).add("k", q).add("v", q).add("da", q);
+        Consts k = new Consts(in, 0);
+        k.add("mask", RopeTables.causalMask(s));
+        if (hdp != hd) k.add("headPad", new float[nh * s * (hdp - hd)]);
+        PackedLayout input = in.channels(s);
+        List<Constant> constants = k.placed(input);
         PackedLayout output = new PackedLayout.Builder().add("dv", q).add("probs", nh * s).add("dp", nh * s).channels(s);
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, input.channels(), 1, s));
             Value qh = channelHeads(f, x, input.start("q")), kh = channelHeads(f, x, input.start("k"));
             Value vh = channelHeads(f, x, input.start("v")), dah = channelHeads(f, x, input.start("da"));
-            Value pad = headPad(f, nh, "head_pad");
+            Value pad = hdp == hd ? null : constant(f, x, constants, "headPad", 1, nh, s, hdp - hd);
             Value scores = f.matmul(padded(f, qh, pad), padded(f, kh, pad), false, true);               // (1,NH,S,S)
-            Value probs = f.softmax(f.add(f.mul(scores, scale()), mask(f)), -1);
+            Value probs = f.softmax(f.add(f.mul(scores, scale()), constant(f, x, constants, "mask", 1, 1, s, s)), -1);
             Value dv = f.matmul(probs, dah, true, false);                                                // (1,NH,S,HD)
             Value dp = f.matmul(padded(f, dah, pad), padded(f, vh, pad), false, true);                   // (1,NH,S,S)
             Value y = f.concat(1, fromHeads(f, dv, q), f.reshape(probs, 1, nh * s, 1, s), f.reshape(dp, 1, nh * s, 1, s));
             f.output(f.named(OUTPUT, y));
         }).build();
-        return new Spec("sdpaBwd1", p, input, output);
+        return new Spec("sdpaBwd1", p, input, output, constants);
     }
 
     /** (probs, dp) (NH·S,S), (qRope, kTiled) (Q,S) → concat(dq Q, dk Q): dS = P ⊙ (dP − rowsum(P ⊙ dP))·scale, dQ = dS·K, dK = dSᵀ·Q. */
@@ -451,11 +510,6 @@ public final class TrainingKernels {
         return f.concat(1, copies);                                                     // (1,NH,S,HD)
     }
 
-    /** Zeros (1,n,S,HDp−HD) that pad heads to HDp; null when HD is already a multiple of 32. */
-    private Value headPad(FunctionBuilder f, int heads, String name) {
-        return hdp == hd ? null : f.weight(name, t(1, heads, s, hdp - hd), new float[heads * s * (hdp - hd)]);
-    }
-
     /** (1,n,S,HD) → (1,n,S,HDp) with zero columns (adds exact zeros to every head-dim contraction). */
     private Value padded(FunctionBuilder f, Value x, Value pad) {
         return pad == null ? x : f.concat(3, x, pad);
@@ -469,12 +523,44 @@ public final class TrainingKernels {
     }
 
     /**
-     * RoPE on (1,n,S,HD) with cos/sin tables (1,1,S,HD): x·cos + rotate(x)·sin, where rotate(x) = x·P with the constant
-     * ±1 permutation P (HDp,HD) (rustane PR #9, which ran on M3 Ultra: a reshape to (1,n,S·HD/2,2) makes an axis over
-     * the cap, audit F6, and its width-offset slices meet the 4094 clamp on M1–M3). Exact: each output is one ±x term.
+     * The largest S·HD/2 axis the reshape rotation may make: 16384, the axis cap of M1–M3 (ANEForge {@code _targets.py}
+     * {@code max_tensor_dim}; 65536 on M4/M5). The kernels are built for every chip, so the smallest cap applies.
+     */
+    static final int ROTATION_AXIS_CAP = 16384;
+
+    /**
+     * Whether RoPE's rotation is the pattern hardware-run projects used (ane-audit-2 R3): maderix's
+     * {@code training/training_dynamic/mil_dynamic.h} and rustane's {@code crates/engine/src/kernels/sdpa_fwd.rs} (M4,
+     * stories110m) reshape to (1,n,S·HD/2,2), slice the pair and concat (−odd, even) on axis 3. Used where that axis fits
+     * {@link #ROTATION_AXIS_CAP}; beyond it (stories42m: S·HD/2 = 32768) the ±1 permutation matmul, which only rustane PR
+     * #9 describes (M3 Ultra) and no code we could open runs. Half-style RoPE (qwen3) has no pair reshape: its proven-style
+     * form is two half slices and a concat on axis 3 (HD/2 columns, 64-byte aligned for HD ≥ 64).
+     */
+    private boolean provenRotation() { return !matmulRotation && (long) s * hd / 2 <= ROTATION_AXIS_CAP; }
+
+    /** Tests only: the permutation matmul for every config, to compare the two rotations bit for bit. */
+    boolean matmulRotation;
+
+    /**
+     * RoPE on (1,n,S,HD) with cos/sin tables (1,1,S,HD): x·cos + rotate(x)·sin. rotate(x) is the reshape/slice/concat of
+     * maderix and rustane where the axis fits ({@link #provenRotation}), else x·P with the constant ±1 permutation P
+     * (HDp,HD) (rustane PR #9: a reshape to (1,n,S·HD/2,2) makes an axis over the cap, audit F6). Both exact: each output
+     * is one ±x term, so the two give the same bits.
      */
     private Value rope(FunctionBuilder f, Value x, Value pad, Value cos, Value sin, Value rotation) {
-        Value rotated = f.matmul(padded(f, x, pad), rotation);                          // (1,n,S,HD)
+        int n = x.shape()[1];
+        Value rotated;
+        if (rotation != null) rotated = f.matmul(padded(f, x, pad), rotation);           // (1,n,S,HD)
+        else if (c.ropeStyle() == RopeStyle.INTERLEAVED) {
+            Value pairs = f.reshape(x, 1, n, s * hd / 2, 2);                                // (1,n,S·HD/2,2)
+            Value even = f.sliceBySize(pairs, new int[] {0, 0, 0, 0}, new int[] {1, n, s * hd / 2, 1});
+            Value odd = f.sliceBySize(pairs, new int[] {0, 0, 0, 1}, new int[] {1, n, s * hd / 2, 1});
+            rotated = f.reshape(f.concat(3, f.mul(odd, -1f), even), 1, n, s, hd);          // (−x[2i+1], x[2i])
+        } else {
+            Value lo = f.sliceBySize(x, new int[] {0, 0, 0, 0}, new int[] {1, n, s, hd / 2});
+            Value hi = f.sliceBySize(x, new int[] {0, 0, 0, hd / 2}, new int[] {1, n, s, hd / 2});
+            rotated = f.concat(3, f.mul(hi, -1f), lo);                                      // (−x[i+HD/2], x[i])
+        }
         return f.add(f.mul(x, cos), f.mul(rotated, sin));
     }
 
@@ -492,12 +578,64 @@ public final class TrainingKernels {
     }
 
     /** softmax(Q·Kᵀ·scale + mask)·V on (1,NH,S,HD). */
-    private Value attention(FunctionBuilder f, Value qh, Value kh, Value vh) {
-        Value scores = f.add(f.mul(f.matmul(qh, kh, false, true), scale()), mask(f));
+    private Value attention(FunctionBuilder f, Value qh, Value kh, Value vh, Value mask) {
+        Value scores = f.add(f.mul(f.matmul(qh, kh, false, true), scale()), mask);
         return f.matmul(f.softmax(scores, -1), vh);
     }
 
-    private Value mask(FunctionBuilder f) { return f.weight("mask", t(1, 1, s, s), RopeTables.causalMask(s)); }
+    /** The constant named {@code segment} of {@code constants}, sliced from the input x and reshaped to {@code shape}. */
+    private static Value constant(FunctionBuilder f, Value x, List<Constant> constants, String segment, int... shape) {
+        for (Constant k : constants)
+            if (k.segment().equals(segment))
+                return f.reshape(f.sliceBySize(x, new int[] {0, k.channel(), 0, k.column()}, new int[] {1, k.rows(), 1, k.cols()}), shape);
+        throw new IllegalStateException("[kernels] no constant " + segment);
+    }
+
+    /**
+     * Constants placed in a packed input. Column layouts (the dynamic-weights inputs, C channels): a constant of E values
+     * takes rows = the largest divisor of E not above C, cols = E / rows, in a segment of cols rounded up to 32 columns so
+     * every row of the input stays a multiple of 64 bytes in fp16 (macOS 27's I/O row rule, docs/macos27-ane.md C7). Channel
+     * layouts (width S): rows = E / S channels of S columns.
+     */
+    private final class Consts {
+        private final PackedLayout.Builder in;
+        private final int channels;                      // 0: a channel layout
+        private final java.util.Map<String, float[]> values = new java.util.LinkedHashMap<>();
+        private final java.util.Map<String, int[]> dims = new java.util.LinkedHashMap<>();
+
+        Consts(PackedLayout.Builder in, int channels) {
+            this.in = in;
+            this.channels = channels;
+        }
+
+        void add(String segment, float[] v) {
+            int rows, cols;
+            if (channels == 0) {
+                if (v.length % s != 0) throw new IllegalStateException("[kernels] constant " + segment + " of " + v.length + " values is not whole rows of " + s);
+                rows = v.length / s;
+                cols = s;
+                in.add(segment, rows);
+            } else {
+                rows = 1;
+                for (int r = Math.min(channels, v.length); r >= 1; r--) if (v.length % r == 0) { rows = r; break; }
+                cols = v.length / rows;
+                in.add(segment, (cols + 31) / 32 * 32);
+            }
+            values.put(segment, v);
+            dims.put(segment, new int[] {rows, cols});
+        }
+
+        List<Constant> placed(PackedLayout layout) {
+            List<Constant> out = new java.util.ArrayList<>();
+            for (var e : values.entrySet()) {
+                int[] rc = dims.get(e.getKey());
+                int start = layout.start(e.getKey());
+                out.add(channels == 0 ? new Constant(e.getKey(), start, 0, rc[0], rc[1], e.getValue())
+                        : new Constant(e.getKey(), 0, start, rc[0], rc[1], e.getValue()));
+            }
+            return out;
+        }
+    }
 
     private TensorType t(int... shape) { return TensorType.of(io, shape); }
 

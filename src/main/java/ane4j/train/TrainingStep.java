@@ -188,7 +188,13 @@ public final class TrainingStep implements AutoCloseable {
             // static mode compiles its own weight-bearing kernels at every stageWeights
             if (!staticWeights || java.util.Arrays.asList(WEIGHTED).indexOf(k.name()) < 0) {
                 SetupProgress.reportCompiling(++compiling, toCompile, k.name());
-                Kernel compiled = backend.compile(k.program());
+                Kernel compiled;
+                try {
+                    compiled = backend.compile(k.program());
+                } catch (ane4j.backend.AneException e) {
+                    if (!e.isBundleCheck()) throw e;
+                    throw e.withMessage("[train] kernel " + k.name() + ": " + e.getMessage());   // which kernel, in the one line
+                }
                 kernels.put(k.name(), compiled);
                 compiles++;
                 outputs.put(k.name(), compiled.allocateDirectOutput(TrainingKernels.OUTPUT));   // the ANE: its output surface; ref: floats
@@ -197,16 +203,22 @@ public final class TrainingStep implements AutoCloseable {
         if (!staticWeights && kernels.get(WEIGHTED[0]).prefersBoundInputs()) {
             bound = new Kernel.Binding[nl][WEIGHTED.length];
             boundStaged = new boolean[nl][WEIGHTED.length];
-            for (int l = 0; l < nl; l++) for (int i = 0; i < WEIGHTED.length; i++) bound[l][i] = kernels.get(WEIGHTED[i]).bind();
+            for (int l = 0; l < nl; l++) for (int i = 0; i < WEIGHTED.length; i++) {
+                bound[l][i] = kernels.get(WEIGHTED[i]).bind();
+                specs.get(WEIGHTED[i]).writeConstants(bound[l][i].input(TrainingKernels.INPUT));   // once per bound set, like the weights
+            }
         } else {
             weightedInput = new TensorBuffer[WEIGHTED.length];
             stagedLayer = new int[WEIGHTED.length];
             java.util.Arrays.fill(stagedLayer, -1);
-            for (int i = 0; i < WEIGHTED.length; i++)
+            for (int i = 0; i < WEIGHTED.length; i++) {
                 weightedInput[i] = staticWeights ? TensorBuffer.allocate(specs.get(WEIGHTED[i]).program().main().inputs().get(0).type())
                         : kernels.get(WEIGHTED[i]).allocateDirectInput(TrainingKernels.INPUT);
+                specs.get(WEIGHTED[i]).writeConstants(weightedInput[i]);
+            }
         }
         bwd1In = kernels.get("sdpaBwd1").allocateDirectInput(TrainingKernels.INPUT);
+        specs.get("sdpaBwd1").writeConstants(bwd1In);                 // the mask and head pads: once, never per step
         TensorBuffer in2 = kernels.get("sdpaBwd2").allocateDirectInput(TrainingKernels.INPUT), out1 = outputs.get("sdpaBwd1");
         // buffers of floats (the reference backend): sdpaBwd1 writes probs and dP where sdpaBwd2 reads them, two views of
         // one buffer [dv | probs, dP | q, k], instead of a copy of 2·NH·S channels per layer between them

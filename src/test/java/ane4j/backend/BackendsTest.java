@@ -33,6 +33,29 @@ class BackendsTest {
     }
 
     @Test
+    void automaticNeverPicksTheAneBelowMacos15() {
+        System.setProperty(MacOs.PROPERTY, "14.6");
+        try {
+            var s = Backends.choose("", null, "Mac OS X", "aarch64");
+            assertEquals("ref", s.backend().name());
+            assertEquals("automatic: macOS 14.6 is older than 15, the oldest the ANE path is written for (use --backend ane to try it)", s.reason());
+        } finally {
+            System.clearProperty(MacOs.PROPERTY);
+        }
+    }
+
+    @Test
+    void macosVersionsParseAndOldSdkJdksDoNotMatter() {
+        assertEquals(27, MacOs.parse("27.0 (26A428)").major());
+        assertEquals("26A428", MacOs.parse("27.0 (26A428)").build());
+        assertTrue(MacOs.parse("27.2").oneWeightFile() && MacOs.parse("27.2").rowsAt64Bytes());
+        assertFalse(MacOs.parse("26.6.2").oneWeightFile());
+        assertEquals("not macOS", MacOs.NONE.toString());
+        var e = assertThrows(IllegalArgumentException.class, () -> MacOs.parse("Tahoe"));
+        assertTrue(e.getMessage().startsWith("[ane4j.macos] 'Tahoe' is not a macOS version"), e.getMessage());
+    }
+
+    @Test
     void forcingAneWhereItIsMissingIsAnError() {
         var e = assertThrows(BackendException.class, () -> Backends.choose("ane", null, "Linux", "amd64"));
         assertTrue(e.getMessage().contains("not available"), e.getMessage());

@@ -21,7 +21,7 @@ class DoctorCommandTest {
     static final List<String> RUNGS = List.of("conv", "dynamic-matmul", "attention-mask", "a2-conv-chain", "train/sdpaFwd", "train/woFwd",
             "train/ffnFused", "train/ffnBwdW2t", "train/ffnBwdW13t", "train/wotBwd", "train/sdpaBwd1", "train/sdpaBwd2",
             "train/qBwd", "train/kvBwd");
-    static final List<String> PROBES = List.of("conv-reload", "a2-fp32-cast", "a2-packed-blob", "int8-blob-code4", "int8-blob-code1",
+    static final List<String> PROBES = List.of("conv-reload", "weights-2-files", "weights-packed-2", "row-32B", "a2-fp32-cast", "a2-packed-blob", "int8-blob-code4", "int8-blob-code1",
             "matmul-k32", "matmul-k16", "slice-clamp-4094", "matmul-saturation", "width-16384", "width-32768", "multi-input-equal",
             "multi-input-ascending", "multi-input-descending", "multi-output-descending", "multi-output-ascending", "small-surface");
 
@@ -55,12 +55,12 @@ class DoctorCommandTest {
             assertTrue(row.startsWith(name + " "), row);
             assertTrue(row.contains((RUNGS.contains(name) ? " rung " : " probe") + " ref  ref-fp32 ") && row.endsWith("  ok"), row);
         }
-        assertEquals("all 14 rungs passed; 17 probes observed", lines.get(table + 1 + ladder.size()));
+        assertEquals("all 14 rungs passed; 20 probes observed", lines.get(table + 1 + ladder.size()));
         int assumptions = lines.indexOf("assumptions (audit F1–F14; what the first Mac run confirms):");
         int verdict = lines.indexOf("verdict (paste into a bug report):");
         assertTrue(assumptions > table && verdict > assumptions, r.out());
         List<String> assumed = lines.subList(assumptions + 1, verdict - 1).stream().map(String::strip).toList();
-        assertEquals(14, assumed.size(), assumed.toString());
+        assertEquals(17, assumed.size(), assumed.toString());
         for (String l : assumed) assertTrue(l.contains("needs the ANE (not available: not macOS (Linux))"), l);
         assertTrue(assumed.contains("F4  width-offset slice clamps |v| > 4094 (M1–M3): the reference: no: values 4100–6000 read at width offset 64 "
                 + "kept (max rel err 0.00e+00) [slice-clamp-4094]; on the reference only, needs the ANE (not available: not macOS (Linux))"), assumed.toString());
@@ -136,8 +136,8 @@ class DoctorCommandTest {
         List<String> assumed = (List<String>) report.get("assumptions");
         assertTrue(assumed.stream().anyMatch(l -> l.startsWith("F4  width-offset slice clamps |v| > 4094 (M1–M3): the reference emulating M1: ")
                 && l.contains(" outputs became ±inf/NaN [slice-clamp-4094]")), assumed.toString());
-        assertTrue(assumed.stream().anyMatch(l -> l.startsWith("F5–F8 chip rules (ane4j.chip) vs what compiled: M1: 4 of 31 programs break an error rule "
-                + "(a2-fp32-cast, a2-packed-blob, matmul-k16, width-32768); the reference emulating M1 refused 4")), assumed.toString());
+        assertTrue(assumed.stream().anyMatch(l -> l.startsWith("F5–F8 chip rules (ane4j.chip) vs what compiled: M1: 5 of 34 programs break an error rule "
+                + "(weights-packed-2, a2-fp32-cast, a2-packed-blob … width-32768); the reference emulating M1 refused 5")), assumed.toString());
         assertTrue(((List<String>) report.get("verdict")).get(0).startsWith("ane4j doctor: chip n/a (rules and cliffs of M1 emulated), "));
     }
 

@@ -62,8 +62,17 @@ class LossScalingTest {
         assertEquals(512f, s.scale());
         for (int i = 0; i < LossScaler.GROWTH_INTERVAL; i++) assertTrue(s.afterBackward(true));
         assertEquals(1024f, s.scale());
+        assertEquals(1, s.skippedUpdates());
+        // slow (PyTorch's GradScaler interval) and capped per chip below the fp16 cliffs (ane-audit-2.md R5)
+        assertEquals(2000, LossScaler.GROWTH_INTERVAL);
+        LossScaler m1 = new LossScaler(LossScaler.Mode.DYNAMIC, 128f, LossScaler.capFor(ane4j.chip.Chip.M1));
+        for (int i = 0; i < 10 * LossScaler.GROWTH_INTERVAL; i++) m1.afterBackward(true);
+        assertEquals(256f, m1.scale(), "M1-M3: never above 256");
+        assertEquals(2048f, LossScaler.capFor(ane4j.chip.Chip.M4));
+        assertEquals(LossScaler.MAX_SCALE, LossScaler.capFor(null));
         LossScaler fixed = new LossScaler(LossScaler.Mode.STATIC, 1024f);
         assertFalse(fixed.afterBackward(false), "a non-finite gradient is never applied");
+        assertEquals(1, fixed.skippedUpdates(), "static scaling counts its skips too");
         assertEquals(1024f, fixed.scale());
         assertEquals(1f, new LossScaler(LossScaler.Mode.NONE, 1024f).scale());
     }

@@ -45,13 +45,15 @@ class TrainingKernelsTest {
     void stories110mKernelsHaveTheSeedsSurfaceShapes() {
         var k = kernels("stories110m");
         assertEquals(10, k.size());
-        assertIo(k.get("sdpaFwd"), new int[] {1, 768, 1, 2560}, new int[] {1, 3072, 1, 256});
+        // xnorm 256 + Wq, Wk, Wv 3·768 + constants: cos, sin 32 each (512 rows), mask 128 (512 rows); the rotation is
+        // maderix's reshape/slice/concat (S·HD/2 = 8192 fits the cap), no constant
+        assertIo(k.get("sdpaFwd"), new int[] {1, 768, 1, 2560 + 32 + 32 + 128}, new int[] {1, 3072, 1, 256});
         assertIo(k.get("woFwd"), new int[] {1, 768, 1, 1024}, new int[] {1, 768, 1, 256});
         assertIo(k.get("ffnFused"), new int[] {1, 768, 1, 6656}, new int[] {1, 6912, 1, 256});
         assertIo(k.get("ffnBwdW2t"), new int[] {1, 768, 1, 2304}, new int[] {1, 2048, 1, 256});
         assertIo(k.get("ffnBwdW13t"), new int[] {1, 2048, 1, 2048}, new int[] {1, 768, 1, 256});
         assertIo(k.get("wotBwd"), new int[] {1, 768, 1, 1024}, new int[] {1, 768, 1, 256});
-        assertIo(k.get("sdpaBwd1"), new int[] {1, 3072, 1, 256}, new int[] {1, 6912, 1, 256});
+        assertIo(k.get("sdpaBwd1"), new int[] {1, 3072 + 256, 1, 256}, new int[] {1, 6912, 1, 256});   // + the mask, 256 channels
         assertIo(k.get("sdpaBwd2"), new int[] {1, 7680, 1, 256}, new int[] {1, 1536, 1, 256});
         assertIo(k.get("qBwd"), new int[] {1, 768, 1, 1024}, new int[] {1, 768, 1, 256});
         assertIo(k.get("kvBwd"), new int[] {1, 768, 1, 2048}, new int[] {1, 768, 1, 256});
@@ -60,13 +62,13 @@ class TrainingKernelsTest {
     @Test
     void qwenKernelsCarryGqaAndQkNorm() {
         var k = kernels("qwen3-0.6b");
-        // xnorm 256 + Wq 2048 + Wk 1024 + Wv 1024 + qNorm/kNorm 2·128
-        assertIo(k.get("sdpaFwd"), new int[] {1, 1024, 1, 4608}, new int[] {1, 2048 + 2048 + 1024 + 1024 + 2048 + 1024, 1, 256});
+        // xnorm 256 + Wq 2048 + Wk 1024 + Wv 1024 + qNorm/kNorm 2·128 + cos, sin 32 each, mask 64 (half-style rotation: slices)
+        assertIo(k.get("sdpaFwd"), new int[] {1, 1024, 1, 4608 + 32 + 32 + 64}, new int[] {1, 2048 + 2048 + 1024 + 1024 + 2048 + 1024, 1, 256});
         assertIo(k.get("woFwd"), new int[] {1, 2048, 1, 1280}, new int[] {1, 1024, 1, 256});
         assertIo(k.get("ffnFused"), new int[] {1, 1024, 1, 9728}, new int[] {1, 10240, 1, 256});
         assertIo(k.get("ffnBwdW13t"), new int[] {1, 3072, 1, 2560}, new int[] {1, 1024, 1, 256});
         assertIo(k.get("wotBwd"), new int[] {1, 1024, 1, 2304}, new int[] {1, 2048, 1, 256});
-        assertIo(k.get("sdpaBwd1"), new int[] {1, 8192, 1, 256}, new int[] {1, 10240, 1, 256});
+        assertIo(k.get("sdpaBwd1"), new int[] {1, 8192 + 256, 1, 256}, new int[] {1, 10240, 1, 256});
         assertIo(k.get("sdpaBwd2"), new int[] {1, 12288, 1, 256}, new int[] {1, 4096, 1, 256});
         assertIo(k.get("qBwd"), new int[] {1, 2048, 1, 1280}, new int[] {1, 1024, 1, 256});
         assertIo(k.get("kvBwd"), new int[] {1, 1024, 1, 2560}, new int[] {1, 1024, 1, 256});

@@ -1,5 +1,6 @@
 package ane4j.backend.ane;
 
+import ane4j.backend.MacOs;
 import ane4j.backend.FrameworkException;
 import ane4j.backend.AneException;
 import ane4j.backend.BackendException;
@@ -27,7 +28,8 @@ import java.util.Map;
  * {@link ane4j.backend.CompileBudgetExceededException}, because that is how Apple's compiler leak fails.
  *
  * <p>MIL dialect: ios18 first on every chip; on M1/M2 (where the evidence conflicts, ane-audit F7) ios16 after a failed
- * compile; the one that compiled is kept for the session ({@link #dialectChoice()}, {@link AneKernel#dialect()}).
+ * compile, per program (ane-audit-2 R1): the one that compiled last is tried first, the other after a failure, and each
+ * kernel records its own ({@link #dialectChoice()}, {@link AneKernel#dialect()}).
  *
  * <p>Knobs: {@code -Dane4j.milDialect=1.0|1.3} forces one dialect;
  * {@code -Dane4j.ane.daemonCache=false} compiles even what the daemon has (to measure compiles). On anything but macOS
@@ -88,6 +90,7 @@ public final class AneBackend extends CountingBackend {
         this.leakWatch = new CompileBudget(Integer.MAX_VALUE, options.leakSuspectAfter());
         MilDialect forced = options.dialect() != null ? options.dialect() : MilDialect.forced();
         this.dialect = forced;
+        this.forced = forced != null;
         if (forced != null) dialectReason = options.dialect() != null ? "set by AneBackend.Options" : "forced by -D" + MilDialect.PROPERTY;
     }
 
@@ -121,7 +124,7 @@ public final class AneBackend extends CountingBackend {
 
     /**
      * Which dialect this session compiles in and why, one line for {@code doctor}: e.g. {@code "1.3/ios18: compiled
-     * on M1 (h13g), kept for the session"}, {@code "1.0/ios16: ios18 failed to compile on M1 (h13g): …"},
+     * on M1 (h13g), tried first from now on, …"}, {@code "1.0/ios16: ios18 failed to compile on M1 (h13g): …"},
      * {@code "1.3/ios18: forced by -Dane4j.milDialect"}, {@code "1.3/ios18: not settled yet (on M1/M2 ios16 is tried if
      * ios18 fails)"}.
      */
@@ -138,6 +141,18 @@ public final class AneBackend extends CountingBackend {
     public String exceptionGuard() {
         requireAvailable();
         return Native.exceptionGuard();
+    }
+
+    /**
+     * Classes macOS 27's AppleNeuralEngine added (docs/macos27-ane.md C1, C5, C9), present or not, without compiling
+     * anything: {@code _ANEHashEncoding} (the per-file bundle hash check: kernels need at most one weight file),
+     * {@code _ANECloneHelper} (bundles copied by clone, symlinks refused), {@code _ANESandboxingHelper}.
+     */
+    public java.util.Map<String, Boolean> capabilities() {
+        requireAvailable();
+        java.util.Map<String, Boolean> m = new java.util.LinkedHashMap<>();
+        for (String c : List.of("_ANEHashEncoding", "_ANECloneHelper", "_ANESandboxingHelper")) m.put(c, Native.hasClass(c));
+        return m;
     }
 
     /** The chip as the framework reports it, e.g. {@code M4 (h16g)}. */
@@ -161,22 +176,58 @@ public final class AneBackend extends CountingBackend {
         return MilWriter.write(new Program(Map.of("main", main), program.weights()), dialect.mil());
     }
 
+    private volatile boolean packWeights = true;
+
+    /**
+     * Whether a program with several weight files is packed into one {@code weight.bin} before it reaches the compiler on
+     * macOS ≥ 27 (default true: {@link MacOs#oneWeightFile}). {@code doctor}'s two-file probe turns it off to see what
+     * this Mac's compiler does with two files.
+     */
+    public AneBackend packWeights(boolean on) {
+        packWeights = on;
+        return this;
+    }
+
+    /** The file packed weights go into (one per program, as Core ML's weight.bin). */
+    public static final String PACKED_WEIGHT_FILE = "weight.bin";
+
+    /**
+     * The program as it goes to this Mac's compiler: on macOS ≥ 27 (one weight file per program, docs/macos27-ane.md C2)
+     * its weight files packed into one, and refused before compiling where no layout is known to work: M1 misreads the
+     * blobs after the first of a packed file (chip rule packed-blob, maderix's benchmark report), so on M1 under 27 neither
+     * several files nor one packed file works. Not yet run on Apple hardware.
+     */
+    Program forThisMac(Program program, String functionName, MacOs os, java.util.Optional<ane4j.chip.Chip> chip) {
+        int files = program.weights().files().size();
+        if (!packWeights || !os.oneWeightFile() || files <= 1) return program;
+        if (chip.isPresent() && chip.get() == ane4j.chip.Chip.M1)
+            throw new BackendException("[ane] " + functionName + ": macOS " + os.version() + " compiles a program only with at most 1 weight file "
+                    + "(Code=10 verifyBundleAtPath) and M1 misreads the blobs after the first of a packed file (chip rule packed-blob); "
+                    + "no weight layout is known to work for this program's " + files + " files: pass its constants as inputs");
+        return program.packedWeights(PACKED_WEIGHT_FILE);
+    }
+
     @Override
     protected Kernel doCompile(Program program, String functionName) {
         requireAvailable();
         Function f = program.function(functionName);
         chipRules(program, functionName);
+        MacOs os = MacOs.current();
+        program = forThisMac(program, functionName, os, chipRulesChecked ? chipFamily() : java.util.Optional.empty());
         List<TensorSpec> ins = specs(f.inputs(), "input"), outs = specs(f.outputs(), "output");
-        MilDialect settled = dialect;
-        if (settled != null) return compileIn(settled, program, functionName, f, ins, outs);
+        if (forced) return compileIn(dialect, program, functionName, f, ins, outs);
+        // per program (ane-audit-2 R1): the dialect that compiled last is tried first; on M1/M2 a failure is retried in
+        // the other one for this program, whatever earlier programs compiled in (maderix's report: ios18 "PARTIAL" on M1;
+        // Espresso #18, M1 Ultra: toy ios18 programs compile, attention layers do not)
         MilDialect first = dialect();
         String chip = chip();
         var fallback = MilDialect.fallbackFor(aneSubType(), first);
+        if (fallback.isEmpty() && first != MilDialect.forSubType(aneSubType())) fallback = java.util.Optional.of(MilDialect.forSubType(aneSubType()));
         AneKernel k;
         try {
             k = compileIn(first, program, functionName, f, ins, outs);
         } catch (AneException e) {
-            if (fallback.isEmpty() || e instanceof FrameworkException) throw e;
+            if (fallback.isEmpty() || e instanceof FrameworkException || e.isBundleCheck()) throw e;
             MilDialect second = fallback.get();
             try {
                 k = compileIn(second, program, functionName, f, ins, outs);
@@ -186,30 +237,44 @@ public final class AneBackend extends CountingBackend {
                         + e.getMessage() + "; " + second.opset() + ": " + e2.getMessage(), e2);
             }
             settle(second, first.opset() + " failed to compile on " + chip + " (" + e.getMessage() + "), "
-                    + second.opset() + " compiled; kept for the session");
+                    + second.opset() + " compiled; tried first from now on, the other still tried per program", true);
             return k;
         }
-        settle(first, fallback.isPresent() ? "compiled on " + chip + ", kept for the session" : "the dialect of " + chip);
+        settle(first, fallback.isPresent() ? "compiled on " + chip + ", tried first from now on, the other still tried per program" : "the dialect of " + chip, false);
         return k;
     }
 
-    private synchronized void settle(MilDialect d, String why) {
-        if (dialect != null) return;
+    private boolean forced;
+
+    /** Records what compiled: the dialect tried first from now on, and why; a change is said once on stderr. */
+    private synchronized void settle(MilDialect d, String why, boolean fellBack) {
+        if (d == dialect && dialectReason != null && !fellBack) return;
+        boolean changed = d != dialect || dialectReason == null;
         dialectReason = why;
         dialect = d;
-        if (why.contains("kept for the session")) System.err.println("[ane] MIL dialect " + d.programVersion() + "/" + d.opset() + ": " + why);
+        if (changed && why.contains("per program")) System.err.println("[ane] MIL dialect " + d.programVersion() + "/" + d.opset() + ": " + why);
     }
 
     private AneKernel compileIn(MilDialect d, Program program, String functionName, Function f, List<TensorSpec> ins, List<TensorSpec> outs) {
         String mil = milText(program, functionName, d);
-        AneProgram p = AneProgram.compile(mil, program.weights().encoded(), surfaces(ins), surfaces(outs), leakWatch,
-                this::chargeCompile, options.usesDaemonCache());
+        AneProgram p;
+        boolean rows64 = MacOs.current().rowsAt64Bytes() && rowStrides;
+        try {
+            p = AneProgram.compile(mil, program.weights().encoded(), surfaces(ins, rows64), surfaces(outs, rows64), leakWatch,
+                    this::chargeCompile, options.usesDaemonCache(), exactSurfaces);
+        } catch (AneException e) {
+            if (!e.isBundleCheck()) throw e;
+            int files = program.weights().files().size();
+            throw e.withMessage("[ane] " + f.name() + " (" + files + " weight file" + (files == 1 ? "" : "s") + "): the compiler's bundle hash check "
+                    + "refused it (Code=" + e.code() + " verifyBundleAtPath" + (files > 1 ? "; macOS 27 compiles at most 1 weight file per program" : "")
+                    + "; not the compiler leak, a restart will not help; see docs/current-macs.md): " + e.getMessage());
+        }
         switch (p.origin()) {
             case DAEMON_CACHE -> daemonCacheLoads.incrementAndGet();
             case SHARED -> sharedLoads.incrementAndGet();
             case COMPILED -> { }
         }
-        return new AneKernel(f.name(), ins, outs, p, mil, d);
+        return new AneKernel(f.name(), ins, outs, p, mil, d, rows64);
     }
 
     /** Kernels loaded from the aned daemon's cache without a compile (not counted in {@link #compileCount()}). */
@@ -232,10 +297,15 @@ public final class AneBackend extends CountingBackend {
      * fail it with "ANECCompile() FAILED"; an unknown chip is not checked. Same message as the reference backend's
      * {@code -Dane4j.ref.chip} emulation.
      */
-    private void chipRules(Program program, String functionName) {
-        if (!chipRulesChecked) return;
+    private java.util.Optional<ane4j.chip.Chip> chipFamily() {
         var chip = chipFamily;
         if (chip == null) chipFamily = chip = ane4j.chip.Chip.fromSubType(aneSubType());
+        return chip;
+    }
+
+    private void chipRules(Program program, String functionName) {
+        if (!chipRulesChecked) return;
+        var chip = chipFamily();
         try {
             chip.ifPresent(c -> ane4j.chip.ChipRules.requireCompatible(program, functionName, c));
         } catch (ane4j.chip.ChipRuleException e) {
@@ -259,9 +329,32 @@ public final class AneBackend extends CountingBackend {
         return out;
     }
 
-    /** Dense bytes of each tensor, as {@code [1,C,H,W]} with C·H·W·element size (ane-facts.md §3). */
-    private static List<SurfaceSpec> surfaces(List<TensorSpec> specs) {
-        return specs.stream().map(s -> new SurfaceSpec(s.name(), s.type().byteSize())).toList();
+    /**
+     * Bytes of each tensor, as {@code [1,C,H,W]} with C·H·W·element size (ane-facts.md §3); on macOS ≥ 27 each row padded
+     * to 64 bytes ({@link AneKernel#rowStride}, docs/macos27-ane.md C7).
+     */
+    private static List<SurfaceSpec> surfaces(List<TensorSpec> specs, boolean rows64) {
+        return specs.stream().map(s -> new SurfaceSpec(s.name(), AneKernel.surfaceBytes(s, rows64))).toList();
+    }
+
+    private volatile boolean rowStrides = true, exactSurfaces;
+
+    /**
+     * Whether surfaces are allocated at their tensors' own sizes (rounded to 128 bytes) instead of one common size of at
+     * least 48 KB (default false). Only {@code doctor}'s surface probes turn it on, to observe the size rules they test.
+     */
+    public AneBackend exactSurfaces(boolean on) {
+        exactSurfaces = on;
+        return this;
+    }
+
+    /**
+     * Whether I/O rows get macOS 27's 64-byte stride there (default true). {@code doctor}'s 32-byte-row probe turns it off to
+     * see whether this Mac misreads a packed short row.
+     */
+    public AneBackend rowStrides(boolean on) {
+        rowStrides = on;
+        return this;
     }
 
     /** Kept apart so that the ffm classes it names load only when it runs. */
@@ -269,6 +362,8 @@ public final class AneBackend extends CountingBackend {
         static MilDialect firstDialect() {
             return MilDialect.forSubType(ane4j.backend.ane.ffm.DeviceInfo.read().aneSubType());
         }
+
+        static boolean hasClass(String name) { return ane4j.backend.ane.ffm.ObjC.get().hasClass(name); }
 
         static String exceptionGuard() {
             return ane4j.backend.ane.ffm.ObjC.get().exceptionGuard();

@@ -32,30 +32,65 @@ public final class AneKernel implements Kernel {
     private long evaluations, lastEvaluateNanos, copiedInputBytes;
     private boolean closed;
 
-    /** One input or output: its surface, and the zero-copy buffer on it once handed out (with the CPU lock it holds). */
+    /**
+     * One input or output: its surface, and the zero-copy buffer on it once handed out (with the CPU lock it holds). A
+     * strided slot (macOS ≥ 27, rows not a multiple of 64 bytes: {@link #rowStride}) has no zero-copy buffer: it is
+     * copied row by row at every evaluate ({@code plain} is the buffer handed out instead).
+     */
     private static final class Slot {
         final TensorSpec spec;
         final AneSurface surface;
         final boolean input;
-        TensorBuffer buffer;
+        final long rowBytes, stride, rows;       // stride == rowBytes: packed
+        TensorBuffer buffer, plain;
         AneSurface.Access held;
 
-        Slot(TensorSpec spec, AneSurface surface, boolean input) {
+        Slot(TensorSpec spec, AneSurface surface, boolean input, boolean rows64) {
             this.spec = spec;
             this.surface = surface;
             this.input = input;
+            int[] sh = spec.type().shape();
+            this.rowBytes = (long) sh[sh.length - 1] * spec.type().dtype().byteSize();
+            this.stride = rowStride(rowBytes, rows64);
+            this.rows = rowBytes == 0 ? 0 : spec.type().byteSize() / rowBytes;
         }
+
+        boolean strided() { return stride != rowBytes; }
+    }
+
+    /**
+     * The bytes between two rows of a tensor in its surface: packed, except on macOS ≥ 27 where the I/O layouts pad rows to
+     * 64 bytes (docs/macos27-ane.md C7, pmetal's AneTensorLayout restride; one source; not yet run on Apple hardware).
+     */
+    static long rowStride(long rowBytes, boolean rows64) { return rows64 ? (rowBytes + 63) / 64 * 64 : rowBytes; }
+
+    /** The surface bytes a tensor needs with its row stride. */
+    static long surfaceBytes(TensorSpec spec, boolean rows64) {
+        int[] sh = spec.type().shape();
+        long row = (long) sh[sh.length - 1] * spec.type().dtype().byteSize();
+        return row == 0 ? spec.type().byteSize() : spec.type().byteSize() / row * rowStride(row, rows64);
     }
 
     AneKernel(String function, List<TensorSpec> inputs, List<TensorSpec> outputs, AneProgram program, String milText, MilDialect dialect) {
+        this(function, inputs, outputs, program, milText, dialect, false);
+    }
+
+    AneKernel(String function, List<TensorSpec> inputs, List<TensorSpec> outputs, AneProgram program, String milText, MilDialect dialect, boolean rows64) {
         this.dialect = dialect;
         this.function = function;
         this.inputs = List.copyOf(inputs);
         this.outputs = List.copyOf(outputs);
         this.program = program;
         this.milText = milText;
-        for (TensorSpec s : inputs) slots.put(s.name(), new Slot(s, program.input(s.name()), true));
-        for (TensorSpec s : outputs) slots.put(s.name(), new Slot(s, program.output(s.name()), false));
+        for (TensorSpec s : inputs) slots.put(s.name(), new Slot(s, program.input(s.name()), true, rows64));
+        for (TensorSpec s : outputs) slots.put(s.name(), new Slot(s, program.output(s.name()), false, rows64));
+    }
+
+    /** Packed bytes → rows at {@code stride} (zeros between). */
+    private static MemorySegment strided(MemorySegment packed, Slot s) {
+        MemorySegment out = MemorySegment.ofArray(new byte[Math.toIntExact(s.rows * s.stride)]);
+        for (long r = 0; r < s.rows; r++) MemorySegment.copy(packed, r * s.rowBytes, out, r * s.stride, s.rowBytes);
+        return out;
     }
 
     @Override public List<TensorSpec> inputs() { return inputs; }
@@ -89,6 +124,11 @@ public final class AneKernel implements Kernel {
     @Override
     public synchronized Binding bind() {
         checkOpen();
+        for (TensorSpec spec : inputs)
+            if (slots.get(spec.name()).strided())
+                throw new ane4j.backend.BackendException("[kernel] " + function + " (ane): input '" + spec.name() + "' " + spec.type() + " has rows of "
+                        + slots.get(spec.name()).rowBytes + " bytes, which macOS 27 reads at a 64-byte stride: it cannot be bound in place; "
+                        + "evaluate with plain buffers (copied row by row) or make its last axis a multiple of 64 bytes");
         Bound b = new Bound(program.newInputSet());
         bindings.add(b);
         return b;
@@ -105,6 +145,10 @@ public final class AneKernel implements Kernel {
     private TensorBuffer surfaceBuffer(String name) {
         checkOpen();
         Slot s = slots.get(name);
+        if (s.strided()) {                          // no packed view of a strided surface: a plain buffer, copied by evaluate
+            if (s.plain == null) s.plain = TensorBuffer.allocate(s.spec.type());
+            return s.plain;
+        }
         if (s.buffer == null) {
             s.held = s.surface.lockForWrite();
             MemorySegment memory = s.held.segment().reinterpret(scope, null);
@@ -121,7 +165,8 @@ public final class AneKernel implements Kernel {
             Slot s = slots.get(spec.name());
             TensorBuffer b = Kernel.argument(function, in, spec, "input").packed();
             if (isSurface(s, b)) continue;
-            if (s.held != null) s.held.segment().copyFrom(b.segment());
+            if (s.strided()) s.surface.write(strided(b.segment(), s));
+            else if (s.held != null) s.held.segment().copyFrom(b.segment());
             else s.surface.write(b.segment());
             copiedInputBytes += b.byteSize();
         }
@@ -142,7 +187,11 @@ public final class AneKernel implements Kernel {
             TensorBuffer b = out.get(spec.name());
             if (isSurface(s, b)) continue;
             TensorBuffer raw = b.floatHeld() ? TensorBuffer.allocate(b.type()) : b;
-            if (s.held != null) raw.segment().copyFrom(s.held.segment());
+            if (s.strided()) {
+                MemorySegment padded = MemorySegment.ofArray(new byte[Math.toIntExact(s.rows * s.stride)]);
+                s.surface.read(padded);
+                for (long r = 0; r < s.rows; r++) MemorySegment.copy(padded, r * s.stride, raw.segment(), r * s.rowBytes, s.rowBytes);
+            } else if (s.held != null) raw.segment().copyFrom(s.held.segment());
             else s.surface.read(raw.segment());
             if (raw != b) b.copyFrom(raw);
         }

@@ -83,12 +83,19 @@ public final class AneProgram implements AutoCloseable {
     public static AneProgram compile(String milText, Map<String, byte[]> weightFiles,
                                      List<SurfaceSpec> inputs, List<SurfaceSpec> outputs, CompileBudget budget,
                                      Runnable beforeCompile, boolean useDaemonCache) {
+        return compile(milText, weightFiles, inputs, outputs, budget, beforeCompile, useDaemonCache, false);
+    }
+
+    /** As above; {@code exactSurfaces}: each surface its own tensor's size ({@link SurfacePlan#plan(String, List, boolean)}). */
+    public static AneProgram compile(String milText, Map<String, byte[]> weightFiles,
+                                     List<SurfaceSpec> inputs, List<SurfaceSpec> outputs, CompileBudget budget,
+                                     Runnable beforeCompile, boolean useDaemonCache, boolean exactSurfaces) {
         byte[] mil = milText.getBytes(StandardCharsets.UTF_8);
         Map<String, byte[]> weights = new TreeMap<>(weightFiles);   // sorted, as the descriptor hashes them
         Map<String, Path> weightPaths = new LinkedHashMap<>();
         for (String key : weights.keySet()) weightPaths.put(key, relativeWeightPath(key));
-        List<SurfacePlan.Slot> inputSlots = SurfacePlan.plan("input", inputs);
-        List<SurfacePlan.Slot> outputSlots = SurfacePlan.plan("output", outputs);
+        List<SurfacePlan.Slot> inputSlots = SurfacePlan.plan("input", inputs, exactSurfaces);
+        List<SurfacePlan.Slot> outputSlots = SurfacePlan.plan("output", outputs, exactSurfaces);
         LoadedModel.CompileCharge charge = new LoadedModel.CompileCharge() {
             @Override public void take() {
                 beforeCompile.run();

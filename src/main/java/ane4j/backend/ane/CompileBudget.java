@@ -73,7 +73,9 @@ public final class CompileBudget {
      */
     public BackendException classifyFailure(AneException failure) {
         int before = used.get() - 1;
-        if (before < leakSuspectAfter) return failure;
+        // macOS 27's bundle hash check (Code=10 verifyBundleAtPath) refuses the program itself, whatever came before:
+        // a restart would fail the same way (docs/macos27-ane.md C2)
+        if (before < leakSuspectAfter || failure.isBundleCheck()) return failure;
         return new CompileBudgetExceededException("[ane.compile] compile failed after " + before
                 + " earlier compiles in this process, as the compiler leak does; restart the process. "
                 + failure.getMessage(), before, budget, failure);

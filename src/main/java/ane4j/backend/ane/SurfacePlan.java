@@ -25,8 +25,27 @@ public final class SurfacePlan {
 
     private SurfacePlan() {}
 
-    /** Sorts by {@link #BINDING_ORDER}, and sizes every surface to max(largest tensor, {@link #MIN_SURFACE_BYTES}). */
-    public static List<Slot> plan(String role, List<SurfaceSpec> specs) {
+    /**
+     * Allocations are whole multiples of 128 bytes: maderix PR #35 (M5, unmerged): "All input, output, and weight
+     * surfaces must be 128-byte aligned. Failure results in silent evaluation errors or compiler rejection" (ane-audit-2
+     * R9). Costs nothing: the ANE reads the tensor from the first bytes (ORION #14).
+     */
+    public static final long ALLOC_ALIGN = 128;
+
+    static long align(long bytes) { return (bytes + ALLOC_ALIGN - 1) / ALLOC_ALIGN * ALLOC_ALIGN; }
+
+    /**
+     * Sorts by {@link #BINDING_ORDER}, and sizes every surface to max(largest tensor, {@link #MIN_SURFACE_BYTES}) rounded
+     * up to {@link #ALLOC_ALIGN}.
+     */
+    public static List<Slot> plan(String role, List<SurfaceSpec> specs) { return plan(role, specs, false); }
+
+    /**
+     * With {@code exact}, each surface is its own tensor's size rounded up to {@link #ALLOC_ALIGN}: no 48 KB floor and no
+     * common size. Only {@code doctor}'s surface probes use it, so that they observe the rules they test (ane-audit-2 R2:
+     * on the padded plan every multi-I/O and small-surface probe ran on equal 48 KB surfaces).
+     */
+    public static List<Slot> plan(String role, List<SurfaceSpec> specs, boolean exact) {
         if (specs.isEmpty()) throw new IllegalArgumentException("[ane.surface] a program needs at least one " + role);
         Set<String> names = new HashSet<>();
         for (SurfaceSpec s : specs)
@@ -35,8 +54,9 @@ public final class SurfacePlan {
         sorted.sort(BINDING_ORDER);
         long alloc = MIN_SURFACE_BYTES;
         for (SurfaceSpec s : sorted) alloc = Math.max(alloc, s.bytes());
+        alloc = align(alloc);
         List<Slot> slots = new ArrayList<>(sorted.size());
-        for (int i = 0; i < sorted.size(); i++) slots.add(new Slot(i, sorted.get(i), alloc));
+        for (int i = 0; i < sorted.size(); i++) slots.add(new Slot(i, sorted.get(i), exact ? align(sorted.get(i).bytes()) : alloc));
         return List.copyOf(slots);
     }
 }

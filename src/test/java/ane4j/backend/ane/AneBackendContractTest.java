@@ -127,7 +127,7 @@ class AneBackendContractTest extends FakeRuntimeFixture {
     }
 
     @Test
-    void onM1AndM2Ios18IsTriedFirstAndIos16AfterACompileFailureAndTheChoiceIsKept() {
+    void onM1AndM2Ios18IsTriedFirstAndIos16AfterACompileFailurePerProgram() {
         fake.setAneSubType("h13g");
         fake.setRefuseDialect("ios18");
         AneBackend m1 = backend();
@@ -139,7 +139,7 @@ class AneBackendContractTest extends FakeRuntimeFixture {
         }
         assertEquals(MilDialect.PROGRAM_1_0_IOS16, m1.dialect());
         assertTrue(m1.dialectChoice().startsWith("1.0/ios16: ios18 failed to compile on M1 (h13g) ([compileWithQoS:options:error:] "
-                + "_ANECompiler : ANECCompile() FAILED (fake: this chip refuses ios18)), ios16 compiled; kept for the session"), m1.dialectChoice());
+                + "_ANECompiler : ANECCompile() FAILED (fake: this chip refuses ios18)), ios16 compiled; tried first from now on, the other still tried per program"), m1.dialectChoice());
         assertEquals(2, m1.compileCount(), "both attempts were compiles");
         int compiles = compileSends();
         try (AneKernel k = (AneKernel) m1.compile(fp16Conv(22))) {
@@ -152,7 +152,13 @@ class AneBackendContractTest extends FakeRuntimeFixture {
         try (AneKernel k = (AneKernel) other.compile(fp16Conv(23))) {
             assertEquals(MilDialect.PROGRAM_1_3_IOS18, k.dialect());
         }
-        assertEquals("1.3/ios18: compiled on M1 (h13g), kept for the session", other.dialectChoice());
+        assertEquals("1.3/ios18: compiled on M1 (h13g), tried first from now on, the other still tried per program", other.dialectChoice());
+        // R1 (ane-audit-2): a later program that fails in ios18 is retried in ios16, although the first compiled in ios18
+        fake.setRefuseDialect("ios18");
+        try (AneKernel k = (AneKernel) other.compile(fp16Conv(27))) {
+            assertEquals(MilDialect.PROGRAM_1_0_IOS16, k.dialect(), "this kernel's own dialect");
+            assertSameOutputsAsRef("conv27", fp16Conv(27), k);
+        }
 
         fake.setRefuseDialect(null);
         fake.setFailCompile("ANECCompile() FAILED");
@@ -182,7 +188,7 @@ class AneBackendContractTest extends FakeRuntimeFixture {
 
     @Test
     void surfaceBuffersAreZeroCopyAndEvaluateSkipsTheirCopies() {
-        Program p = AcceptancePrograms.a4DynamicMatmul(8, 4, 6);
+        Program p = zeroCopyProgram();
         try (AneKernel k = (AneKernel) backend().compile(p); Kernel r = new RefBackend().compile(p)) {
             TensorBuffer x = k.allocateInput("x"), y = k.allocateOutput("y");
             assertSame(x, k.allocateInput("x"), "one buffer per surface");
@@ -213,6 +219,9 @@ class AneBackendContractTest extends FakeRuntimeFixture {
         }
         assertEquals(0, fake.liveObjects(), "leaked: " + fake.liveDescription());
     }
+
+    /** A dynamic matmul whose surfaces are packed under this OS profile (x [1,8,1,10], y [1,6,1,4]). */
+    Program zeroCopyProgram() { return AcceptancePrograms.a4DynamicMatmul(8, 4, 6); }
 
     @Test
     void plainBuffersAreCopiedInsideLocks() {

@@ -27,9 +27,12 @@ class AneKernelBindingContractTest extends FakeRuntimeFixture {
         FakeRuntime.assertNoViolationsAndPoolsPopped(fake);
     }
 
+    /** Two inputs, q and k, whose rows are packed under this OS profile. */
+    Program boundProgram() { return AcceptancePrograms.a10QkT(2, 4, 8); }
+
     @Test
     void bindingsKeepTheirInputsAndEvaluateWithoutCopies() {
-        Program p = AcceptancePrograms.a10QkT(2, 4, 8);   // two inputs, q and k
+        Program p = boundProgram();   // two inputs, q and k
         try (AneKernel k = (AneKernel) AneBackendContractTest.backend().compile(p); Kernel r = new RefBackend().compile(p)) {
             assertTrue(k.prefersBoundInputs());
             assertFalse(r.prefersBoundInputs(), "the reference backend stages on demand");

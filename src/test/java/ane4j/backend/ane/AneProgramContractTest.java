@@ -247,18 +247,19 @@ class AneProgramContractTest {
     @Test
     void surfacesBindAlphabeticallyWithEqualPaddedSizes() {
         fake.setMinSurfaceBytes(SurfacePlan.MIN_SURFACE_BYTES);   // the fake then rejects smaller surfaces with 0x1d
+        // 100 000 bytes allocate 100 096: whole multiples of 128 (maderix PR #35, ane-audit-2 R9)
         List<SurfaceSpec> ins = List.of(new SurfaceSpec("x_b", 4000), new SurfaceSpec("a", 100_000), new SurfaceSpec("Z", 8));
         try (AneProgram p = AneProgram.compile(MIL, Map.of(), ins, List.of(new SurfaceSpec("y", 64)), roomy())) {
             assertEquals(List.of("Z", "a", "x_b"), p.inputs().stream().map(AneSurface::name).toList());
             assertEquals(List.of(0, 1, 2), p.inputs().stream().map(AneSurface::index).toList());
-            for (AneSurface s : p.inputs()) assertEquals(100_000, s.allocBytes(), s.toString());
+            for (AneSurface s : p.inputs()) assertEquals(100_096, s.allocBytes(), s.toString());
             assertEquals(List.of(8L, 100_000L, 4000L), p.inputs().stream().map(AneSurface::bytes).toList());
             assertEquals(SurfacePlan.MIN_SURFACE_BYTES, p.output("y").allocBytes());
             p.evaluate();   // would fail with 0x1d on unequal or too small surfaces
         }
         List<String> created = fake.log().stream().filter(e -> e.kind().equals("IOSurfaceCreate"))
                 .map(e -> e.args().get(0).replaceAll(".*AllocSize\"\\)=NSNumber\\((\\d+)\\).*", "$1")).toList();
-        assertEquals(List.of("100000", "100000", "100000", "49152"), created);
+        assertEquals(List.of("100096", "100096", "100096", "49152"), created);
     }
 
     @Test

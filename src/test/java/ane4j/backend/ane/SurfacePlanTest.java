@@ -13,7 +13,15 @@ class SurfacePlanTest {
                 new SurfaceSpec("k", 200_000), new SurfaceSpec("q", 70_000), new SurfaceSpec("V", 10)));
         assertEquals(List.of("V", "k", "q"), slots.stream().map(s -> s.spec().name()).toList());
         assertEquals(List.of(0, 1, 2), slots.stream().map(SurfacePlan.Slot::index).toList());
-        assertTrue(slots.stream().allMatch(s -> s.allocBytes() == 200_000));
+        // 200 000 rounded up to a multiple of 128 (maderix PR #35, ane-audit-2 R9)
+        assertTrue(slots.stream().allMatch(s -> s.allocBytes() == 200_064), slots.toString());
+    }
+
+    @Test
+    void doctorsExactPlanGivesEachSurfaceItsOwnSizeRoundedTo128() {
+        List<SurfacePlan.Slot> slots = SurfacePlan.plan("input", List.of(
+                new SurfaceSpec("a", 256), new SurfaceSpec("b", 512), new SurfaceSpec("c", 129)), true);
+        assertEquals(List.of(256L, 512L, 256L), slots.stream().map(SurfacePlan.Slot::allocBytes).toList());
     }
 
     @Test

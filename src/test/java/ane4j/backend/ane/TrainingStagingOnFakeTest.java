@@ -41,7 +41,9 @@ class TrainingStagingOnFakeTest extends FakeRuntimeFixture {
         for (TrainingKernels.Spec k : new TrainingKernels(c).all()) {
             PackedLayout in = k.input();
             boolean packedColumns = in.width() > c.seqLen();
+            var constants = k.constants().stream().map(TrainingKernels.Constant::segment).toList();
             for (var seg : in.segments().entrySet()) {
+                if (constants.contains(seg.getKey())) continue;   // RoPE tables, mask, pads: written once per input set, never per step
                 // column layouts: channels × segment columns; channel layouts (the weight-free kernels): segment channels × S
                 long elements = packedColumns ? (long) in.channels() * seg.getValue().size() : (long) seg.getValue().size() * in.width();
                 if (packedColumns && WEIGHT_SEGMENTS.contains(seg.getKey())) w += elements * 2;
@@ -90,6 +92,34 @@ class TrainingStagingOnFakeTest extends FakeRuntimeFixture {
             assertEquals(weights, r.stagedWeightBytes(), "step " + i + ": reference weight bytes");
         }
         assertTrue(Files.readString(tmp.resolve("ane-run/metrics.jsonl")).contains("\"stagedActivationBytes\":" + act + ",\"stagedWeightBytes\":" + weights + "}"));
+    }
+
+    /**
+     * The automatic backend on a Mac compiles every kernel before step 1; when one fails, one line names the failure and
+     * {@code ane4j doctor}, and the run trains on the reference backend (run.json says so). An explicit ane fails instead.
+     */
+    @Test
+    void anAutomaticRunWhoseKernelsFailToCompileTrainsOnTheReferenceBackendAndSaysSo() throws Exception {
+        Path conf = writeConfig(tmp);
+        fake.setFailCompile("_ANECompiler : ANECCompile() FAILED");
+        List<String> messages = new java.util.ArrayList<>();
+        Map<String, String> opts = Map.of("model", conf.toString(), "steps", "2", "checkpointEvery", "0");
+        try (Trainer t = new Trainer(options(opts, tmp.resolve("auto-run")), AneBackendContractTest.backend(), new Trainer.Listener() {
+            @Override public void onStep(Trainer.StepMetrics m) {}
+            @Override public void onMessage(String line) { messages.add(line); }
+        })) {
+            assertEquals("ref", t.backendName());
+            assertEquals(2, t.run(null, 0).size());
+        }
+        String line = messages.stream().filter(m -> m.contains("reference backend")).findFirst().orElseThrow(() -> new AssertionError(messages.toString()));
+        assertTrue(line.startsWith("[train] the ANE backend could not set up the training kernels ([compileWithQoS:options:error:] _ANECompiler : ANECCompile() FAILED"), line);
+        assertTrue(line.contains("`ane4j doctor`") && !line.contains("\n"), line);
+        assertTrue(Files.readString(tmp.resolve("auto-run/run.json")).contains("\"backend\": \"ref\""), Files.readString(tmp.resolve("auto-run/run.json")));
+
+        var m = new java.util.HashMap<>(opts);
+        m.put("backend", "ane");
+        var e = assertThrows(ane4j.backend.AneException.class, () -> new Trainer(options(m, tmp.resolve("ane-run")), AneBackendContractTest.backend(), null));
+        assertTrue(e.getMessage().contains("ANECCompile() FAILED"), e.getMessage());
     }
 
     /** The backend, remembering every kernel it compiles. */

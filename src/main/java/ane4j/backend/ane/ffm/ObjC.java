@@ -304,6 +304,17 @@ public final class ObjC {
         return c;
     }
 
+    /** Whether {@code objc_getClass(name)} finds the class (no error when it does not): for capability fingerprints. */
+    public boolean hasClass(String name) {
+        if (classes.containsKey(name)) return true;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment c = (MemorySegment) objc_getClass.invokeExact(arena.allocateFrom(name));
+            return !c.equals(MemorySegment.NULL);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     /** {@code sel_registerName(name)}, cached. */
     public MemorySegment sel(String name) {
         MemorySegment s = selectors.get(name);
@@ -388,11 +399,39 @@ public final class ObjC {
             }
             if (ok != 0) return;
             MemorySegment error = slot.get(ID, 0);
-            String message = error.equals(MemorySegment.NULL)
-                    ? "failed without an NSError"
-                    : utf8(sendId(error, "localizedDescription"));
-            throw new AneException("[" + selector + "] " + message);
+            if (error.equals(MemorySegment.NULL)) throw new AneException("[" + selector + "] failed without an NSError");
+            throw errorOf(selector, error);
         }
+    }
+
+    private static final FunctionDescriptor LONG_OF_NOTHING = FunctionDescriptor.of(JAVA_LONG, ID, ID);
+    private static final FunctionDescriptor ID_SEND_ID = FunctionDescriptor.of(ID, ID, ID, ID);
+
+    /**
+     * What an NSError says, in one line: {@code [selector] description (domain Code=n; underlying: …)}. The domain, code
+     * and {@code userInfo[NSUnderlyingError]}'s description go into the exception too: macOS 27's bundle check is told
+     * apart by them (Code=10, {@code verifyBundleAtPath}: docs/macos27-ane.md C1/C2). {@code domain}, {@code code},
+     * {@code userInfo} and {@code objectForKey:} are public NSError/NSDictionary API on every macOS release.
+     */
+    AneException errorOf(String selector, MemorySegment error) {
+        String message = utf8(sendId(error, "localizedDescription"));
+        String domain = utf8(sendId(error, "domain"));
+        long code;
+        String underlying = null;
+        try {
+            code = (long) msgSend(LONG_OF_NOTHING).invokeExact(error, sel("code"));
+            MemorySegment info = sendId(error, "userInfo");
+            if (!info.equals(MemorySegment.NULL)) {
+                MemorySegment key = Foundation.string("NSUnderlyingError");
+                MemorySegment inner = (MemorySegment) msgSend(ID_SEND_ID).invokeExact(info, sel("objectForKey:"), key);
+                if (!inner.equals(MemorySegment.NULL)) underlying = utf8(sendId(inner, "localizedDescription"));
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        String line = "[" + selector + "] " + message + (domain == null ? ""
+                : " (" + domain + " Code=" + code + (underlying != null ? "; underlying: " + underlying : "") + ")");
+        return new AneException(line, domain, code, underlying, null);
     }
 
     /** {@code [nsString UTF8String]} copied into a Java string; nil gives null. */

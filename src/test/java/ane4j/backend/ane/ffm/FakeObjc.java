@@ -40,7 +40,7 @@ public final class FakeObjc {
     private final SymbolLookup lookup;
     private final Linker linker = Linker.nativeLinker();
     private final MethodHandle logCount, logEntry, errorCount, error, liveObjects, liveDescription, poolDepth, reset,
-            setFailCompile, setLeakAfter, setMinSurfaceBytes, setAneSubType, setTmpdir, setEvaluateHook,
+            setFailCompile, setLeakAfter, setMinSurfaceBytes, setAneSubType, setMacos, setTmpdir, setEvaluateHook,
             evaluatingHex, realCompiles, daemonLoads, setIdentifier, setDaemonDir, setRefuseDialect, newProcess, setThrow, setThrowTimes;
     private final MemorySegment hookStub;
     private volatile EvaluateHook hook;
@@ -81,6 +81,7 @@ public final class FakeObjc {
         setLeakAfter = fn("fake_set_leak_after", FunctionDescriptor.ofVoid(JAVA_INT));
         setMinSurfaceBytes = fn("fake_set_min_surface_bytes", FunctionDescriptor.ofVoid(JAVA_LONG));
         setAneSubType = fn("fake_set_ane_subtype", FunctionDescriptor.ofVoid(ADDRESS));
+        setMacos = fn("fake_set_macos", FunctionDescriptor.ofVoid(JAVA_INT));
         setTmpdir = fn("fake_set_tmpdir", FunctionDescriptor.ofVoid(ADDRESS));
         setEvaluateHook = fn("fake_set_evaluate_hook", FunctionDescriptor.ofVoid(ADDRESS));
         evaluatingHex = fn("fake_evaluating_hex", FunctionDescriptor.of(ADDRESS));
@@ -326,6 +327,15 @@ public final class FakeObjc {
             setMinSurfaceBytes.invokeExact(bytes);
         } catch (Throwable t) {
             throw fail(t);
+        }
+    }
+
+    /** The fake's OS profile: 26 (macOS 15/26 rules, the default) or 27 (adds H1-H4 of fakeobjc.c). */
+    public void setMacos(int major) {
+        try {
+            setMacos.invokeExact(major);
+        } catch (Throwable t) {
+            throw new RuntimeException(t);
         }
     }
 
