@@ -19,6 +19,6 @@ while IFS=: read -r f l name; do
   else
     sed -n "$((l > 1 ? l - 1 : 1)),${l}p" "$f" | grep -qi "$owner" || { echo "no owner ($owner) next to $f:$l $name"; bad=1; }
   fi
-done < <(grep -rnoE '[A-Za-z0-9_./-]*\.md' src/)
+done < <(grep -rnoE '[A-Za-z0-9_./-]*\.md\b' src/)
 [ "$bad" = 0 ] && echo "every *.md named in src/ is in the repository or named with its owner"
 exit "$bad"

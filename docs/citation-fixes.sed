@@ -9,7 +9,7 @@ s#\(DESIGN\.md §2, /work/shared/docs/DESIGN\.md\)#(docs/DESIGN.md §2)#g
 s#/work/shared/docs/(ane-facts|anchors|ane-audit|ane-audit-2|macos27-ane|DESIGN)\.md#docs/\1.md#g
 
 # 2. Our reference notes, named bare: prefix docs/ (not where already prefixed by a path or a URL).
-s#(^|[^A-Za-z0-9_./-])(ane-facts|anchors|ane-audit|ane-audit-2|macos27-ane|DESIGN)\.md#\1docs/\2.md#g
+s#(^|[^A-Za-z0-9_./-])(ane-facts|anchors|ane-audit|ane-audit-2|macos27-ane|macos-first-contact|DESIGN)\.md#\1docs/\2.md#g
 # ... and named without ".md" ("ane-facts §1.3", "ane-facts A3", "ane-facts errata 5", "ane-audit F7")
 s#(^|[^A-Za-z0-9_./-])ane-facts (§|A[0-9]|errata|[0-9]+\.[0-9])#\1docs/ane-facts.md \2#g
 s#(^|[^A-Za-z0-9_./-])ane-audit (F[0-9])#\1docs/ane-audit.md \2#g

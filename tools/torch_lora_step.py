@@ -13,7 +13,7 @@ Usage: /usr/bin/python3 tools/torch_lora_step.py --model stories110m --mode lora
   --mode full | loraR (rank R)
 Output with --json: one line {"mode", "model", "ms_per_step_median", "ms_per_step_min", "steps", "threads", "torch",
                   "trained_params", "first_loss", "last_loss", "loadavg": [start, end], "blas", "peak_rss_mb"}
-By hand, under the big-memory lock:  flock /work/bigmem.lock /usr/bin/python3 tools/torch_lora_step.py --mode lora8
+By hand:  /usr/bin/python3 tools/torch_lora_step.py --mode lora8
 """
 import argparse
 import json

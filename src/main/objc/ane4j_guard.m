@@ -1,5 +1,5 @@
-// ane4j_guard.m: one @try/@catch around objc_msgSend for ane4j's FFM calls (ane-audit F9). An Objective-C exception
-// unwinding through JVM frames aborts the process (anchors.md §4.4 item 7); caught here, it comes back to Java as the
+// ane4j_guard.m: one @try/@catch around objc_msgSend for ane4j's FFM calls (docs/ane-audit.md F9). An Objective-C exception
+// unwinding through JVM frames aborts the process (docs/anchors.md §4.4 item 7); caught here, it comes back to Java as the
 // exception's name and reason, which ane4j.backend.ane.ffm.ObjC turns into an AneException naming the selector.
 //
 // Built by install.sh on macOS, next to the jar:

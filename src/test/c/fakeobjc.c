@@ -5,7 +5,7 @@
  *
  * It records every message (receiver, selector, arguments as it decoded them, result), every
  * retain/release, pool push/pop and C call in a log the tests read through the fake_* functions.
- * It enforces the contract facts of ane-facts.md §2–§3 (MIL as NSData, weights dictionary not nil,
+ * It enforces the contract facts of docs/ane-facts.md §2–§3 (MIL as NSData, weights dictionary not nil,
  * files in NSTemporaryDirectory()/<hex>/ before compile, call order, QoS, procedureIndex as an object,
  * equal surface sizes) and reports violations as errors (fake_error_*), failing the call like the
  * real framework would (nil / NO + NSError).
@@ -21,7 +21,8 @@
 
  *
  * ---- What the fake models of Apple's framework, and where each rule was observed ----
- * (Index ids are decompiled AppleNeuralEngine class dumps in the public code index, opened with read_file:
+ * (Numbers are labels of decompiled AppleNeuralEngine class dumps published in public repositories whose paths were
+ *  not recorded; docs/ane-audit.md F1, F2 and F13 read them:
  *  _ANEInMemoryModelDescriptor 14176493954 and 10601026801, _ANEInMemoryModel 9864758886 and 58792041997,
  *  _ANEHashEncoding 10027707542. None of this was run on Apple hardware by ane4j.)
  *
@@ -56,22 +57,22 @@
  *    with isCompiledModelCached:NO; whether aned compiles then is unknown, so the fake fails that load (ane4j always
  *    compiles first in that case and never relies on either answer).
  * U1 unloadWithQoS:error: removes NSTemporaryDirectory()/<identifier> after unloadModel:, whether or not that succeeded
- *    (removeItemAtPath:localModelPath, 58792041997; ane-audit F13).
+ *    (removeItemAtPath:localModelPath, 58792041997; docs/ane-audit.md F13).
  * K1 the compiler leak: compiles fail after about 119 per process (maderix README, tiny_train.m; 119-132 on M4, PR #23):
  *    fake_set_leak_after(n) fails compiles after n in this "process" (fake_new_process starts the count again). Loads
  *    from aned's cache are not counted (maderix PR #22 counts only real compiles: g_compile_count++ when !fromCache).
  * Knob F7: fake_set_refuse_dialect("ios18"|"ios16") fails compiles of that dialect like ANECCompile(): which dialect the
- *    dynamic-weight kernels need on M1/M2 is unknown (maderix PR #6 vs its M1 Pro/Max ios18 runs; ane-audit F7), so the
+ *    dynamic-weight kernels need on M1/M2 is unknown (maderix PR #6 vs its M1 Pro/Max ios18 runs; docs/ane-audit.md F7), so the
  *    backend must cope with either answer.
  * X1 an Objective-C exception raised inside a framework call unwinds to the caller: unrecognized selectors raise
  *    NSInvalidArgumentException (NSObject doesNotRecognizeSelector:); through a plain objc_msgSend from FFM it aborts the
- *    JVM (anchors.md §4.4 item 7; ane-audit F9). The fake reports it through ane4j_guarded_send, the entry point of
+ *    JVM (docs/anchors.md §4.4 item 7; docs/ane-audit.md F9). The fake reports it through ane4j_guarded_send, the entry point of
  *    ane4j's @try/@catch trampoline, and flags it as a contract error when it reaches an unguarded objc_msgSend.
  * Knob S1: fake_set_min_surface_bytes(n) (default off) fails evaluate with 0x1d for a surface below n bytes: Orion
  *    docs/ane_constraints.md #4 saw 0x1d below ~48 KB on M4 Max, ironmill docs/design/ane-constraints.md says 16 KB;
  *    the test picks n, so either answer can be exercised.
  * Knob A4: _ANEDeviceInfo aneSubType answers "h16g" by default, as maderix's README names M4 "(M4, H16G)"; maderix
- *    PR #50 reports "h17" on M5 Max (ane-facts.md, "Other selectors seen"); fake_set_ane_subtype picks another.
+ *    PR #50 reports "h17" on M5 Max (docs/ane-facts.md, "Other selectors seen"); fake_set_ane_subtype picks another.
  *
  * ---- OS profiles: fake_set_macos(26 | 27), default 26 (or $FAKE_MACOS) ----
  * 26 is every rule above: the framework as macOS 15/26 shipped it (AppleNeuralEngine 370.x/380.x). 27 (382.x) adds
@@ -860,7 +861,7 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
             }
             parse_io_rows(o, mil->bytes, mil->len);   /* H4 */
         } else o->nio[0] = o->nio[1] = 0;
-        if (g_refuseDialect[0]) {   /* a test knob: ane-audit F7, the dialect M1/M2 accept is unknown */
+        if (g_refuseDialect[0]) {   /* a test knob: docs/ane-audit.md F7, the dialect M1/M2 accept is unknown */
             char tag[80]; snprintf(tag, sizeof tag, "func main<%s>", g_refuseDialect);
             if (memmem(mil->bytes, mil->len, tag, strlen(tag))) {
                 snprintf(why, sizeof why, "_ANECompiler : ANECCompile() FAILED (fake: this chip refuses %s)", g_refuseDialect);

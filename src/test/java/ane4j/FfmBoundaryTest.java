@@ -13,7 +13,7 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Native downcalls stay in their two packages (style.md Part 2 §4.1), and objc_msgSend is never bound variadic. */
+/** Native downcalls stay in their two packages (docs/DESIGN.md §2), and objc_msgSend is never bound variadic. */
 class FfmBoundaryTest {
     static final List<String> ALLOWED = List.of("ane4j/backend/ane/ffm/", "ane4j/blas/");
     static final Pattern FORBIDDEN = Pattern.compile(

@@ -21,11 +21,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The package table's "may depend on" column (DESIGN.md §2, /work/shared/docs/DESIGN.md) holds for every file in
+ * The package table's "may depend on" column (docs/DESIGN.md §2) holds for every file in
  * src/main: an import, a static import or a fully-qualified name in code (not in comments or strings) of another
  * ane4j package must be on its row. A package not in the table fails too, so a new package gets a row here and there.
  *
- * <p>Amendments to DESIGN.md §2 encoded below (the column was too narrow for what the packages rightly do):
+ * <p>Amendments to docs/DESIGN.md §2 encoded below (the column was too narrow for what the packages rightly do):
  * {@code chip} (new: depends on {@code mil}; {@code backend.ref} and {@code backend.ane} use it);
  * {@code backend.ane.ffm} depends on {@code mil}/{@code backend} only (the ANE's exception types live in {@code backend}:
  * in ffm they would be loaded off-Mac by AneBackend's handlers, which AneRuntimeTest forbids); {@code bench} is "everything but notebook and cli"; {@code notebook} and {@code cli}
@@ -40,7 +40,7 @@ class PackageLayersTest {
     static final Set<String> BELOW_SESSION = Set.of("mil", "mil.grad", "chip", "backend", "backend.ref", "backend.ane",
             "backend.ane.ffm", "blas", "model", "train", "infer", "worker", "session");
 
-    /** package (relative to ane4j) → the packages it may depend on (DESIGN.md §2). */
+    /** package (relative to ane4j) → the packages it may depend on (docs/DESIGN.md §2). */
     static final Map<String, Set<String>> MAY_DEPEND_ON = Map.ofEntries(
             entry("mil", Set.of("mil.grad")),
             entry("mil.grad", Set.of("mil")),
@@ -83,14 +83,14 @@ class PackageLayersTest {
             String file = "src/main/java/ane4j/" + root.relativize(p).toString().replace('\\', '/');
             breaks.addAll(breaks(file, pkg, Files.readString(p)));
         }
-        assertEquals(List.of(), List.copyOf(breaks), "package edges that DESIGN.md §2 does not allow");
+        assertEquals(List.of(), List.copyOf(breaks), "package edges that docs/DESIGN.md §2 does not allow");
     }
 
     /** The forbidden edges of one file, each as {@code "file: from → to (Name)"}. */
     static List<String> breaks(String file, String pkg, String text) {
         List<String> out = new ArrayList<>();
         Set<String> allowed = MAY_DEPEND_ON.get(pkg);
-        if (allowed == null) return List.of(file + ": package ane4j." + pkg + " has no row in DESIGN.md §2 (add it there and here)");
+        if (allowed == null) return List.of(file + ": package ane4j." + pkg + " has no row in docs/DESIGN.md §2 (add it there and here)");
         Matcher m = REFERENCE.matcher(codeOnly(text));
         while (m.find()) {
             String[] parts = m.group(1).replaceAll("\\s", "").substring(1).split("\\.");
@@ -163,7 +163,7 @@ class PackageLayersTest {
                 "X.java: backend → backend.ane.ffm (ObjC)",
                 "X.java: backend → backend.ref (RefBackend)",
                 "X.java: backend → worker (*)"), breaks("X.java", "backend", src));
-        assertEquals(List.of("Y.java: package ane4j.gpu has no row in DESIGN.md §2 (add it there and here)"),
+        assertEquals(List.of("Y.java: package ane4j.gpu has no row in docs/DESIGN.md §2 (add it there and here)"),
                 breaks("Y.java", "gpu", "package ane4j.gpu;"));
         assertEquals(List.of("Z.java: mil → unknown package ane4j.jar"), breaks("Z.java", "mil", "Object o = ane4j.jar;"));
         // ffm uses the ANE's exceptions from backend, and nothing of backend.ane: no named exception to the table
@@ -175,7 +175,7 @@ class PackageLayersTest {
     void everyPackageOfTheTableIsARealDirectoryOrPlanned() {
         for (String pkg : MAY_DEPEND_ON.keySet()) {
             boolean exists = Files.isDirectory(Path.of("src/main/java/ane4j", pkg.replace('.', '/')));
-            assertTrue(exists || pkg.equals("session"), "DESIGN.md §2 names ane4j." + pkg + " but src/main has no such package");
+            assertTrue(exists || pkg.equals("session"), "docs/DESIGN.md §2 names ane4j." + pkg + " but src/main has no such package");
         }
     }
 }

@@ -7,7 +7,7 @@ import java.util.Locale;
  * ANE when it is available, else the reference interpreter. Logs one INFO line saying which and why. The ANE backend
  * is loaded by name ({@value #ANE_CLASS}) and only on macOS/arm64, so nothing FFM-related is initialised elsewhere; the
  * reference backend by name too ({@value #REF_CLASS}): the SPI names its implementations and never imports them
- * (DESIGN.md §2, {@code PackageLayersTest}).
+ * (docs/DESIGN.md §2, {@code PackageLayersTest}).
  */
 public final class Backends {
     private Backends() {}
@@ -57,7 +57,7 @@ public final class Backends {
             }
             case "" -> {
                 // automatic never bets on a macOS older than 15, which the private ANE path was never written or tested
-                // for (macos-first-contact.md #7); an explicit ane still tries it
+                // for (docs/macos-first-contact.md #7); an explicit ane still tries it
                 MacOs os = osName.toLowerCase(Locale.ROOT).startsWith("mac") ? MacOs.current() : MacOs.NONE;
                 if (os.isMac() && os.major() < 15)
                     yield new Selection(reference(), "automatic: macOS " + os + " is older than 15, the oldest the ANE path is written for (use --backend ane to try it)");

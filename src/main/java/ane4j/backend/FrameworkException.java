@@ -2,7 +2,7 @@ package ane4j.backend;
 
 /**
  * An Objective-C exception raised inside a framework call, caught by the {@code @try/@catch} trampoline and turned into a
- * Java exception instead of aborting the JVM (ane-audit F9). The message is {@code "[selector] raised Name: reason ..."}.
+ * Java exception instead of aborting the JVM (docs/ane-audit.md F9). The message is {@code "[selector] raised Name: reason ..."}.
  */
 public final class FrameworkException extends AneException {
     private final String selector, name, reason;

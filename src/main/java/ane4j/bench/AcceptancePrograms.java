@@ -22,15 +22,15 @@ import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
- * The acceptance programs A1–A10 of ane-facts.md §9, built with the fluent API: the one library that {@code ane4j bench}
+ * The acceptance programs A1–A10 of docs/ane-facts.md §9, built with the fluent API: the one library that {@code ane4j bench}
  * (A2 peak, A3 INT8 W8A8 and its fp16 twin, A4 in {@code bench sgemm}), {@code ane4j doctor}'s probe ladder and the golden
  * MIL tests ({@code src/test/resources/golden/mil}) use, so a golden text pins exactly what a benchmark runs. Every
  * factory takes the sizes, so the same graph is available at Stories110M, Qwen3-0.6B and small test sizes. Weights are
  * deterministic from fixed seeds (identity, or uniform ±1/sqrt(fan-in); A2/A3 scaled so that activations stay finite on
  * the reference backend, the ANE's timing does not depend on the values); RoPE tables and the causal mask are the real
- * ones (ane-facts.md §4.4).
+ * ones (docs/ane-facts.md §4.4).
  *
- * <p>Weight files (audit F12): by default each weight is its own file {@code @model_path/weights/W<i>.bin} with one blob at
+ * <p>Weight files (docs/ane-audit.md F12): by default each weight is its own file {@code @model_path/weights/W<i>.bin} with one blob at
  * offset 64, as every hardware-proven training kernel does (maderix {@code mil_dynamic.h}, Orion), because maderix's
  * benchmark report ({@code benchmarks/ANE_BENCHMARK_REPORT.md}, M1/M1 Pro/M1 Max) lists "Single-blob weights FAIL" and
  * "BLOBFILE offset refs FAIL" on M1. {@link WeightFiles#PACKED} keeps maderix's {@code inmem_peak.m}/{@code ane_int8_bench.m}

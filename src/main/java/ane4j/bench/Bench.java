@@ -85,7 +85,7 @@ public final class Bench {
     // ---------------------------------------------------------------------------------------------------------------
     // peak: A2 conv chains, ms and TOPS per configuration
 
-    /** (C, N) at spatial 64 from ane-facts.md §7 (inmem_peak.m). */
+    /** (C, N) at spatial 64 from docs/ane-facts.md §7 (inmem_peak.m). */
     static final int[][] PEAK_CONFIGS = {{512, 32}, {512, 48}, {512, 64}, {512, 96}, {512, 128}, {256, 64}, {256, 128}, {256, 256}, {384, 64}, {384, 128}};
     static final int[][] PEAK_QUICK = {{64, 8}, {128, 8}};
 
@@ -125,7 +125,7 @@ public final class Bench {
         r.put("bestTOPS", best);
         r.note("one weight file per conv (offset 64); --io fp32 adds maderix's casts (M1/M2 cannot cast, maderix PR #6)");
         r.note("FLOPs = 2·C²·S·N per evaluation; median of timed evaluations after warm-up (up to " + reps + " or " + maxSeconds + " s per configuration)");
-        r.note("maderix/ANE on M4: 128×conv 512ch sp64 ≈ 11–12.6 TOPS; 64×64 spatial 18.6 TOPS (ane-facts.md §7)");
+        r.note("maderix/ANE on M4: 128×conv 512ch sp64 ≈ 11–12.6 TOPS; 64×64 spatial 18.6 TOPS (docs/ane-facts.md §7)");
         r.chart(new BenchResult.ChartSpec(true, "config", List.of("GFLOPS"), "GFLOPS"));
         return r;
     }
@@ -157,7 +157,7 @@ public final class Bench {
     // ---------------------------------------------------------------------------------------------------------------
     // int8: A3 W8A8 chain against its fp16 twin
 
-    /** (C, N) at 64×64 from ane-facts.md §7 (ane_int8_bench.m). */
+    /** (C, N) at 64×64 from docs/ane-facts.md §7 (ane_int8_bench.m). */
     static final int[][] INT8_CONFIGS = {{512, 128}, {512, 64}, {256, 256}, {256, 128}, {384, 128}};
 
     static BenchResult int8(BenchOptions o) {

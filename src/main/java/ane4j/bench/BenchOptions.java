@@ -22,7 +22,7 @@ public final class BenchOptions {
 
     /** Every benchmark's options; {@code Bench}'s checks refuse those a benchmark does not read. */
     static final List<Spec> OPTIONS = java.util.stream.Stream.concat(java.util.stream.Stream.of(
-            new Spec("configs", "CxN,…", "channels×layers (peak: ane-facts §7's 512x128,256x64,…; int8: CxN pairs)", Set.of("peak", "int8")),
+            new Spec("configs", "CxN,…", "channels×layers (peak: docs/ane-facts.md §7's 512x128,256x64,…; int8: CxN pairs)", Set.of("peak", "int8")),
             new Spec("spatial", "N|HxW", "the spatial size (peak: 64; int8: 64x64)", Set.of("peak", "int8")),
             new Spec("wide", "CxN", "peak's wide variant (A3's fp16 twin), default 512x128", Set.of("peak")),
             new Spec("io", "fp16|fp32", "fp32: maderix's casts at both ends (M1/M2 cannot cast)", Set.of("peak")),

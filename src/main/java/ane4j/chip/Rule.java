@@ -34,7 +34,7 @@ public enum Rule {
     LAST_AXIS_64_BYTES("last-axis-64-bytes",
             "the last axis is padded to a multiple of 64 bytes in the ANE's layout (a cost: ×padding in memory and traffic)",
             new long[] {64, 64, 64, 64, 64}, all(Severity.WARNING),
-            "Apple ml-ane-transformers 'Neural Engine rules' (via anchors.md §1.2: the last axis is unpacked and aligned "
+            "Apple ml-ane-transformers 'Neural Engine rules' (via docs/anchors.md §1.2: the last axis is unpacked and aligned "
                     + "to 64 bytes); tinygrad extra/accel/ane (all strides multiples of 0x40); ironmill "
                     + "docs/design/ane-constraints.md (64-byte alignment)"),
     MIN_SURFACE("min-surface",

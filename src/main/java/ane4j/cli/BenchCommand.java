@@ -23,7 +23,7 @@ final class BenchCommand implements Callable<Integer> {
     /** What each benchmark measures (its --help and the list of ane4j bench --help). */
     static final Map<String, String> BENCHES = new LinkedHashMap<>();
     static {
-        BENCHES.put("peak", "chained 1×1 convs (A2) at the ane-facts §7 configurations: ms, GFLOPS, TOPS");
+        BENCHES.put("peak", "chained 1×1 convs (A2) at the docs/ane-facts.md §7 configurations: ms, GFLOPS, TOPS");
         BENCHES.put("int8", "W8A8 chain (A3) against its FP16 twin, and the ratio");
         BENCHES.put("step", "median ms/step of training steps, phases, compile time, utilisation, memory");
         BENCHES.put("compile", "compile time per training kernel and the compile-budget refusal");

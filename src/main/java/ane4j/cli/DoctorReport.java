@@ -17,7 +17,7 @@ import java.util.stream.Collectors;
 
 /**
  * What {@code ane4j doctor} prints and writes from its results: the table, one line per assumption of the audit
- * ({@code ane-audit.md} F1–F14) that the first Mac run must confirm, the verdict for a bug report and the JSON report.
+ * ({@code docs/ane-audit.md} F1–F14) that the first Mac run must confirm, the verdict for a bug report and the JSON report.
  */
 final class DoctorReport {
     private final Map<String, String> host;

@@ -1,7 +1,7 @@
 package ane4j.mil;
 
 /**
- * The two MIL text dialects the ANE compiler accepts (ane-facts.md §4.1, anchors.md §2.1):
+ * The two MIL text dialects the ANE compiler accepts (docs/ane-facts.md §4.1, docs/anchors.md §2.1):
  * {@code program(1.3)} / {@code <ios18>} with short scalars for M3 and later, and {@code program(1.0)} / {@code <ios16>} with
  * verbose {@code tensor<T, []>(…)} scalars, which M1/M2 need (maderix/ANE PR #6).
  */

@@ -369,7 +369,7 @@ public final class FunctionBuilder {
         return scaledDotProductAttention(query, key, value, null);
     }
 
-    /** Note: the ANE ignores {@code attn_mask} (ane-facts.md §5.5); build attention from matmul/softmax when it matters. */
+    /** Note: the ANE ignores {@code attn_mask} (docs/ane-facts.md §5.5); build attention from matmul/softmax when it matters. */
     public Value scaledDotProductAttention(Value query, Value key, Value value, Value attnMask) {
         return apply1(Op.SCALED_DOT_PRODUCT_ATTENTION, args("query", query, "key", key, "value", value, "attn_mask", attnMask));
     }

@@ -13,7 +13,7 @@ import java.util.function.Consumer;
 
 /**
  * MILBlob storage v2, the weight-file format of CoreML and of the ANE's in-memory compiler
- * (coremltools {@code mlmodel/src/MILBlob/Blob/StorageFormat.hpp}; ane-facts.md §4.4):
+ * (coremltools {@code mlmodel/src/MILBlob/Blob/StorageFormat.hpp}; docs/ane-facts.md §4.4):
  * <pre>
  *   file header, 64 bytes:   u32 count, u32 version = 2, 56 reserved zero bytes
  *   per blob, 64-byte aligned:
@@ -129,7 +129,7 @@ public final class MilBlob {
      * Reads the blobs a program's BLOBFILE literals name from a (mapped) weight file, trusting what the ANE compiler
      * evidently trusts — the BLOBFILE offset, the sentinel there and the literal's tensor type — and reading the header
      * fields maderix's builders write sloppily with a one-line warning naming the field instead of a refusal: programs
-     * with those files compiled and ran on M3/M4 (issue 12 point 8; ane_int8_bench.m's report is from an M4, ane-facts.md §4.4).
+     * with those files compiled and ran on M3/M4 (issue 12 point 8; ane_int8_bench.m's report is from an M4, docs/ane-facts.md §4.4).
      * The fields, as read in maderix/ANE's source (commit d91c984):
      * <ul>
      *   <li>count 1 for several blobs: {@code training/ane_mil_gen.h} (fused QKV, FFN-up), {@code inmem_peak.m}, {@code ane_int8_bench.m};

@@ -304,7 +304,7 @@ public final class MilParser {
         Token v = next();
         if (v.kind != Kind.NUMBER) throw expected("a program version like 1.3 or 1.0", v);
         if (!v.text.matches("\\d{1,3}\\.\\d{1,3}")) throw err(v, "[mil] program version '" + v.text + "' is not of the form 1.3 or 1.0");
-        // the two program versions of the MIL text dialects (anchors.md §2.1: program(1.3)/ios18 as maderix writes it,
+        // the two program versions of the MIL text dialects (docs/anchors.md §2.1: program(1.3)/ios18 as maderix writes it,
         // program(1.0)/ios16 from maderix/ANE PR #6); coremltools writes no other in text form
         if (!v.text.equals("1.3") && !v.text.equals("1.0"))
             throw err(v, "[mil] program version " + v.text + " is unknown; write program(1.3) (ios18 functions, M3 and later) or program(1.0) (ios16, M1/M2)");

@@ -131,7 +131,7 @@ public final class MilWriter {
     /**
      * An fp16 value in the decimal forms hardware-proven MIL uses (maderix's generators print fp16 constants with
      * {@code %g} and {@code %f}, e.g. {@code fp16(0.125000)}, {@code fp16(1e-05)}; the only hex literal in any MIL that ran
-     * is {@code fp16(0x1p-3)}, ane-audit.md F11): the shortest decimal that reads back as the same fp16 bits whichever
+     * is {@code fp16(0x1p-3)}, docs/ane-audit.md F11): the shortest decimal that reads back as the same fp16 bits whichever
      * way a reader rounds it, to the nearest fp16 directly, through fp32 ({@code strtof}) or through fp64
      * ({@code strtod}); never on a rounding tie. Plain from 1e-4 up ({@code 0.0013018}, {@code 65504.0}), C {@code %g}
      * exponent form below ({@code 6.1035e-05}); {@code inf}, {@code -inf}, {@code nan}, {@code -0.0}.

@@ -8,7 +8,7 @@ import java.nio.file.attribute.BasicFileAttributes;
 /**
  * MIL text and BLOBFILE weights must be regular files, checked before they are opened: a named pipe as
  * weights/weight.bin blocked {@code mil check} in open (the 2026-12-05 reliability report, H-k). The same rule as
- * the model package's InputFile, kept here because mil depends on no other ane4j package (DESIGN.md §2).
+ * the model package's InputFile, kept here because mil depends on no other ane4j package (docs/DESIGN.md §2).
  */
 final class RegularFiles {
     private RegularFiles() {}

@@ -142,7 +142,7 @@ public final class Gguf {
         }
     }
 
-    // the minimum bytes a value of a gguf_type takes (gguf.md: GGUF_TYPE_UINT8 = 0 … GGUF_TYPE_FLOAT64 = 12)
+    // the minimum bytes a value of a gguf_type takes (ggml-org/ggml docs/gguf.md: GGUF_TYPE_UINT8 = 0 … GGUF_TYPE_FLOAT64 = 12)
     private static long minBytes(int type) {
         return switch (type) {
             case 0, 1, 7 -> 1;

@@ -22,7 +22,7 @@ import java.util.List;
 import java.util.zip.CRC32;
 
 /**
- * ane4j's checkpoint file (DESIGN.md §5), little-endian:
+ * ane4j's checkpoint file (docs/DESIGN.md §5), little-endian:
  * <pre>
  *   magic "ANE4JCKP" (8 bytes), u32 format version, u32 section count
  *   per section: u32 tag, u64 length, u32 CRC-32 of the payload, payload

@@ -33,7 +33,7 @@ public final class CpuOps {
     }
 
     /**
-     * dx (C,S) = r·(w·dout − x·r²·Σ_c(dout·w·x)/C); dw (C) += Σ_s dout·x·r. (Not maderix's w·r·(dout − …): ane-facts.md §5.6.)
+     * dx (C,S) = r·(w·dout − x·r²·Σ_c(dout·w·x)/C); dw (C) += Σ_s dout·x·r. (Not maderix's w·r·(dout − …): docs/ane-facts.md §5.6.)
      * dx is overwritten; dw is accumulated.
      */
     public static void rmsnormBackward(float[] dx, float[] dw, int dwOffset, float[] dout, float[] x, float[] w, int wOffset,

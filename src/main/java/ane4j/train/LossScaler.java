@@ -1,12 +1,12 @@
 package ane4j.train;
 
 /**
- * Loss scaling against fp16 gradient underflow (ane-facts.md §5.4): the loss gradient is multiplied by {@code scale}
+ * Loss scaling against fp16 gradient underflow (docs/ane-facts.md §5.4): the loss gradient is multiplied by {@code scale}
  * and the gradients divided by it before the update. Static keeps the scale; dynamic halves it and skips the update
  * when a gradient overflowed (inf/NaN), and doubles it after {@link #GROWTH_INTERVAL} clean updates, never above the
  * chip's cap ({@link #capFor}). Skipped updates are counted ({@link #skippedUpdates()}).
  * <p>
- * Why slow and capped (ane-audit-2.md R5): the ANE turns a matmul output above ~32752 into inf on every measured part
+ * Why slow and capped (docs/ane-audit-2.md R5): the ANE turns a matmul output above ~32752 into inf on every measured part
  * (ANEForge #115, M5) and a width-offset slice above 4094 into inf on M1–M3 (ANEForge #164/#178, PR #180). Growing every
  * 50 steps to 65536 walked into those cliffs and skipped about one update in 50 forever. PyTorch's GradScaler grows every
  * 2000 clean steps (torch.cuda.amp.GradScaler, growth_interval=2000).
@@ -36,7 +36,7 @@ public final class LossScaler {
     /**
      * The initial scale when none is given: the static 256 maderix's dynamic pipeline ran with
      * ({@code training/training_dynamic/train.m}: {@code float loss_scale = 256.0f}; its README's 256·NLAYERS is not what
-     * ran, ane-audit.md F4).
+     * ran, docs/ane-audit.md F4).
      */
     public static final float DEFAULT_SCALE = 256f;
 

@@ -1,6 +1,6 @@
 package ane4j.train;
 
-/** Linear warm-up to {@code maxLr}, then cosine decay to {@code minLr} at the last step (ane-facts.md §5.4). */
+/** Linear warm-up to {@code maxLr}, then cosine decay to {@code minLr} at the last step (docs/ane-facts.md §5.4). */
 public record LrSchedule(float maxLr, float minLr, int warmup, int totalSteps) {
     public float at(long step) {
         if (step < warmup) return maxLr * (step + 1) / warmup;

@@ -31,7 +31,7 @@ public final class TrainOptions {
             Key.number("weightDecay", "0.1", "AdamW decay of matrices and embedding (norms: 0)"),
             Key.longInt("seed", Long.MIN_VALUE, "42", "parameter init and data sampling"),
             Key.choice("backend", "", BACKENDS, "backend (default: the ANE where it is available, else ref)"),
-            Key.choice("lossScaling", "dynamic", List.of("static", "dynamic", "none"), "dynamic: an fp16 overflow backs off (ane-audit.md F4)"),
+            Key.choice("lossScaling", "dynamic", List.of("static", "dynamic", "none"), "dynamic: an fp16 overflow backs off (docs/ane-audit.md F4)"),
             Key.number("lossScale", "0", "initial/static loss scale (0: 256, maderix's)"),
             Key.choice("storage", "fp16", List.of("fp16", "fp32"), "fp16 as the ANE; fp32: the reference backend computes in fp32"),
             Key.choice("weights", "dynamic", List.of("dynamic", "static"), "dynamic: compile once; static: bake weights, recompile after every update"),

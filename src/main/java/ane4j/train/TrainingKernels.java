@@ -12,7 +12,7 @@ import ane4j.model.RopeStyle;
 import java.util.List;
 
 /**
- * The ten dynamic-weight kernels of the training step (ane-facts.md §5.3), built with the fluent MIL API for any config.
+ * The ten dynamic-weight kernels of the training step (docs/ane-facts.md §5.3), built with the fluent MIL API for any config.
  * Each takes one fp16 input {@code [1, IC, 1, W]}: activations in the first SEQ columns of every channel and weight rows in
  * the columns after them, so the kernels are compiled once and new weights are simply written into the input.
  * <pre>
@@ -21,7 +21,7 @@ import java.util.List;
  * backward: ffnBwdW2t, ffnBwdW13t, wotBwd, sdpaBwd1, sdpaBwd2, qBwd, kvBwd
  * </pre>
  * Causal masking is an explicit add of a mask (−65504 above the diagonal): the ANE ignores the mask of
- * scaled_dot_product_attention (ane-facts.md §5.5).
+ * scaled_dot_product_attention (docs/ane-facts.md §5.5).
  * <p>
  * No kernel carries a weight file (a BLOBFILE constant) in dynamic-weights mode: the RoPE tables, the rotation, the
  * causal mask and the head pads are {@link Constant}s, column (or channel) regions of the packed input that the caller
@@ -30,11 +30,11 @@ import java.util.List;
  * C2), and an input region is a layout that works on every OS and chip. The values are the same fp16/fp32 numbers the
  * constants held, so the kernels compute the same bits (TrainingKernelsConstantsTest).
  * <p>
- * Patterns and the hardware-run projects that used them (ane-audit-2.md; none ran here):
+ * Patterns and the hardware-run projects that used them (docs/ane-audit-2.md; none ran here):
  * <ul>
  * <li>weights as input columns, sliced and reshaped to [IC, OC], activations transposed into the matmul: maderix
  *     {@code training/training_dynamic/mil_dynamic.h} (M4, M1 Pro/Max); the constants reuse that slice + reshape;
- * <li>causal mask as an explicit add before softmax: maderix's SDPA kernels (the ANE ignores SDPA's mask, ane-facts §5.5);
+ * <li>causal mask as an explicit add before softmax: maderix's SDPA kernels (the ANE ignores SDPA's mask, docs/ane-facts.md §5.5);
  * <li>GQA by slicing KV heads on axis 1 and concatenating copies: rustane {@code tile_kv_heads} (M4);
  * <li>RoPE rotation by reshape/slice/concat: maderix and rustane (M4), where the axis fits; the ±1 permutation matmul
  *     beyond it: described by rustane PR #9 (M3 Ultra), run by no code we could open ({@link #provenRotation});
@@ -75,7 +75,7 @@ public final class TrainingKernels {
      * read u = s·A·drop(x) (r, S) and Bᵀ (r, OC) from extra column regions of their one packed input and add B·u to the
      * projection (o and w2 meet the residual on the CPU, every backward kernel keeps the base W: no variant). One packed
      * input, not extra inputs: every input surface of a program must have the same allocation size, else status 0x1d
-     * (anchors.md point 7: Orion #2, #12; maderix packs everything into one input for that reason). Chip rules as for
+     * (docs/anchors.md point 7: Orion #2, #12; maderix packs everything into one input for that reason). Chip rules as for
      * every kernel (TrainingKernelsChipRulesTest); not yet run on Apple hardware.
      *
      * @param rank    r; the kernels contract over r rounded up to a multiple of 32 ({@link #paddedRank}), zero channels after r
@@ -147,7 +147,7 @@ public final class TrainingKernels {
     public TrainingKernels(ModelConfig config, DType io) { this(config, io, null); }
 
     /**
-     * Static-weights kernels (ane-facts.md §5.1): each weight segment named in the input layout is baked in as a BLOBFILE
+     * Static-weights kernels (docs/ane-facts.md §5.1): each weight segment named in the input layout is baked in as a BLOBFILE
      * constant taken from {@code staticWeights} (segment name → the block as it would be staged, row-major (IC, OC); also
      * "qNorm"/"kNorm"), so a weight update means a recompile. The input layout is unchanged; its weight columns are unused.
      */
@@ -156,7 +156,7 @@ public final class TrainingKernels {
     }
 
     /**
-     * @param threeStage the three-stage attention variant (ane-facts.md §5.5): sdpaFwd stops at the scaled scores
+     * @param threeStage the three-stage attention variant (docs/ane-facts.md §5.5): sdpaFwd stops at the scaled scores
      *                   Q·Kᵀ/sqrt(HD), the CPU applies the causal mask and softmax, and {@link #attnValues()} computes P·V
      */
     public TrainingKernels(ModelConfig config, DType io, java.util.function.Function<String, float[]> staticWeights, boolean threeStage) {
@@ -413,7 +413,7 @@ public final class TrainingKernels {
      * ⌊D / rp⌋ targets, target i of a region in channels [i·rp, i·rp + r). Stacking on channels instead of adding two
      * regions per target keeps the width inside the axis cap: qwen3-0.6b's ffnFused is 2S + 3H = 9728 columns (S 256,
      * H 3072); one region pair per target would add 2S + 2H = 6656 (16384, at the cap; over it at S 512), stacked it
-     * adds S + H = 3328 (13056). The cap is 16384 on M1–M3 (chip rule axis-cap: ane-audit.md F5/F6, maderix and
+     * adds S + H = 3328 (13056). The cap is 16384 on M1–M3 (chip rule axis-cap: docs/ane-audit.md F5/F6, maderix and
      * rustane reports), checked over these variants by TrainingKernelsChipRulesTest.
      */
     public java.util.Map<String, LoraSlot> loraSlots(String kernel) {
@@ -498,7 +498,7 @@ public final class TrainingKernels {
     /**
      * Repeat-interleave KV heads to NH query heads: query head i uses KV head i / (NH/NKV). Each KV head is sliced on the
      * channel axis and the copies are concatenated on axis 1 of (1,·,S,HD), as maderix tiles (mil_dynamic.h, concat on
-     * axis 1 of [1,KV,S,HD]): S and HD stay separate axes (a flattened (1,KV,1,S·HD) breaks the axis cap, audit F5).
+     * axis 1 of [1,KV,S,HD]): S and HD stay separate axes (a flattened (1,KV,1,S·HD) breaks the axis cap, docs/ane-audit.md F5).
      */
     private Value tileHeads(FunctionBuilder f, Value kvHeads) {
         int group = nh / nkv;
@@ -544,7 +544,7 @@ public final class TrainingKernels {
     /**
      * RoPE on (1,n,S,HD) with cos/sin tables (1,1,S,HD): x·cos + rotate(x)·sin. rotate(x) is the reshape/slice/concat of
      * maderix and rustane where the axis fits ({@link #provenRotation}), else x·P with the constant ±1 permutation P
-     * (HDp,HD) (rustane PR #9: a reshape to (1,n,S·HD/2,2) makes an axis over the cap, audit F6). Both exact: each output
+     * (HDp,HD) (rustane PR #9: a reshape to (1,n,S·HD/2,2) makes an axis over the cap, docs/ane-audit.md F6). Both exact: each output
      * is one ±x term, so the two give the same bits.
      */
     private Value rope(FunctionBuilder f, Value x, Value pad, Value cos, Value sin, Value rotation) {

@@ -23,7 +23,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
- * Forward and backward of one sequence, ANE-shaped (ane-facts.md §5.3): the ten kernels run on the backend with weights
+ * Forward and backward of one sequence, ANE-shaped (docs/ane-facts.md §5.3): the ten kernels run on the backend with weights
  * staged into their inputs; embedding, RMSNorm, classifier, cross-entropy, SwiGLU/RoPE/QK-norm backward and every dW
  * run on the CPU, the dW sgemms on a background thread overlapping the backend's work.
  * <pre>Legend: S = seqLen, D = dim, H = hiddenDim, V = vocab, Q = nHeads·headDim, KV = nKvHeads·headDim, L = nLayers.</pre>
@@ -136,7 +136,7 @@ public final class TrainingStep implements AutoCloseable {
         this(config, backend, io, staticWeights, false);
     }
 
-    /** @param threeStage scores on the backend, causal mask and softmax on the CPU, P·V on the backend (ane-facts.md §5.5) */
+    /** @param threeStage scores on the backend, causal mask and softmax on the CPU, P·V on the backend (docs/ane-facts.md §5.5) */
     public TrainingStep(ModelConfig config, Backend backend, DType io, boolean staticWeights, boolean threeStage) {
         this(config, backend, io, staticWeights, threeStage, null);
     }

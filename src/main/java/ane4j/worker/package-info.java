@@ -1,5 +1,5 @@
 /**
- * The supervised worker JVM (DESIGN.md §1): {@link ane4j.worker.Supervisor} in the user's JVM runs all backend work in
+ * The supervised worker JVM (docs/DESIGN.md §1): {@link ane4j.worker.Supervisor} in the user's JVM runs all backend work in
  * a child JVM ({@link ane4j.worker.WorkerMain}), restarts it when its compile budget is spent or it dies, and restores
  * kernels and training so the caller does not notice (one log line per restart).
  *

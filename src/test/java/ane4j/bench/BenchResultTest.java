@@ -72,7 +72,7 @@ class BenchResultTest {
 
     @Test
     void stepFlopsMatchMaderixAccountingForStories110m() {
-        // ane-facts.md §7: forward projections = 43.49 GFLOP; dx and dW cost the same again each; classifier 2·V·D·S ×3;
+        // docs/ane-facts.md §7: forward projections = 43.49 GFLOP; dx and dW cost the same again each; classifier 2·V·D·S ×3;
         // attention 4·S²·Q forward and 10·S²·Q backward per layer
         double fwd = 43.49e9, cls = 2.0 * 32000 * 768 * 256, attn = 14.0 * 256 * 256 * 768 * 12;
         assertEquals(3 * fwd + 3 * cls + attn, StepBench.flopsPerStep(ModelConfig.parse("stories110m")), 0.05e9);

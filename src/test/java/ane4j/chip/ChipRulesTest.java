@@ -196,7 +196,7 @@ class ChipRulesTest {
         assertTrue(Rule.SLICE_CLAMP.appliesTo(Chip.M3));
     }
 
-    /** DESIGN.md package table: {@code chip} may depend on {@code mil} only. */
+    /** docs/DESIGN.md package table: {@code chip} may depend on {@code mil} only. */
     @Test
     void theChipPackageDependsOnMilOnly() throws IOException {
         Pattern ref = Pattern.compile("\\bane4j\\.(?!mil\\b|chip\\b)[a-z]+");

@@ -28,7 +28,7 @@ import java.util.Map;
 public final class OpGolden {
     private OpGolden() {}
 
-    /** Every MIL op with a golden file (ane-facts.md §4.3 minus const). */
+    /** Every MIL op with a golden file (docs/ane-facts.md §4.3 minus const). */
     public static final List<String> OPS = List.of(
             "conv", "matmul", "add", "sub", "mul", "real_div", "pow", "rsqrt", "sqrt", "exp",
             "reduce_sum", "reduce_mean", "reduce_max", "sigmoid", "silu", "relu", "tanh", "softmax",

@@ -16,13 +16,13 @@ class ModelConfigTest {
     @Test
     void presetsHaveThePublishedShapesAndParameterCounts() {
         ModelConfig s110 = ModelConfig.parse("stories110m");
-        assertEquals(109_529_856L, s110.parameterCount()); // ane-facts §1.3
+        assertEquals(109_529_856L, s110.parameterCount()); // docs/ane-facts.md §1.3
         assertEquals(64, s110.headDim());
         ModelConfig q = ModelConfig.parse("Qwen3-0.6B");
         assertEquals(2048, q.qDim());
         assertEquals(1024, q.kvDim());
         assertEquals(2, q.groupSize());
-        // 596,042,752 without QK-norm (ane-facts §1.3) + 28 layers × 2 × 128 norm weights
+        // 596,042,752 without QK-norm (docs/ane-facts.md §1.3) + 28 layers × 2 × 128 norm weights
         assertEquals(596_042_752L + 28 * 256, q.parameterCount());
         ModelConfig s15 = ModelConfig.parse("stories15m");
         assertEquals(48, s15.headDim());

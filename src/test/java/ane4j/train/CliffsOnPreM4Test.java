@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * ane-audit.md F4 on an emulated pre-M4 chip ({@link RefBackend.Options#chip()}: a width-offset slice turns |v| > 4094
+ * docs/ane-audit.md F4 on an emulated pre-M4 chip ({@link RefBackend.Options#chip()}: a width-offset slice turns |v| > 4094
  * into ±inf on M1–M3, an fp16 matmul output above 32752 is ±inf, ANEForge #115/#164/#178): a cliff the scaled
  * gradients reach is never silent. At every loss scale a step's gradients are either not finite (the overflow check
  * sees it and the update is skipped) or bit-identical to the unemulated backend's; and fp16 training that starts at

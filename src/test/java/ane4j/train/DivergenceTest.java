@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 18 row 5 and ane-audit.md F4: an fp16 gradient overflow is skipped (and a dynamic scale backs off) in every
+ * Issue 18 row 5 and docs/ane-audit.md F4: an fp16 gradient overflow is skipped (and a dynamic scale backs off) in every
  * mode; divergence (the fp32 loss not finite, overflow that no scale cures, weights beyond fp16) stops the run with one
  * line naming the likely cause and the fix, and never writes a checkpoint of the diverged state.
  */

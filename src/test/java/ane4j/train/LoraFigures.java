@@ -10,7 +10,7 @@ import java.util.Map;
 /**
  * The README's fine-tuning figures (not a test): ms/step and peak RSS of one training JVM, LoRA or full, on the reference
  * backend with fp16 storage. Run one JVM per mode, side by side, under the big-memory lock:
- * <pre>flock /work/bigmem.lock java -Xmx6g -cp target/classes:target/test-classes ane4j.train.LoraFigures full|lora8 MODEL STEPS</pre>
+ * <pre>java -Xmx6g -cp target/classes:target/test-classes ane4j.train.LoraFigures full|lora8 MODEL STEPS</pre>
  * Prints one line: mode, median and range of ms/step over the steps after the first, VmHWM of this process.
  * {@code paired MODEL STEPS} times both in one JVM, a full step and a LoRA rank-8 step in turn, so that the load of a
  * shared machine falls on both alike (its VmHWM is of both runs together).

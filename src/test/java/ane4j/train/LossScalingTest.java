@@ -14,7 +14,7 @@ import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
 /**
- * fp16 gradient underflow, as the ANE shows it (ane-facts.md §5.4): with the reference backend's fp16 storage, the
+ * fp16 gradient underflow, as the ANE shows it (docs/ane-facts.md §5.4): with the reference backend's fp16 storage, the
  * attention-score gradient (≈ probs·dP/S, tiny at seq 256) loses its small values unless the loss is scaled.
  */
 class LossScalingTest {
@@ -63,7 +63,7 @@ class LossScalingTest {
         for (int i = 0; i < LossScaler.GROWTH_INTERVAL; i++) assertTrue(s.afterBackward(true));
         assertEquals(1024f, s.scale());
         assertEquals(1, s.skippedUpdates());
-        // slow (PyTorch's GradScaler interval) and capped per chip below the fp16 cliffs (ane-audit-2.md R5)
+        // slow (PyTorch's GradScaler interval) and capped per chip below the fp16 cliffs (docs/ane-audit-2.md R5)
         assertEquals(2000, LossScaler.GROWTH_INTERVAL);
         LossScaler m1 = new LossScaler(LossScaler.Mode.DYNAMIC, 128f, LossScaler.capFor(ane4j.chip.Chip.M1));
         for (int i = 0; i < 10 * LossScaler.GROWTH_INTERVAL; i++) m1.afterBackward(true);

@@ -19,7 +19,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** run.json (the shape TEAM.md fixes: options, command, git, machine, data, seed) and the corrected run.txt. */
+/** run.json (the shape docs/DESIGN.md §5 fixes: options, command, git, machine, data, seed) and the corrected run.txt. */
 class RunRecordTest {
     @TempDir Path dir;
 

@@ -40,7 +40,7 @@ class TrainingKernelsTest {
         assertEquals("[kernels] no training kernel 'sdpa'; known: [sdpaFwd, woFwd, ffnFused, ffnBwdW2t, ffnBwdW13t, wotBwd, sdpaBwd1, sdpaBwd2, qBwd, kvBwd, attnValues]", e.getMessage());
     }
 
-    /** The surface sizes of ane-facts.md §3 (Stories110M; our sdpaFwd drops the xnorm pass-through the CPU already has). */
+    /** The surface sizes of docs/ane-facts.md §3 (Stories110M; our sdpaFwd drops the xnorm pass-through the CPU already has). */
     @Test
     void stories110mKernelsHaveTheSeedsSurfaceShapes() {
         var k = kernels("stories110m");

@@ -52,7 +52,7 @@ class GenerationWorkerOnFakeTest {
         try (WorkerSession session = new WorkerSession(o)) {
             assertEquals("ane", session.backendName());
             // a first generator compiles 4 kernels (bucket 32, the decode pair) and releases them; a second one, its prompt in
-            // bucket 64, needs 2 more (the decode pair Apple's daemon still holds: loaded, not compiled, ane-facts errata 3):
+            // bucket 64, needs 2 more (the decode pair Apple's daemon still holds: loaded, not compiled, docs/ane-facts.md errata 3):
             // the 6th compile is past the budget of 5
             for (int round = 0; round < 2; round++)
                 try (BackendGenerator g = new BackendGenerator(p, null, session::compile, session.backendName(), BackendGenerator.Decode.BACKEND, null, DType.FP16)) {

@@ -27,7 +27,7 @@ import java.util.Map;
  * fails after {@link Options#leakSuspectAfter} earlier ones is reported as
  * {@link ane4j.backend.CompileBudgetExceededException}, because that is how Apple's compiler leak fails.
  *
- * <p>MIL dialect: ios18 first on every chip; on M1/M2 (where the evidence conflicts, ane-audit F7) ios16 after a failed
+ * <p>MIL dialect: ios18 first on every chip; on M1/M2 (where the evidence conflicts, docs/ane-audit.md F7) ios16 after a failed
  * compile, per program (ane-audit-2 R1): the one that compiled last is tried first, the other after a failure, and each
  * kernel records its own ({@link #dialectChoice()}, {@link AneKernel#dialect()}).
  *
@@ -330,7 +330,7 @@ public final class AneBackend extends CountingBackend {
     }
 
     /**
-     * Bytes of each tensor, as {@code [1,C,H,W]} with C·H·W·element size (ane-facts.md §3); on macOS ≥ 27 each row padded
+     * Bytes of each tensor, as {@code [1,C,H,W]} with C·H·W·element size (docs/ane-facts.md §3); on macOS ≥ 27 each row padded
      * to 64 bytes ({@link AneKernel#rowStride}, docs/macos27-ane.md C7).
      */
     private static List<SurfaceSpec> surfaces(List<TensorSpec> specs, boolean rows64) {

@@ -19,7 +19,7 @@ import java.util.TreeMap;
 
 /**
  * A MIL program compiled and loaded on the ANE, with its input and output IOSurfaces and its request:
- * the sequence of ane-facts.md §2.2 (steps 1–9) and the temp-directory protocol of §2.3. Not thread-safe.
+ * the sequence of docs/ane-facts.md §2.2 (steps 1–9) and the temp-directory protocol of §2.3. Not thread-safe.
  *
  * <pre>{@code
  * try (AneProgram p = AneProgram.compile(mil, Map.of("@model_path/weights/w.bin", blob),
@@ -31,7 +31,7 @@ import java.util.TreeMap;
  * }</pre>
  */
 public final class AneProgram implements AutoCloseable {
-    /** The prefix of every weight path in MIL {@code BLOBFILE(path=...)} and in the weights dictionary (ane-facts.md §2.3). */
+    /** The prefix of every weight path in MIL {@code BLOBFILE(path=...)} and in the weights dictionary (docs/ane-facts.md §2.3). */
     public static final String MODEL_PATH_PREFIX = "@model_path/";
     /** The weights-dictionary entry: {@code {"offset": @0, "data": NSData}}; every maderix caller after inmem_basic uses offset 0. */
     static final int WEIGHT_ENTRY_OFFSET = 0;
@@ -234,7 +234,7 @@ public final class AneProgram implements AutoCloseable {
 
     /**
      * After the last program using the loaded model closed: whether {@code NSTemporaryDirectory()/<identifier>} was still
-     * there after {@code unloadWithQoS} (ane4j removes it then); null while it is in use (ane-audit F13).
+     * there after {@code unloadWithQoS} (ane4j removes it then); null while it is in use (docs/ane-audit.md F13).
      */
     public Boolean unloadLeftDirectory() { return shared.unloadLeftDirectory; }
 
@@ -259,7 +259,7 @@ public final class AneProgram implements AutoCloseable {
 
     /**
      * 9. Releases the request, the input sets and the surfaces, and drops this program's use of the loaded model: the
-     * last user unloads it, which deletes the model directory (ane-audit F13). Idempotent; an unload error is thrown
+     * last user unloads it, which deletes the model directory (docs/ane-audit.md F13). Idempotent; an unload error is thrown
      * after cleanup.
      */
     @Override

@@ -12,7 +12,7 @@ import java.util.Locale;
 public final class AneRuntime {
     /** One shared library that provides every native symbol (the fake runtime in the contract tests); a constant, so naming it loads no ffm class. */
     public static final String LIBRARY_OVERRIDE_PROPERTY = ane4j.backend.ane.ffm.ObjC.LIBRARY_OVERRIDE_PROPERTY;
-    /** The private framework's bundle; the binary itself lives in the dyld shared cache (ane-facts.md §2.1). */
+    /** The private framework's bundle; the binary itself lives in the dyld shared cache (docs/ane-facts.md §2.1). */
     static final String FRAMEWORK_DIR = "/System/Library/PrivateFrameworks/AppleNeuralEngine.framework";
 
     private static volatile String unavailableReason;

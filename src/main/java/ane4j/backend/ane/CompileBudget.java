@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Counts ANE compiles in this process against a budget. Apple's in-memory compiler leaks: after about
  * 119 compiles in one process further compiles fail (maderix/ANE README and tiny_train.m; 119–132 on M4
- * per PR #23; ane-facts.md §6), and only a fresh process recovers. So the next compile past the budget
+ * per PR #23; docs/ane-facts.md §6), and only a fresh process recovers. So the next compile past the budget
  * throws {@link CompileBudgetExceededException} (the backend SPI's) before anything is sent to the framework, and a compile
  * failure after {@code leakSuspectAfter} earlier compiles is reported the same way: the supervisor then
  * restarts the worker, whose fresh compile either succeeds or reports the real error with a low count.

@@ -25,14 +25,14 @@ import java.util.stream.Stream;
  *
  * <p>Getting it loaded: if Apple's aned daemon already has the compiled program ({@code compiledModelExists}), it is
  * loaded with {@code loadWithQoS} alone — the daemon caches compiled programs by identifier outside the client process
- * (decompiled {@code -[_ANEInMemoryModel loadWithQoS:options:error:]}, index id 58792041997, asks
- * {@code compiledModelExistsMatchingHash:} and loads with {@code isCompiledModelCached:YES}; probe index id 54297209156:
+ * (decompiled {@code -[_ANEInMemoryModel loadWithQoS:options:error:]}, docs/ane-audit.md F2, asks
+ * {@code compiledModelExistsMatchingHash:} and loads with {@code isCompiledModelCached:YES}; the public probe ane_cache_probe2.m:
  * load without compile 1.5 ms vs 14 ms; maderix PR #22 skips {@code compileWithQoS} on a hit). Otherwise it is compiled
  * ({@code compileWithQoS} always recompiles: {@code isCompiledModelCached:0}) and then loaded; only that counts as a
  * compile. A failed cache load falls back to the compile.
  *
  * <p>Sharing also keeps the model directory alive: {@code unloadWithQoS} deletes
- * {@code NSTemporaryDirectory()/<identifier>} itself (same decompile, ane-audit F13), so it is sent once, when the last
+ * {@code NSTemporaryDirectory()/<identifier>} itself (same decompile, docs/ane-audit.md F13), so it is sent once, when the last
  * program using the model closes.
  */
 final class LoadedModel {

@@ -6,7 +6,7 @@ import java.util.Locale;
  * The MIL text dialects of the ANE compiler: {@code program(1.3)} with {@code func main<ios18>} and short scalars, which
  * every maderix training generator emits and which ran on M3/M4 (and on M1 Pro/Max in maderix's benchmark report,
  * 148–167 ms/step with {@code stories_mil.h}); and {@code program(1.0)}, {@code <ios16>}, verbose scalars, which maderix
- * PR #6 (unmerged, "Tested on M1 Pro") says M1/M2 need. The evidence conflicts for M1/M2 (ane-audit F7, ane-facts
+ * PR #6 (unmerged, "Tested on M1 Pro") says M1/M2 need. The evidence conflicts for M1/M2 (docs/ane-audit.md F7, docs/ane-facts.md
  * errata 5), so there ios18 is tried first and ios16 on a compile failure ({@link #fallbackFor}; the backend remembers
  * which compiled). Override with {@code -Dane4j.milDialect=1.0|1.3} (or {@code ios16|ios18}).
  */

@@ -8,7 +8,7 @@ import java.util.Set;
 
 /**
  * Where each input or output goes in an {@code _ANERequest} and how big its IOSurface is, following the
- * rules reported by the direct-API projects (anchors.md §1.3). The ANE reads the first C·S elements of a
+ * rules reported by the direct-API projects (docs/anchors.md §1.3). The ANE reads the first C·S elements of a
  * larger surface as a packed buffer (ORION #14), so padding an allocation is harmless.
  */
 public final class SurfacePlan {

@@ -11,14 +11,14 @@ import java.util.Arrays;
 interface Attention extends OpContext {
     /**
      * scaled_dot_product_attention: softmax(Q·Kᵀ / sqrt(E) [+ mask]) · V per batch. The ANE ignores attn_mask
-     * (ane-facts.md §5.5), so the mask is ignored here too unless honorSdpaMask is set; a bool mask keeps positions where
+     * (docs/ane-facts.md §5.5), so the mask is ignored here too unless honorSdpaMask is set; a bool mask keeps positions where
      * it is true, a float mask is added.
      */
     default void sdpa(Value out) {
         T q = contig(in("query")), k = contig(in("key")), v = contig(in("value"));
         T mask = in("attn_mask");
         if (mask != null && !opt().honorSdpaMask()) {
-            String w = "[scaled_dot_product_attention] attn_mask of '" + out.name() + "' is ignored, as the ANE ignores it (ane-facts.md §5.5); "
+            String w = "[scaled_dot_product_attention] attn_mask of '" + out.name() + "' is ignored, as the ANE ignores it (docs/ane-facts.md §5.5); "
                     + "build attention from matmul/add/softmax, or set -D" + RefBackend.SDPA_MASK_PROPERTY + "=true to apply it";
             warn(w);
             mask = null;

@@ -78,7 +78,7 @@ class AneFirstContactAneTest {
             int i = 1;
             for (byte[] w : weights.values()) parts[i++] = w;
             String expected = sha256(k.milText().getBytes(StandardCharsets.UTF_8)) + "_" + sha256(parts) + "_" + sha256();
-            assertEquals(expected, id, "the decompiled _ANEInMemoryModelDescriptor's rule (index ids 14176493954, 10601026801, 10027707542)");
+            assertEquals(expected, id, "the decompiled _ANEInMemoryModelDescriptor's rule (docs/ane-audit.md F1)");
         }
     }
 

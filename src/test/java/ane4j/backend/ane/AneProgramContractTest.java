@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 /** {@link AneProgram} against the fake runtime: the ANE call sequence, arguments, files, ownership and errors. */
 class AneProgramContractTest {
-    // A1-style program (ane-facts.md §9): fp32 [1,C,1,S] in, fp32 out, one fp16 conv weight (the fake does not parse MIL)
+    // A1-style program (docs/ane-facts.md §9): fp32 [1,C,1,S] in, fp32 out, one fp16 conv weight (the fake does not parse MIL)
     static final String MIL = """
             program(1.3)
             [buildInfo = dict<string, string>({{"coremlc-component-MIL", "3510.2.1"}, {"coremlc-version", "3505.4.1"}, {"coremltools-component-milinternal", ""}, {"coremltools-version", "9.0"}})]
@@ -303,7 +303,7 @@ class AneProgramContractTest {
 
     @Test
     void theIdentifierIsThreeSha256DigestsAsTheDecompiledDescriptorBuildsIt() {
-        // _ANEInMemoryModelDescriptor (index ids 14176493954, 10601026801) and _ANEHashEncoding (10027707542):
+        // _ANEInMemoryModelDescriptor and _ANEHashEncoding, decompiled (docs/ane-audit.md F1):
         // "%@_%@_%@" of SHA-256(MIL), SHA-256(4 zero bytes, then each entry's data in sorted key order), SHA-256(options, nil: empty)
         byte[] mil = MIL.getBytes(StandardCharsets.UTF_8), a = blob(1), b = blob(2);
         String expected = sha256(mil) + "_" + sha256(new byte[4], a, b) + "_" + sha256();
@@ -396,7 +396,7 @@ class AneProgramContractTest {
     @Test
     void aProgramTheDaemonHasLoadsWithoutCompileUntilItIsPurged() {
         CompileBudget budget = roomy();
-        compileOne(budget).close();   // compiled, loaded, unloaded: aned keeps the compiled program (probe 54297209156)
+        compileOne(budget).close();   // compiled, loaded, unloaded: aned keeps the compiled program (the public probe ane_cache_probe2.m, docs/ane-audit.md F2)
         assertTrue(Files.isDirectory(fake.daemonDir().resolve(identifier(1))));
         int logAt = fake.log().size();
         try (AneProgram p = compileOne(budget)) {

@@ -18,7 +18,7 @@ import java.util.Set;
 import static org.junit.jupiter.api.Assertions.*;
 
 /**
- * Issue 12 point 5 (audit F3): training on the (fake) ANE stages what maderix stages. Each layer and weight-bearing
+ * Issue 12 point 5 (docs/ane-audit.md F3): training on the (fake) ANE stages what maderix stages. Each layer and weight-bearing
  * kernel has an input surface of its own; the weights go into it once per optimizer update, a step writes only the
  * activation columns, and no evaluate copies an input (maderix {@code training/training_dynamic/train.m}:
  * {@code pls[L].*_in} staged at start and in the Adam block, {@code write_*_acts} per step). The losses equal the

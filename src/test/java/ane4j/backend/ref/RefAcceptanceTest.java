@@ -15,7 +15,7 @@ import java.util.Random;
 import static ane4j.bench.AcceptancePrograms.TINY;
 import static org.junit.jupiter.api.Assertions.*;
 
-/** The acceptance programs A1–A10 (ane-facts.md §9) on the reference backend. */
+/** The acceptance programs A1–A10 (docs/ane-facts.md §9) on the reference backend. */
 class RefAcceptanceTest {
     static final RefBackend REF = new RefBackend(RefBackend.Options.ANE_LIKE);
 

@@ -55,7 +55,7 @@ class RefBackendTest {
 
     // ---- acceptance programs built here (A1, A4) ---------------------------------------------------------------
 
-    /** A4 (ane-facts §9): input [1,IC,1,SEQ+OC] → out[o,s] = Σ_d W[d,o]·act[d,s]. */
+    /** A4 (docs/ane-facts.md §9): input [1,IC,1,SEQ+OC] → out[o,s] = Σ_d W[d,o]·act[d,s]. */
     static Program a4(int ic, int seq, int oc, DType io) {
         return prog(f -> {
             Value x = f.input("x", TensorType.of(io, 1, ic, 1, seq + oc));

@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
 
 import static ane4j.backend.ane.ffm.ObjC.ID;
 
-/** The private class {@code _ANEIOSurfaceObject} (ane-facts.md §2.2 step 6). */
+/** The private class {@code _ANEIOSurfaceObject} (docs/ane-facts.md §2.2 step 6). */
 public final class AneIOSurfaceObject {
     // id (id, SEL, IOSurfaceRef)
     private static final FunctionDescriptor OBJECT_WITH_IOSURFACE = FunctionDescriptor.of(ID, ID, ID, ID);

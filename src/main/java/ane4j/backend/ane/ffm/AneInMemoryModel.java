@@ -11,12 +11,12 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The private class {@code _ANEInMemoryModel} (ane-facts.md §2.2 steps 2–5, 8, 9): one Java method per
+ * The private class {@code _ANEInMemoryModel} (docs/ane-facts.md §2.2 steps 2–5, 8, 9): one Java method per
  * selector. The wrapper does not own the object; {@code AneProgram} retains and releases it.
  * Every method taking {@code error:} must run inside an autorelease pool.
  */
 public final class AneInMemoryModel {
-    /** The QoS every maderix call passes: 21 = {@code QOS_CLASS_DEFAULT} (0x15). QoS 0–63 all work (m5result.md). */
+    /** The QoS every maderix call passes: 21 = {@code QOS_CLASS_DEFAULT} (0x15). QoS 0–63 all work (maderix/ANE training/m5result.md). */
     public static final int QOS_DEFAULT = 21;
 
     // id (id, SEL, id descriptor)
@@ -59,7 +59,7 @@ public final class AneInMemoryModel {
     /**
      * {@code -hexStringIdentifier}, as the framework returns it (null for nil). Apple's descriptor builds it as
      * {@code "%@_%@_%@"} of three upper-case SHA-256 digests (MIL text, weight blobs, options plist; decompiled
-     * {@code _ANEInMemoryModelDescriptor}, index ids 14176493954 and 10601026801), so it is not a hex string;
+     * {@code _ANEInMemoryModelDescriptor}, docs/ane-audit.md F1), so it is not a hex string;
      * maderix ({@code training_dynamic/io.h:105}), Orion ({@code core/ane_runtime.m:74}) and Espresso use it unchecked as
      * a directory name. The caller validates it as a path component only.
      */
@@ -73,8 +73,8 @@ public final class AneInMemoryModel {
 
     /**
      * {@code -compiledModelExists}: whether the aned daemon has this identifier's compiled program
-     * ({@code [sharedConnection compiledModelExistsMatchingHash:hexStringIdentifier]}, decompile index ids 9864758886,
-     * 58792041997; called as {@code BOOL(*)(id,SEL)} by the cache probe, index id 54297209156).
+     * ({@code [sharedConnection compiledModelExistsMatchingHash:hexStringIdentifier]}, decompiled {@code _ANEInMemoryModel}, docs/ane-audit.md F2;
+     * called as {@code BOOL(*)(id,SEL)} by the public cache probe ane_cache_probe2.m).
      */
     public boolean compiledModelExists() {
         try {

@@ -9,7 +9,7 @@ import java.util.List;
 
 import static ane4j.backend.ane.ffm.ObjC.ID;
 
-/** The private class {@code _ANERequest} (ane-facts.md §2.2 step 7). */
+/** The private class {@code _ANERequest} (docs/ane-facts.md §2.2 step 7). */
 public final class AneRequest {
     // id (id, SEL, NSArray *inputs, NSArray *inputIndices, NSArray *outputs, NSArray *outputIndices,
     //     id weightsBuffer, id perfStats, NSNumber *procedureIndex) — 9 arguments, all pointers
@@ -21,7 +21,7 @@ public final class AneRequest {
     /**
      * {@code +[_ANERequest requestWithInputs:inputIndices:outputs:outputIndices:weightsBuffer:perfStats:procedureIndex:]},
      * +0. Surfaces are {@code _ANEIOSurfaceObject}s bound at indices 0..n-1 in list order; weightsBuffer and
-     * perfStats are nil; procedureIndex is the object {@code @0}, not an int (ane-facts.md §2.2).
+     * perfStats are nil; procedureIndex is the object {@code @0}, not an int (docs/ane-facts.md §2.2).
      */
     public static MemorySegment requestWithInputs(List<MemorySegment> inputs, List<MemorySegment> outputs) {
         ObjC objc = ObjC.get();

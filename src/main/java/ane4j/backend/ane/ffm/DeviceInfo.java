@@ -17,7 +17,7 @@ public record DeviceInfo(String aneSubType, String chipFamily, String osVersion)
         ObjC objc = ObjC.get();
         String subType;
         try (AutoreleasePool pool = objc.pool()) {
-            // class method; returns an object whose description is the family (ane-facts.md §2.2), +0
+            // class method; returns an object whose description is the family (docs/ane-facts.md §2.2), +0
             MemorySegment value = objc.sendId(objc.cls("_ANEDeviceInfo"), "aneSubType");
             subType = Foundation.toJava(value);
         }
@@ -25,8 +25,8 @@ public record DeviceInfo(String aneSubType, String chipFamily, String osVersion)
     }
 
     /**
-     * The chip family of an ANE subtype: h13 M1, h14 M2, h15 M3, h16 M4, h17 M5 (anchors.md §1.1; the
-     * M5's name is in conflict there: H16 per maderix m5result.md, h17 on M5 Max per PR #50). A trailing
+     * The chip family of an ANE subtype: h13 M1, h14 M2, h15 M3, h16 M4, h17 M5 (docs/anchors.md §1.1; the
+     * M5's name is in conflict there: H16 per maderix training/m5result.md, h17 on M5 Max per PR #50). A trailing
      * "g" marks the Pro/Max/Ultra variants.
      */
     public static String chipFamily(String aneSubType) {

@@ -13,13 +13,13 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The IOSurface C API: the ANE's input and output buffers. A surface here is a 1-row byte buffer holding a
- * dense {@code [1,C,H,W]} tensor (ane-facts.md §3). {@code IOSurfaceRef} is a CF type: {@link #create} is +1
+ * dense {@code [1,C,H,W]} tensor (docs/ane-facts.md §3). {@code IOSurfaceRef} is a CF type: {@link #create} is +1
  * (Create rule) and is balanced by {@link #release} ({@code CFRelease}).
  */
 public final class IOSurfaces {
     /** {@code kIOSurfaceLockReadOnly} (IOSurfaceTypes.h): a read lock, no seed bump. */
     public static final int LOCK_READ_ONLY = 0x1;
-    /** A read-write lock: options 0, as maderix locks for writes (ane-facts.md §3). */
+    /** A read-write lock: options 0, as maderix locks for writes (docs/ane-facts.md §3). */
     public static final int LOCK_READ_WRITE = 0;
 
     // IOSurfaceRef IOSurfaceCreate(CFDictionaryRef properties)
@@ -36,7 +36,7 @@ public final class IOSurfaces {
     private IOSurfaces() {}
 
     /**
-     * {@code IOSurfaceCreate} with exactly the property dictionary every maderix kernel uses (ane-facts.md §3):
+     * {@code IOSurfaceCreate} with exactly the property dictionary every maderix kernel uses (docs/ane-facts.md §3):
      * width = bytes, height 1, bytes per element 1, bytes per row = bytes, alloc size = bytes, pixel format 0.
      * Returns a +1 {@code IOSurfaceRef}. Call inside an autorelease pool (the dictionary is +0).
      */

@@ -35,14 +35,14 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * prototype (receiver, selector, then the fixed arguments). On arm64 a variadic call puts the extra
  * arguments on the stack where the method never looks, so {@code Linker.Option.firstVariadicArg} is never
  * used here. See Apple, "Addressing architectural differences in your macOS code" (on calling
- * {@code objc_msgSend} through a cast to the exact function type), and anchors.md §4.4:
+ * {@code objc_msgSend} through a cast to the exact function type), and docs/anchors.md §4.4:
  * https://developer.apple.com/documentation/apple-silicon/addressing-architectural-differences-in-your-macos-code
  *
  * <p>{@code BOOL} is a C {@code bool} on arm64 and a {@code signed char} on x86-64 (objc.h), so it is read
  * as {@link java.lang.foreign.ValueLayout#JAVA_BYTE} and tested for non-zero.
  *
  * <p>Exceptions: an Objective-C exception raised inside a framework call would unwind through the JVM's frames and
- * abort the process (anchors.md §4.4 item 7; ane-audit F9). When the {@code @try/@catch} trampoline
+ * abort the process (docs/anchors.md §4.4 item 7; docs/ane-audit.md F9). When the {@code @try/@catch} trampoline
  * {@code ane4j_guarded_send} is present ({@code src/main/objc/ane4j_guard.m}, built by install.sh with the system
  * {@code clang} into {@value #GUARD_LIBRARY_NAME} next to the jar, or {@value #GUARD_PROPERTY}; the tests' fake runtime
  * exports it too), every {@link #msgSend} handle goes through it and an exception becomes an {@link AneException}
@@ -57,13 +57,13 @@ public final class ObjC {
     /** One shared library that provides every symbol below (the fake runtime in the tests). */
     public static final String LIBRARY_OVERRIDE_PROPERTY = ane4j.backend.Backends.LIBRARY_OVERRIDE_PROPERTY;
 
-    // macOS library paths (ane-facts.md §2.1; system libraries live in the dyld shared cache, so these are
+    // macOS library paths (docs/ane-facts.md §2.1; system libraries live in the dyld shared cache, so these are
     // dlopen names rather than files that exist on disk). Unverified on Apple hardware by this project.
     static final String LIBOBJC = "/usr/lib/libobjc.A.dylib";
     static final String FOUNDATION = "/System/Library/Frameworks/Foundation.framework/Foundation";
     static final String CORE_FOUNDATION = "/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation";
     static final String IOSURFACE = "/System/Library/Frameworks/IOSurface.framework/IOSurface";
-    /** The private framework maderix dlopens (ane-facts.md §2.1); the only one its training code opens. */
+    /** The private framework maderix dlopens (docs/ane-facts.md §2.1); the only one its training code opens. */
     public static final String APPLE_NEURAL_ENGINE =
             "/System/Library/PrivateFrameworks/AppleNeuralEngine.framework/AppleNeuralEngine";
 
