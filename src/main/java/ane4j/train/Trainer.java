@@ -279,9 +279,11 @@ public final class Trainer implements AutoCloseable {
     }
 
     /** No backend was asked for: not in the options, {@code -Dane4j.backend} or {@code ANE4J_BACKEND}. */
+    /** Whether the ANE was not asked for by name (the option, else -Dane4j.backend, else ANE4J_BACKEND): then a failure may fall back. */
     private boolean automaticBackend() {
         String p = System.getProperty(ane4j.backend.Backends.PROPERTY), env = System.getenv(ane4j.backend.Backends.ENV);
-        return o.backend() == null && (p == null || p.isBlank()) && (env == null || env.isBlank());
+        String choice = o.backend() != null && !o.backend().isBlank() ? o.backend() : p != null && !p.isBlank() ? p : env;
+        return choice == null || !choice.strip().equalsIgnoreCase("ane");
     }
 
     private static String firstLine(String s) {
