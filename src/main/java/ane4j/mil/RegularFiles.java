@@ -7,14 +7,14 @@ import java.nio.file.attribute.BasicFileAttributes;
 
 /**
  * MIL text and BLOBFILE weights must be regular files, checked before they are opened: a named pipe as
- * weights/weight.bin blocked {@code mil check} in open (the 2026-12-05 reliability report, H-k). The same rule as
- * the model package's InputFile, kept here because mil depends on no other ane4j package (docs/DESIGN.md §2).
+ * weights/weight.bin blocked {@code mil check} in open (the 2026-12-05 reliability report, H-k). Here because mil depends
+ * on no other ane4j package (docs/DESIGN.md §2); the model package's InputFile uses it for every other input file.
  */
-final class RegularFiles {
+public final class RegularFiles {
     private RegularFiles() {}
 
     /** Null when {@code file} is a regular file (links followed) or does not exist, else the problem in words. */
-    static String notRegular(Path file) {
+    public static String notRegular(Path file) {
         BasicFileAttributes a;
         try {
             a = Files.readAttributes(file, BasicFileAttributes.class);

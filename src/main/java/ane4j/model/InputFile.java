@@ -1,9 +1,6 @@
 package ane4j.model;
 
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
 
 /**
  * Input files must be regular files, checked before they are opened: opening a named pipe (FIFO) for reading blocks until
@@ -15,34 +12,7 @@ public final class InputFile {
     private InputFile() {}
 
     /** Null when {@code file} is a regular file or does not exist (the caller's own "no such file" applies), else the problem. */
-    public static String notRegular(Path file) {
-        BasicFileAttributes a;
-        try {
-            a = Files.readAttributes(file, BasicFileAttributes.class);
-        } catch (IOException e) {
-            return null;
-        }
-        if (a.isRegularFile()) return null;
-        if (a.isDirectory()) return file + " is a folder, not a file";
-        return file + " is " + kind(file) + ", not a regular file; reading it could block forever: give a regular file"
-                + " (copy the contents into one first)";
-    }
-
-    /** "a named pipe (FIFO)", "a socket", "a character device", "a block device" or "not a regular file". */
-    static String kind(Path file) {
-        try {
-            int mode = (Integer) Files.getAttribute(file, "unix:mode");
-            return switch (mode & 0170000) {
-                case 0010000 -> "a named pipe (FIFO)";
-                case 0140000 -> "a socket";
-                case 0020000 -> "a character device";
-                case 0060000 -> "a block device";
-                default -> "a special file";
-            };
-        } catch (IOException | UnsupportedOperationException | IllegalArgumentException | ClassCastException e) {
-            return "a special file";
-        }
-    }
+    public static String notRegular(Path file) { return ane4j.mil.RegularFiles.notRegular(file); }
 
     /** Throws {@code [tag] problem} as a {@link ModelFormatException} when {@code file} is not a regular file. */
     public static void requireRegular(Path file, String tag) {
