@@ -34,16 +34,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * vector kernel and threads ({@code MatVec}, {@code Parallel}); {@code infer} (new: generation on a backend, its kernels
  * built from {@code train}'s packed layouts) sits beside {@code train}, and {@code session} and above use it;
  * {@code mil.grad} (gradients of MIL functions, emitted as MIL) depends on {@code mil}, and {@code mil} on it only for
- * {@code Mil.grad}.
+ * {@code Mil.grad}; {@code programs} (the MIL program library that bench, doctor and tests share) depends on {@code mil}
+ * only; {@code run} (a run's paperwork: its settings table, folder, record, metrics) sits below {@code train}, which writes it.
  */
 class PackageLayersTest {
-    static final Set<String> BELOW_SESSION = Set.of("mil", "mil.grad", "chip", "backend", "backend.ref", "backend.ane",
-            "backend.ane.ffm", "blas", "model", "train", "infer", "worker", "session");
+    static final Set<String> BELOW_SESSION = Set.of("mil", "mil.grad", "programs", "chip", "backend", "backend.ref", "backend.ane",
+            "backend.ane.ffm", "blas", "model", "run", "train", "infer", "worker", "session");
 
     /** package (relative to ane4j) → the packages it may depend on (docs/DESIGN.md §2). */
     static final Map<String, Set<String>> MAY_DEPEND_ON = Map.ofEntries(
             entry("mil", Set.of("mil.grad")),
             entry("mil.grad", Set.of("mil")),
+            entry("programs", Set.of("mil")),
             entry("chip", Set.of("mil")),
             entry("backend", Set.of("mil")),
             entry("backend.ref", Set.of("mil", "backend", "blas", "chip")),
@@ -51,11 +53,12 @@ class PackageLayersTest {
             entry("backend.ane.ffm", Set.of("mil", "backend")),
             entry("blas", Set.of()),
             entry("model", Set.of("mil", "blas")),
-            entry("train", Set.of("mil", "mil.grad", "chip", "backend", "backend.ref", "backend.ane", "backend.ane.ffm", "blas", "model")),
-            entry("infer", Set.of("mil", "chip", "backend", "blas", "model", "train")),
+            entry("run", Set.of("model", "blas", "backend")),
+            entry("train", Set.of("mil", "mil.grad", "chip", "run", "backend", "backend.ref", "backend.ane", "backend.ane.ffm", "blas", "model")),
+            entry("infer", Set.of("mil", "chip", "backend", "blas", "model", "run", "train")),
             entry("hub", Set.of("model")),
-            entry("worker", Set.of("mil", "backend", "train")),
-            entry("session", Set.of("mil", "mil.grad", "backend", "train", "infer", "worker", "model")),
+            entry("worker", Set.of("mil", "backend", "run", "train")),
+            entry("session", Set.of("mil", "mil.grad", "backend", "run", "train", "infer", "worker", "model")),
             entry("notebook", union(BELOW_SESSION, Set.of("bench"))),
             entry("bench", BELOW_SESSION),
             entry("cli", union(BELOW_SESSION, Set.of("bench", "hub"))));

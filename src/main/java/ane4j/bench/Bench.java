@@ -1,5 +1,6 @@
 package ane4j.bench;
 
+import ane4j.programs.AcceptancePrograms;
 import ane4j.backend.Backend;
 import ane4j.backend.Backends;
 import ane4j.backend.CompileBudgetExceededException;

@@ -1,5 +1,6 @@
 package ane4j.bench;
 
+import ane4j.programs.AcceptancePrograms;
 import ane4j.model.Json;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;

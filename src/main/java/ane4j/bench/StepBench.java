@@ -13,7 +13,7 @@ import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Rng;
 import ane4j.session.RunSpec;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.AdamW;
 import ane4j.train.LoraAdapters;
 import ane4j.train.LossScaler;

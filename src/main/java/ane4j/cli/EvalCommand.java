@@ -8,7 +8,7 @@ import ane4j.model.ModelConfig;
 import ane4j.model.TokenData;
 import ane4j.model.TokenShard;
 import ane4j.train.LoraAdapters;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.TrainingStep;
 import ane4j.train.Validation;
 import java.io.IOException;

@@ -21,7 +21,7 @@ public final class Main implements Callable<Integer> {
         // one-line log records ("INFO: [blas] sgemm: OpenBLAS …") unless the user configured logging
         if (System.getProperty("java.util.logging.SimpleFormatter.format") == null)
             System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
-        System.setProperty(ane4j.train.RunJson.COMMAND_PROPERTY, quoted(args));   // run.json's "command"
+        System.setProperty(ane4j.run.RunJson.COMMAND_PROPERTY, quoted(args));   // run.json's "command"
         System.exit(run(args, System.out, System.err));
     }
 

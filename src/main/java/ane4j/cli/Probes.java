@@ -2,7 +2,7 @@ package ane4j.cli;
 
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import ane4j.mil.FunctionBuilder;
 import ane4j.mil.Mil;
 import ane4j.mil.Program;

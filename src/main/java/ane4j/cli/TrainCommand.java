@@ -1,5 +1,6 @@
 package ane4j.cli;
 
+import ane4j.run.StepMetrics;
 import ane4j.model.Generator;
 import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
@@ -12,9 +13,9 @@ import ane4j.session.Session;
 import ane4j.session.Training;
 import ane4j.session.WorkerSession;
 import ane4j.train.Checkpoint;
-import ane4j.train.Key;
-import ane4j.train.SetupProgress;
-import ane4j.train.TrainOptions;
+import ane4j.run.Key;
+import ane4j.run.SetupProgress;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.worker.Supervisor;
 import java.io.PrintStream;
@@ -148,7 +149,7 @@ final class TrainCommand {
                         + "supervised worker (without --in-process) with --heap 8g, or give this JVM more with ANE4J_JAVA_OPTS=-Xmx8g",
                         e.getMessage(), spec.modelName(), Runtime.getRuntime().maxMemory() >> 20));
             }
-            List<Trainer.StepMetrics> h = run.history();
+            List<StepMetrics> h = run.history();
             Training training = run.training();
             progress.finish();
             if (session instanceof WorkerSession w) {
@@ -171,7 +172,7 @@ final class TrainCommand {
             if (h.isEmpty()) return 0;
             String ran = backendThatRan(o.runDir());
             if (ran != null) out.println("backend that ran: " + ran + " (run.json machine.backend)");
-            long skippedUpdates = h.stream().filter(Trainer.StepMetrics::skipped).count();
+            long skippedUpdates = h.stream().filter(StepMetrics::skipped).count();
             if (skippedUpdates > 0)
                 out.printf("skipped updates: %d of %d steps (a non-finite gradient; the loss scale halves each time)%n", skippedUpdates, h.size());
             // the weights are read once: in process the trainer's own, from a worker its newest readable checkpoint
@@ -229,16 +230,16 @@ final class TrainCommand {
                 c.name(), nParams, c.dim(), c.nLayers(), c.nHeads(), c.seqLen(), o.weights(), o.storage(), o.lossScaling());
     }
 
-    private static float mean(List<Trainer.StepMetrics> h, int from, int to) {
+    private static float mean(List<StepMetrics> h, int from, int to) {
         double sum = 0;
         for (int i = from; i < to; i++) sum += h.get(i).loss();
         return (float) (sum / Math.max(1, to - from));
     }
 
     /** "validation loss 2.314 (perplexity 10.1) after step 200; best 2.301 after step 150", or null without validation. */
-    static String validationSummary(List<Trainer.StepMetrics> h) {
-        Trainer.StepMetrics lastVal = null, best = null;
-        for (Trainer.StepMetrics m : h) {
+    static String validationSummary(List<StepMetrics> h) {
+        StepMetrics lastVal = null, best = null;
+        for (StepMetrics m : h) {
             if (!m.validated()) continue;
             lastVal = m;
             if (best == null || m.valLoss() < best.valLoss()) best = m;
@@ -284,7 +285,7 @@ final class TrainCommand {
             return this;
         }
 
-        @Override public void onStep(Trainer.StepMetrics m) {
+        @Override public void onStep(StepMetrics m) {
             if (onFirstStep != null) {
                 onFirstStep.run();
                 onFirstStep = null;

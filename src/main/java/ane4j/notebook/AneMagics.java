@@ -33,5 +33,5 @@ final class AneMagics {
         value.append(v);
     }
 
-    static String version() { return ane4j.train.Version.ane4j(); }
+    static String version() { return ane4j.run.Version.ane4j(); }
 }

@@ -1,5 +1,6 @@
 package ane4j.notebook;
 
+import ane4j.run.StepMetrics;
 import ane4j.backend.Backend;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
@@ -25,10 +26,10 @@ import java.util.Map;
 public final class Fit {
     private final Map<String, float[]> params = new LinkedHashMap<>();
     private final Map<String, int[]> shapes = new LinkedHashMap<>();
-    private final List<Trainer.StepMetrics> history;
+    private final List<StepMetrics> history;
     private final Backend backend;
 
-    Fit(GraphStep step, float[] flat, List<Trainer.StepMetrics> history, Backend backend, Program graph) {
+    Fit(GraphStep step, float[] flat, List<StepMetrics> history, Backend backend, Program graph) {
         for (ParameterView v : step.views()) {
             params.put(v.name(), Arrays.copyOfRange(flat, v.offset(), v.end()));
             shapes.put(v.name(), graph.main().input(v.name()).shape());
@@ -50,7 +51,7 @@ public final class Fit {
         return m;
     }
 
-    public List<Trainer.StepMetrics> history() { return history; }
+    public List<StepMetrics> history() { return history; }
 
     public float lastLoss() { return history.isEmpty() ? Float.NaN : history.get(history.size() - 1).loss(); }
 

@@ -5,7 +5,7 @@ import ane4j.mil.Dialect;
 import ane4j.mil.MilWriter;
 import ane4j.mil.Program;
 import ane4j.session.Session;
-import ane4j.train.Trainer.StepMetrics;
+import ane4j.run.StepMetrics;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;

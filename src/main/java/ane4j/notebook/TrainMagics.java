@@ -1,7 +1,7 @@
 package ane4j.notebook;
 
 import ane4j.session.RunSpec;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import java.util.ArrayList;
 import java.util.List;
 import tech.tablesaw.api.Table;

@@ -5,9 +5,9 @@ import ane4j.session.Run;
 import ane4j.session.RunSpec;
 import ane4j.session.Session;
 import ane4j.session.Training;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
-import ane4j.train.Trainer.StepMetrics;
+import ane4j.run.StepMetrics;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -270,7 +270,7 @@ public final class TrainingRun {
             long first = live.getFirst().step();
             Path metrics = runDir().resolve("metrics.jsonl");
             before = first == 0 || !Files.exists(metrics) ? List.of()
-                    : ane4j.train.StepHistory.of(ane4j.train.MetricsLog.read(metrics, options().steps(), w -> {}).stream().filter(m -> m.step() < first).toList());
+                    : ane4j.run.StepHistory.of(ane4j.run.MetricsLog.read(metrics, options().steps(), w -> {}).stream().filter(m -> m.step() < first).toList());
             earlier = before;
         }
         if (before.isEmpty()) return live;

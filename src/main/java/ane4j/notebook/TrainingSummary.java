@@ -1,6 +1,6 @@
 package ane4j.notebook;
 
-import ane4j.train.Trainer.StepMetrics;
+import ane4j.run.StepMetrics;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;

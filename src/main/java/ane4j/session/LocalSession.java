@@ -9,10 +9,10 @@ import ane4j.mil.Program;
 import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Tokenizer;
-import ane4j.train.SetupProgress;
-import ane4j.train.TrainOptions;
+import ane4j.run.SetupProgress;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
-import ane4j.train.Trainer.StepMetrics;
+import ane4j.run.StepMetrics;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -134,7 +134,7 @@ public final class LocalSession implements Session {
 
         @Override
         public List<StepMetrics> run(long steps) {
-            ane4j.train.StepHistory out = new ane4j.train.StepHistory();
+            ane4j.run.StepHistory out = new ane4j.run.StepHistory();
             long target = Math.min(totalSteps(), trainer.nextStep() + Math.max(1, Math.min(steps, totalSteps())));
             while (trainer.nextStep() < target && !stop) {
                 long before = trainer.stepCount();

@@ -1,7 +1,7 @@
 package ane4j.session;
 
-import ane4j.train.RunFolder;
-import ane4j.train.Trainer.StepMetrics;
+import ane4j.run.RunFolder;
+import ane4j.run.StepMetrics;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Font;

@@ -4,10 +4,10 @@ import ane4j.infer.BackendGenerator;
 import ane4j.mil.DType;
 import ane4j.model.Generator;
 import ane4j.model.Tokenizer;
-import ane4j.train.SetupProgress;
-import ane4j.train.TrainOptions;
+import ane4j.run.SetupProgress;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
-import ane4j.train.Trainer.StepMetrics;
+import ane4j.run.StepMetrics;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -30,7 +30,7 @@ public final class Run {
     private final RunSpec spec;
     private final TrainOptions options;
     private final Trainer.Listener observer;
-    private final ane4j.train.StepHistory history = new ane4j.train.StepHistory();   // bounded; metrics.jsonl has every step
+    private final ane4j.run.StepHistory history = new ane4j.run.StepHistory();   // bounded; metrics.jsonl has every step
     private final LinkedBlockingQueue<String> messages = new LinkedBlockingQueue<>();
     private final List<String> allMessages = new CopyOnWriteArrayList<>();
     private volatile Training training;
@@ -198,7 +198,7 @@ public final class Run {
     /** How many steps this run has reported (restarts included); {@link #history()} keeps a downsampled set of them. */
     public long stepCount() { return history.count(); }
 
-    /** The loss of the steps {@link #history()} keeps (every step up to {@link ane4j.train.StepHistory#RECENT}, then downsampled). */
+    /** The loss of the steps {@link #history()} keeps (every step up to {@link ane4j.run.StepHistory#RECENT}, then downsampled). */
     public double[] losses() {
         return history.list().stream().mapToDouble(StepMetrics::loss).toArray();
     }

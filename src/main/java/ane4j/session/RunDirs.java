@@ -1,7 +1,7 @@
 package ane4j.session;
 
 import ane4j.train.Checkpoint;
-import ane4j.train.RunFolder;
+import ane4j.run.RunFolder;
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;

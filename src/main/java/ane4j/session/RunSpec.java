@@ -2,9 +2,9 @@ package ane4j.session;
 
 import ane4j.backend.Backend;
 import ane4j.backend.Backends;
-import ane4j.train.Key;
-import ane4j.train.KeyTable;
-import ane4j.train.TrainOptions;
+import ane4j.run.Key;
+import ane4j.run.KeyTable;
+import ane4j.run.TrainOptions;
 import ane4j.worker.Supervisor;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -75,7 +75,7 @@ public record RunSpec(TrainOptions train, Long compileBudget, boolean inProcess,
         try {
             text = java.nio.file.Files.readString(runJson);
         } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("[run] cannot read " + runJson + ": " + ane4j.train.RunFolder.reason(e) + "; give the run.json of a run folder");
+            throw new IllegalArgumentException("[run] cannot read " + runJson + ": " + ane4j.run.RunFolder.reason(e) + "; give the run.json of a run folder");
         }
         Object options, machine;
         try {

@@ -3,7 +3,7 @@ package ane4j.session;
 import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Tokenizer;
-import ane4j.train.Trainer.StepMetrics;
+import ane4j.run.StepMetrics;
 import java.nio.file.Path;
 import java.util.List;
 

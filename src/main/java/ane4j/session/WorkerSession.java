@@ -9,10 +9,10 @@ import ane4j.model.ParameterLayout;
 import ane4j.model.Parameters;
 import ane4j.model.Tokenizer;
 import ane4j.train.Checkpoint;
-import ane4j.train.SetupProgress;
-import ane4j.train.TrainOptions;
+import ane4j.run.SetupProgress;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
-import ane4j.train.Trainer.StepMetrics;
+import ane4j.run.StepMetrics;
 import ane4j.worker.Supervisor;
 import ane4j.worker.TrainingSession;
 import ane4j.worker.WorkerException;
@@ -221,7 +221,7 @@ public final class WorkerSession implements Session {
 
         @Override
         public List<StepMetrics> run(long steps) {
-            ane4j.train.StepHistory out = new ane4j.train.StepHistory();   // bounded (every step is in metrics.jsonl)
+            ane4j.run.StepHistory out = new ane4j.run.StepHistory();   // bounded (every step is in metrics.jsonl)
             if (finished() || stop) {
                 stop = false;
                 return out.list();

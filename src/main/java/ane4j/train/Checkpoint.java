@@ -1,5 +1,6 @@
 package ane4j.train;
 
+import ane4j.run.RunFolder;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;

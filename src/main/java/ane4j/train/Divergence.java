@@ -1,5 +1,6 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
 import java.util.Locale;
 
 /**

@@ -1,5 +1,7 @@
 package ane4j.train;
 
+import ane4j.run.MetricsLog;
+import ane4j.run.StepMetrics;
 import ane4j.backend.TensorBuffer;
 import ane4j.model.ParameterView;
 
@@ -23,7 +25,7 @@ import java.util.zip.CRC32;
  * ({@link AdamW}, decay on matrices only), warm-up + cosine ({@link LrSchedule}), global-norm clipping, a static loss
  * scale (the graph's loss is multiplied by it; gradients are unscaled before clipping, a step with a non-finite
  * gradient is skipped), validation every {@code evalEvery} steps, {@code metrics.jsonl} lines as the preset runs write
- * ({@link Trainer.StepMetrics}), and checkpoints every {@code checkpointEvery} steps from which a new trainer on the same
+ * ({@link StepMetrics}), and checkpoints every {@code checkpointEvery} steps from which a new trainer on the same
  * run folder resumes bit-identically (the batches are a function of the step number).
  */
 public final class GraphTrainer {
@@ -62,7 +64,7 @@ public final class GraphTrainer {
     private final GraphStep step;
     private final float[] params, grads, m, v;
     private final Options o;
-    private final List<Trainer.StepMetrics> history = new ArrayList<>();
+    private final List<StepMetrics> history = new ArrayList<>();
     private long next;
 
     /** Trains {@code params} (the step's flat layout) in place; resumes from the newest checkpoint of the run folder if any. */
@@ -77,20 +79,20 @@ public final class GraphTrainer {
         if (o.runDir() != null) {
             Path ck = newest();
             if (ck != null) load(ck);
-            if (next > 0) for (Trainer.StepMetrics s : MetricsLog.read(o.runDir().resolve("metrics.jsonl"), o.steps(), w -> {})) if (s.step() < next) history.add(s);
+            if (next > 0) for (StepMetrics s : MetricsLog.read(o.runDir().resolve("metrics.jsonl"), o.steps(), w -> {})) if (s.step() < next) history.add(s);
         }
     }
 
     /** The step the next {@link #fit} call starts at (after a resume: the checkpoint's). */
     public long nextStep() { return next; }
 
-    public List<Trainer.StepMetrics> history() { return List.copyOf(history); }
+    public List<StepMetrics> history() { return List.copyOf(history); }
 
     /**
      * Runs the remaining steps. {@code validation} (null: none) is evaluated every {@code evalEvery} steps and after the
      * last; {@code listener} sees each step's figures (the notebook's live plot).
      */
-    public List<Trainer.StepMetrics> fit(Batches train, Map<String, TensorBuffer> validation, Consumer<Trainer.StepMetrics> listener) {
+    public List<StepMetrics> fit(Batches train, Map<String, TensorBuffer> validation, Consumer<StepMetrics> listener) {
         LrSchedule lr = new LrSchedule(o.lr(), o.minLr(), o.warmup(), o.steps());
         AdamW adamw = new AdamW(0.9f, 0.999f, 1e-8f, o.weightDecay());
         MetricsLog log = null;
@@ -114,7 +116,7 @@ public final class GraphTrainer {
             else adamw.step(step.views(), params, grads, m, v, adamStep() + 1, rate, k * AdamW.clipFactor(norm, o.clip()), true);
             if (!skipped) adamSteps++;
             double ms = (System.nanoTime() - t0) / 1e6;
-            Trainer.StepMetrics sm = new Trainer.StepMetrics(next, o.steps(), loss, rate, o.lossScale(), norm, !skipped, skipped, ms, 0, Map.of());
+            StepMetrics sm = new StepMetrics(next, o.steps(), loss, rate, o.lossScale(), norm, !skipped, skipped, ms, 0, Map.of());
             boolean last = next == o.steps() - 1;
             if (validation != null && (last || (o.evalEvery() > 0 && (next + 1) % o.evalEvery() == 0))) {
                 long v0 = System.nanoTime();

@@ -1,5 +1,6 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;
 import ane4j.blas.Transpose;

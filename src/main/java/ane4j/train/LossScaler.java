@@ -1,5 +1,7 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
+
 /**
  * Loss scaling against fp16 gradient underflow (docs/ane-facts.md §5.4): the loss gradient is multiplied by {@code scale}
  * and the gradients divided by it before the update. Static keeps the scale; dynamic halves it and skips the update
@@ -38,7 +40,7 @@ public final class LossScaler {
      * ({@code training/training_dynamic/train.m}: {@code float loss_scale = 256.0f}; its README's 256·NLAYERS is not what
      * ran, docs/ane-audit.md F4).
      */
-    public static final float DEFAULT_SCALE = 256f;
+    public static final float DEFAULT_SCALE = TrainOptions.DEFAULT_LOSS_SCALE;
 
     private final Mode mode;
     private final float cap;

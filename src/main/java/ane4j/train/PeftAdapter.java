@@ -1,5 +1,7 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
+import ane4j.run.RunFolder;
 import ane4j.model.Json;
 import ane4j.model.ModelConfig;
 import ane4j.model.ParameterView;

@@ -1,5 +1,13 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
+import ane4j.run.RunJson;
+import ane4j.run.RunFolder;
+import ane4j.run.RunRecord;
+import ane4j.run.MetricsLog;
+import ane4j.run.StepHistory;
+import ane4j.run.SetupProgress;
+import ane4j.run.StepMetrics;
 import ane4j.backend.Backend;
 import ane4j.mil.DType;
 import ane4j.model.EmbeddedCorpus;
@@ -25,62 +33,6 @@ import java.util.Map;
  * step, data RNG, loss-scale state) is in the checkpoint, so a resumed run continues bit-identically.
  */
 public final class Trainer implements AutoCloseable {
-    /**
-     * One micro-step's figures (JSON line in metrics.jsonl). {@code stagedActivationBytes}/{@code stagedWeightBytes}: what
-     * the step wrote into kernel inputs ({@link TrainingStep#stagedActivationBytes()}, {@link TrainingStep#stagedWeightBytes()}).
-     * {@code valLoss}: the mean loss on the held-out windows of the weights after this step, on the steps where validation
-     * ran (every {@code evalEvery} and the last), else NaN (absent from the JSON line); {@code valMs}: what it took.
-     */
-    public record StepMetrics(long step, long steps, float loss, float lr, float lossScale, float gradNorm, boolean updated,
-                              boolean skipped, double msPerStep, double tokensPerSecond, Map<String, Double> phaseMs,
-                              long stagedActivationBytes, long stagedWeightBytes, float valLoss, double valMs) {
-        public StepMetrics(long step, long steps, float loss, float lr, float lossScale, float gradNorm, boolean updated,
-                           boolean skipped, double msPerStep, double tokensPerSecond, Map<String, Double> phaseMs) {
-            this(step, steps, loss, lr, lossScale, gradNorm, updated, skipped, msPerStep, tokensPerSecond, phaseMs, 0, 0);
-        }
-
-        public StepMetrics(long step, long steps, float loss, float lr, float lossScale, float gradNorm, boolean updated,
-                           boolean skipped, double msPerStep, double tokensPerSecond, Map<String, Double> phaseMs,
-                           long stagedActivationBytes, long stagedWeightBytes) {
-            this(step, steps, loss, lr, lossScale, gradNorm, updated, skipped, msPerStep, tokensPerSecond, phaseMs, stagedActivationBytes,
-                    stagedWeightBytes, Float.NaN, 0);
-        }
-
-        /** Whether validation ran after this step. */
-        public boolean validated() { return !Float.isNaN(valLoss); }
-
-        /** The same figures with a validation loss. */
-        StepMetrics withValidation(float loss, double ms) {
-            return new StepMetrics(step, steps, this.loss, lr, lossScale, gradNorm, updated, skipped, msPerStep, tokensPerSecond, phaseMs,
-                    stagedActivationBytes, stagedWeightBytes, loss, ms);
-        }
-
-        /** The metrics.jsonl line: floats as Java prints them (non-finite as null), times rounded to 0.01 ms (phases 0.001 ms). */
-        public String json() {
-            Map<String, Object> m = new java.util.LinkedHashMap<>();
-            m.put("type", "step");
-            m.put("step", step);
-            m.put("loss", loss);
-            m.put("lr", lr);
-            m.put("lossScale", lossScale);
-            m.put("gradNorm", gradNorm);
-            m.put("updated", updated);
-            m.put("skipped", skipped);
-            m.put("ms", rounded(msPerStep, 100));
-            m.put("tokensPerSecond", rounded(tokensPerSecond, 10));
-            phaseMs.forEach((k, v) -> m.put("t_" + k, rounded(v, 1000)));
-            m.put("stagedActivationBytes", stagedActivationBytes);
-            m.put("stagedWeightBytes", stagedWeightBytes);
-            if (validated()) {
-                m.put("valLoss", valLoss);
-                m.put("valMs", rounded(valMs, 100));
-            }
-            return ane4j.model.Json.compact(m);
-        }
-
-        private static double rounded(double v, double scale) { return Double.isFinite(v) ? Math.rint(v * scale) / scale : v; }
-    }
-
     /** Receives progress; implemented by the CLI progress bar and the notebook's live plot. */
     public interface Listener {
         void onStep(StepMetrics m);
@@ -401,7 +353,7 @@ public final class Trainer implements AutoCloseable {
         if (have != want)
             throw new CheckpointFormatException(found.file() + (have == 0 ? " is of a full fine-tuning run, this run trains LoRA adapters (" + want + " floats)"
                     : " holds LoRA adapters of " + have + " floats, this run " + (want == 0 ? "has none" : "needs " + want)) + "; resume with the run's lora, loraTargets settings, or use another --run-dir");
-        record.checkSettings(o, log);
+        record.checkSettings(o, log::onMessage);
         if (c.params() != params.data()) System.arraycopy(c.params(), 0, params.data(), 0, c.params().length);
         if (c.m() != m) System.arraycopy(c.m(), 0, m, 0, m.length);
         if (c.v() != v) System.arraycopy(c.v(), 0, v, 0, v.length);

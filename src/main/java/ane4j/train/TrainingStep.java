@@ -1,5 +1,7 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
+import ane4j.run.SetupProgress;
 import ane4j.backend.Backend;
 import ane4j.backend.Fp16;
 import ane4j.backend.Kernel;

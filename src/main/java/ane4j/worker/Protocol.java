@@ -1,9 +1,10 @@
 package ane4j.worker;
 
+import ane4j.run.StepMetrics;
 import ane4j.backend.TensorSpec;
 import ane4j.mil.DType;
 import ane4j.mil.TensorType;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -155,25 +156,25 @@ final class Protocol {
         return new LinkedHashMap<>(o.toMap());
     }
 
-    static byte[] step(Trainer.StepMetrics m) {
+    static byte[] step(StepMetrics m) {
         Writer w = new Writer().i64(m.step()).i64(m.steps()).f32(m.loss()).f32(m.lr()).f32(m.lossScale()).f32(m.gradNorm())
                 .bool(m.updated()).bool(m.skipped()).f64(m.msPerStep()).f64(m.tokensPerSecond()).i32(m.phaseMs().size());
         m.phaseMs().forEach((k, v) -> w.str(k).f64(v));
         return w.i64(m.stagedActivationBytes()).i64(m.stagedWeightBytes()).f32(m.valLoss()).f64(m.valMs()).bytes();
     }
 
-    static byte[] progress(ane4j.train.SetupProgress p) {
+    static byte[] progress(ane4j.run.SetupProgress p) {
         return new Writer().i32(p.stage().ordinal()).i32(p.done()).i32(p.total()).str(p.kernel()).bytes();
     }
 
-    static ane4j.train.SetupProgress progress(Reader r) {
-        var stages = ane4j.train.SetupProgress.Stage.values();
+    static ane4j.run.SetupProgress progress(Reader r) {
+        var stages = ane4j.run.SetupProgress.Stage.values();
         int stage = r.i32();
         if (stage < 0 || stage >= stages.length) throw new IllegalArgumentException("[worker] unknown setup stage " + stage);
-        return new ane4j.train.SetupProgress(stages[stage], r.i32(), r.i32(), r.str());
+        return new ane4j.run.SetupProgress(stages[stage], r.i32(), r.i32(), r.str());
     }
 
-    static Trainer.StepMetrics step(Reader r) {
+    static StepMetrics step(Reader r) {
         long step = r.i64(), steps = r.i64();
         float loss = r.f32(), lr = r.f32(), scale = r.f32(), norm = r.f32();
         boolean updated = r.bool(), skipped = r.bool();
@@ -184,6 +185,6 @@ final class Protocol {
         long activationBytes = r.i64(), weightBytes = r.i64();
         float valLoss = r.f32();
         double valMs = r.f64();
-        return new Trainer.StepMetrics(step, steps, loss, lr, scale, norm, updated, skipped, ms, tps, phases, activationBytes, weightBytes, valLoss, valMs);
+        return new StepMetrics(step, steps, loss, lr, scale, norm, updated, skipped, ms, tps, phases, activationBytes, weightBytes, valLoss, valMs);
     }
 }

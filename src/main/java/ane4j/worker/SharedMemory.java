@@ -47,7 +47,7 @@ final class SharedMemory implements AutoCloseable {
             this.fallbackDir = base.equals(tmp) ? dir : tmp.resolve(name);
         } catch (IOException e) {
             String where = e instanceof java.nio.file.FileSystemException f && f.getFile() != null ? " " + f.getFile() : "";
-            throw new UncheckedIOException("[worker] cannot create the shared tensor directory" + where + ": " + ane4j.train.RunFolder.reason(e), e);
+            throw new UncheckedIOException("[worker] cannot create the shared tensor directory" + where + ": " + ane4j.run.RunFolder.reason(e), e);
         }
     }
 
@@ -135,7 +135,7 @@ final class SharedMemory implements AutoCloseable {
             return r;
         } catch (IOException e) {
             arena.close();
-            throw new UncheckedIOException("[worker] cannot create a shared tensor file of " + size + " bytes in " + d + ": " + ane4j.train.RunFolder.reason(e), e);
+            throw new UncheckedIOException("[worker] cannot create a shared tensor file of " + size + " bytes in " + d + ": " + ane4j.run.RunFolder.reason(e), e);
         }
     }
 

@@ -1,5 +1,6 @@
 package ane4j.worker;
 
+import ane4j.run.StepMetrics;
 import ane4j.backend.Backends;
 import ane4j.backend.CountingBackend;
 import ane4j.backend.TensorBuffer;
@@ -9,8 +10,8 @@ import ane4j.mil.MilWriter;
 import ane4j.mil.Program;
 import ane4j.mil.TensorType;
 import ane4j.train.Checkpoint;
-import ane4j.train.RunFolder;
-import ane4j.train.TrainOptions;
+import ane4j.run.RunFolder;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -293,7 +294,7 @@ public final class Supervisor implements AutoCloseable {
     // training
 
     /** Trains in the worker and blocks until the run ends; progress goes to {@code listener}. Returns one entry per step. */
-    public List<Trainer.StepMetrics> train(TrainOptions o, Trainer.Listener listener) { return startTraining(o, listener).await(); }
+    public List<StepMetrics> train(TrainOptions o, Trainer.Listener listener) { return startTraining(o, listener).await(); }
 
     /**
      * Starts a training run in the worker and returns at once. A run that is not a resume needs a run directory without
@@ -320,7 +321,7 @@ public final class Supervisor implements AutoCloseable {
             s = new TrainingSession(this, o, placement, listener, RunFolder.lock(o.runDir()));
             training = s;
             WorkerProcess w = worker;
-            if (w == null || !w.isAlive()) s.onSetup(ane4j.train.SetupProgress.startingWorker());
+            if (w == null || !w.isAlive()) s.onSetup(ane4j.run.SetupProgress.startingWorker());
             try {
                 ensureWorker();
             } catch (RuntimeException e) {

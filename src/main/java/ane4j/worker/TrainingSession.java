@@ -1,7 +1,8 @@
 package ane4j.worker;
 
-import ane4j.train.RunFolder;
-import ane4j.train.TrainOptions;
+import ane4j.run.StepMetrics;
+import ane4j.run.RunFolder;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,9 +35,9 @@ public final class TrainingSession {
     // the first loss of each recent step, to check a replay after a restart (replays start at the last checkpoint, so
     // the window of checkpointEvery steps back, or REPLAY_WINDOW, is enough); the steps themselves, downsampled
     private final TreeMap<Long, Float> firstLoss = new TreeMap<>();
-    private final ane4j.train.StepHistory steps = new ane4j.train.StepHistory();
+    private final ane4j.run.StepHistory steps = new ane4j.run.StepHistory();
     private static final int REPLAY_WINDOW = 4096;
-    private final CompletableFuture<List<Trainer.StepMetrics>> done = new CompletableFuture<>();
+    private final CompletableFuture<List<StepMetrics>> done = new CompletableFuture<>();
     // the listener runs here, in order, so a listener that calls the supervisor cannot block the channel's reader
     private final ExecutorService delivery = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("ane4j-train-events").factory());
     private volatile State state = State.RUNNING;
@@ -97,7 +98,7 @@ public final class TrainingSession {
     synchronized void restarted() { restarts++; }
 
     /** A step from the worker; true when it is new (not a replay after a restart). */
-    boolean onStep(Trainer.StepMetrics m) {
+    boolean onStep(StepMetrics m) {
         Float first;
         synchronized (this) {
             first = firstLoss.get(m.step());
@@ -123,7 +124,7 @@ public final class TrainingSession {
     }
 
     /** Setup progress of the run's first start (a restart sets up again: that is told by its restart line). */
-    void onSetup(ane4j.train.SetupProgress p) {
+    void onSetup(ane4j.run.SetupProgress p) {
         if (attachments <= 1) deliver(() -> listener.onSetup(p));
     }
 
@@ -140,7 +141,7 @@ public final class TrainingSession {
         state = s;
         folder.close();
         if (s == State.FAILED) error = message;
-        List<Trainer.StepMetrics> h = history();
+        List<StepMetrics> h = history();
         // completes after the listener has seen every step
         deliver(() -> {
             if (s == State.FAILED) done.completeExceptionally(new WorkerException(message));
@@ -153,8 +154,8 @@ public final class TrainingSession {
 
     private long replayWindow() { return Math.max(REPLAY_WINDOW, 2L * options.checkpointEvery()); }
 
-    /** The steps reported so far, one per step, in order (downsampled beyond {@link ane4j.train.StepHistory#RECENT}). */
-    public synchronized List<Trainer.StepMetrics> history() { return steps.list(); }
+    /** The steps reported so far, one per step, in order (downsampled beyond {@link ane4j.run.StepHistory#RECENT}). */
+    public synchronized List<StepMetrics> history() { return steps.list(); }
 
     public synchronized Status status() { return new Status(state, maxStep + 1, options.steps(), restarts, error); }
 
@@ -162,7 +163,7 @@ public final class TrainingSession {
     public void stop() { supervisor.stopTraining(this); }
 
     /** Blocks until the run ends; returns the step history. @throws WorkerException when it failed */
-    public List<Trainer.StepMetrics> await() {
+    public List<StepMetrics> await() {
         try {
             return done.get();
         } catch (InterruptedException e) {
@@ -174,7 +175,7 @@ public final class TrainingSession {
     }
 
     /** {@link #await()} with a limit. @throws WorkerException when it failed or did not end in time */
-    public List<Trainer.StepMetrics> await(Duration timeout) {
+    public List<StepMetrics> await(Duration timeout) {
         try {
             return done.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {

@@ -1,5 +1,6 @@
 package ane4j.worker;
 
+import ane4j.run.StepMetrics;
 import ane4j.backend.Backend;
 import ane4j.backend.Backends;
 import ane4j.backend.CompileBudgetExceededException;
@@ -9,9 +10,9 @@ import ane4j.backend.TensorSpec;
 import ane4j.mil.MilParser;
 import ane4j.mil.Program;
 import ane4j.mil.TensorType;
-import ane4j.train.RunFolder;
-import ane4j.train.SetupProgress;
-import ane4j.train.TrainOptions;
+import ane4j.run.RunFolder;
+import ane4j.run.SetupProgress;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -230,7 +231,7 @@ public final class WorkerMain {
             throw new IllegalArgumentException("[train] backend = " + o.backend() + " but the worker runs " + backend.name() + "; set Supervisor.Options.backend");
         int id = f.id();
         Trainer.Listener listener = new Trainer.Listener() {
-            @Override public void onStep(Trainer.StepMetrics m) { send(id, Protocol.STEP, Protocol.step(m)); }
+            @Override public void onStep(StepMetrics m) { send(id, Protocol.STEP, Protocol.step(m)); }
 
             @Override public void onMessage(String line) { send(id, Protocol.MESSAGE, new Protocol.Writer().str(line).bytes()); }
 

@@ -1,5 +1,6 @@
 package ane4j.bench;
 
+import ane4j.programs.AcceptancePrograms;
 import ane4j.golden.TensorCheck;
 import static org.junit.jupiter.api.Assertions.*;
 

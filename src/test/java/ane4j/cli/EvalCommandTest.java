@@ -10,7 +10,7 @@ import ane4j.model.ModelConfig;
 import ane4j.model.ParameterLayout;
 import ane4j.model.Parameters;
 import ane4j.model.TokenShard;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;

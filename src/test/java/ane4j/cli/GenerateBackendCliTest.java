@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ane4j.backend.ref.RefBackend;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -9,7 +9,7 @@ import ane4j.golden.TensorCheck;
 import ane4j.model.CpuModel;
 import ane4j.model.Safetensors;
 import ane4j.train.PeftAdapter;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.nio.file.Path;
 import java.util.Map;

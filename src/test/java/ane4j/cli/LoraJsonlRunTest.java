@@ -1,5 +1,6 @@
 package ane4j.cli;
 
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,7 +10,7 @@ import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.TextData;
 import ane4j.model.Tokenizer;
-import ane4j.train.MetricsLog;
+import ane4j.run.MetricsLog;
 import ane4j.train.PeftAdapter;
 import ane4j.train.Trainer;
 import java.nio.file.Files;
@@ -54,7 +55,7 @@ class LoraJsonlRunTest {
         assertEquals(0, t.code(), t.err() + t.out());
         assertTrue(t.out().contains("LoRA adapter (PEFT layout): " + run.resolve("adapter")), t.out());
         List<?> history = MetricsLog.read(run.resolve("metrics.jsonl"), 30, w -> { throw new AssertionError(w); });
-        float valLoss = ((Trainer.StepMetrics) history.getLast()).valLoss();
+        float valLoss = ((StepMetrics) history.getLast()).valLoss();
 
         // independent: the base + the exported PEFT adapter on the CPU, over the 3 held-out windows of 32 (eval-tokens 96)
         Parameters baseParams = Llama2Bin.read(base);

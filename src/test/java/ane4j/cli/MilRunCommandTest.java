@@ -1,7 +1,7 @@
 package ane4j.cli;
 
 import ane4j.backend.TensorBuffer;
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import ane4j.mil.DType;
 import ane4j.mil.Dialect;
 import ane4j.mil.MilWriter;

@@ -2,7 +2,7 @@ package ane4j.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import ane4j.mil.Dialect;
 import ane4j.mil.MilWriter;
 import ane4j.mil.Program;

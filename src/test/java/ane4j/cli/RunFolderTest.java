@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ane4j.train.Checkpoint;
-import ane4j.train.MetricsLog;
-import ane4j.train.RunFolder;
+import ane4j.run.MetricsLog;
+import ane4j.run.RunFolder;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -190,12 +190,12 @@ class RunFolderTest {
         Files.write(stale, new byte[1000]);
         // the write of ckpt-30 hits a full disk: the kernel's "No space left on device"
         Path full = ckpts.resolve("ckpt-00000030.ane4j.tmp");
-        ane4j.train.TrainOptions o = ane4j.train.TrainOptions.of(java.util.Map.of("steps", "30", "checkpointEvery", "10", "runDir", run.toString(),
+        ane4j.run.TrainOptions o = ane4j.run.TrainOptions.of(java.util.Map.of("steps", "30", "checkpointEvery", "10", "runDir", run.toString(),
                 "backend", "ref", "resume", "true"));
         List<String> log = new ArrayList<>();
         try (var t = new ane4j.train.Trainer(o, new ane4j.backend.ref.RefBackend(ane4j.backend.ref.RefBackend.Options.ANE_LIKE),
                 new ane4j.train.Trainer.Listener() {
-                    @Override public void onStep(ane4j.train.Trainer.StepMetrics m) {}
+                    @Override public void onStep(ane4j.run.StepMetrics m) {}
                     @Override public void onMessage(String line) { log.add(line); }
                 })) {
             assertTrue(String.join("\n", log).contains("[run] removed " + stale + " (1000 bytes), a partial file left by an earlier run"), log.toString());

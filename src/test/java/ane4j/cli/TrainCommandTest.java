@@ -54,7 +54,7 @@ class TrainCommandTest {
     }
 
     private static double[] losses(Path runDir) {
-        return ane4j.train.MetricsLog.read(runDir.resolve("metrics.jsonl"), Long.MAX_VALUE, w -> {}).stream().mapToDouble(m -> m.loss()).toArray();
+        return ane4j.run.MetricsLog.read(runDir.resolve("metrics.jsonl"), Long.MAX_VALUE, w -> {}).stream().mapToDouble(m -> m.loss()).toArray();
     }
 
     @Test

@@ -1,8 +1,9 @@
 package ane4j.cli;
 
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.*;
 
-import ane4j.train.SetupProgress;
+import ane4j.run.SetupProgress;
 import ane4j.train.Trainer;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -19,7 +20,7 @@ class TrainProgressLineTest {
         p.onSetup(SetupProgress.startingWorker());
         p.onSetup(SetupProgress.compiling(7, 10, "sdpaBwd1"));
         p.onSetup(SetupProgress.firstStep());
-        p.onStep(new Trainer.StepMetrics(0, 40, 5.5f, 1e-3f, 256, 1, true, false, 10, 1000, Map.of()));
+        p.onStep(new StepMetrics(0, 40, 5.5f, 1e-3f, 256, 1, true, false, 10, 1000, Map.of()));
         p.onSetup(SetupProgress.compiling(1, 10, "sdpaFwd"));   // after step 1 (a resumed worker's setup): the step line stays
         p.finish();
         return bytes.toString(StandardCharsets.UTF_8);

@@ -66,7 +66,7 @@ class WorkerRestartCliTest {
     }
 
     private static double[] losses(Path runDir) {
-        return ane4j.train.MetricsLog.read(runDir.resolve("metrics.jsonl"), Long.MAX_VALUE, w -> {}).stream().mapToDouble(m -> m.loss()).toArray();
+        return ane4j.run.MetricsLog.read(runDir.resolve("metrics.jsonl"), Long.MAX_VALUE, w -> {}).stream().mapToDouble(m -> m.loss()).toArray();
     }
 
     @Test

@@ -1,8 +1,8 @@
 package ane4j.mil;
 
-import static ane4j.bench.AcceptancePrograms.*;
+import static ane4j.programs.AcceptancePrograms.*;
 
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import java.util.ArrayList;
 import java.util.List;
 

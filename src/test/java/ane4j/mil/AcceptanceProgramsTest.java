@@ -1,11 +1,11 @@
 package ane4j.mil;
 
-import static ane4j.bench.AcceptancePrograms.*;
+import static ane4j.programs.AcceptancePrograms.*;
 import static ane4j.mil.AcceptanceCases.goldenCases;
 import static ane4j.mil.AcceptanceCases.tinyCases;
 import static org.junit.jupiter.api.Assertions.*;
 
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,6 +1,6 @@
 package ane4j.mil;
 
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import static org.junit.jupiter.api.Assertions.*;
 
 import java.util.ArrayList;

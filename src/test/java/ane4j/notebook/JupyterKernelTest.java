@@ -171,7 +171,7 @@ class JupyterKernelTest {
         String line = (String) kernel.run("%train help");
         String cell = (String) kernel.run("%%train --help\nsteps = 5");
         assertEquals(line, cell, "%train help and %%train --help are the same text");
-        for (String k : ane4j.train.TrainOptions.DEFAULTS.keySet()) assertTrue(line.contains("\n  " + k + " "), k + " in\n" + line);
+        for (String k : ane4j.run.TrainOptions.DEFAULTS.keySet()) assertTrue(line.contains("\n  " + k + " "), k + " in\n" + line);
         assertTrue(line.contains("%train status | stop | resume | plot [log] | table | record | help"), line);
         assertSame(before, TrainingRun.current(), "--help starts no run");
     }

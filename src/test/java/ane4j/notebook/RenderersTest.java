@@ -122,19 +122,19 @@ class RenderersTest {
         assertEquals("backend ref · chip none · dialect ios18 · compiles 3 (no budget) · worker in process",
                 renderer.render(s).getData(MIMEType.TEXT_PLAIN));
         assertFalse(renderer.render(s).getData(MIMEType.TEXT_HTML).toString().contains("9223372036854775807"));
-        var m = new ane4j.train.Trainer.StepMetrics(0, 40, 6.2373528f, 0.00006000000212225132f, 256, 1.5f, true, false, 12.34, 16961.4, Map.of());
+        var m = new ane4j.run.StepMetrics(0, 40, 6.2373528f, 0.00006000000212225132f, 256, 1.5f, true, false, 12.34, 16961.4, Map.of());
         assertEquals("step 1/40  loss 6.237  lr 6e-05  grad norm 1.5  loss scale 256  16961 tok/s  12.34 ms/step",
                 renderer.render(m).getData(MIMEType.TEXT_PLAIN));
-        var v = new ane4j.train.Trainer.StepMetrics(9, 40, 5f, 3e-3f, 256, 1f, true, false, 10, 1000, Map.of(), 0, 0, 5.4321f, 3);
+        var v = new ane4j.run.StepMetrics(9, 40, 5f, 3e-3f, 256, 1f, true, false, 10, 1000, Map.of(), 0, 0, 5.4321f, 3);
         assertTrue(renderer.render(v).getData(MIMEType.TEXT_PLAIN).toString().startsWith("step 10/40  loss 5  val loss 5.432  lr 3e-03"));
     }
 
     @Test
     void trainingSummaryIsOneCompactBlock() {
-        var h = new java.util.ArrayList<ane4j.train.Trainer.StepMetrics>();
+        var h = new java.util.ArrayList<ane4j.run.StepMetrics>();
         float[] loss = {6.2f, 5.1f, 4.05f, 4.3f};
         for (int i = 0; i < 4; i++)
-            h.add(new ane4j.train.Trainer.StepMetrics(300 + i, 304, loss[i], 1e-3f, 256, 1, true, false, 10, 1000 * (i + 1), Map.of(), 0, 0,
+            h.add(new ane4j.run.StepMetrics(300 + i, 304, loss[i], 1e-3f, 256, 1, true, false, 10, 1000 * (i + 1), Map.of(), 0, 0,
                     i == 1 ? 5.5f : i == 3 ? 5.25f : Float.NaN, 2));
         var s = TrainingSummary.of("finished", h, 304, 75.2, 1, java.nio.file.Path.of("runs/tiny-1"), null);
         String text = (String) renderer.render(s).getData(MIMEType.TEXT_PLAIN);

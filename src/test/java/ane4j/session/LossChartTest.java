@@ -2,7 +2,7 @@ package ane4j.session;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import ane4j.train.Trainer.StepMetrics;
+import ane4j.run.StepMetrics;
 import java.awt.image.BufferedImage;
 import java.util.ArrayList;
 import java.util.List;

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ane4j.model.ModelConfig;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;

@@ -1,9 +1,10 @@
 package ane4j.session;
 
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.*;
 
 import ane4j.backend.ref.RefBackend;
-import ane4j.train.SetupProgress;
+import ane4j.run.SetupProgress;
 import ane4j.train.Trainer;
 import ane4j.train.TrainingKernels;
 import ane4j.worker.Supervisor;
@@ -30,7 +31,7 @@ class SetupProgressTest {
         final List<String> progressLines = Collections.synchronizedList(new ArrayList<>());
         volatile Run run;
 
-        @Override public void onStep(Trainer.StepMetrics m) { events.add("step " + (m.step() + 1)); }
+        @Override public void onStep(StepMetrics m) { events.add("step " + (m.step() + 1)); }
 
         @Override public void onSetup(SetupProgress p) {
             events.add(p.line());

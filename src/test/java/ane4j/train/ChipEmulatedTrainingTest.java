@@ -1,5 +1,7 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
+import ane4j.run.StepMetrics;
 import ane4j.backend.ref.RefBackend;
 import ane4j.chip.Chip;
 import org.junit.jupiter.api.Test;
@@ -19,7 +21,7 @@ import static org.junit.jupiter.api.Assertions.*;
 class ChipEmulatedTrainingTest {
     @TempDir Path dir;
 
-    List<Trainer.StepMetrics> train(Chip chip, String name, String... kv) {
+    List<StepMetrics> train(Chip chip, String name, String... kv) {
         var m = new LinkedHashMap<String, String>(Map.of("steps", "12", "runDir", dir.resolve(name).toString(), "checkpointEvery", "100", "warmup", "3"));
         for (int i = 0; i < kv.length; i += 2) m.put(kv[i], kv[i + 1]);
         try (Trainer t = new Trainer(TrainOptions.of(m), new RefBackend(RefBackend.Options.ANE_LIKE.withChip(chip)), null)) {
@@ -33,7 +35,7 @@ class ChipEmulatedTrainingTest {
      */
     @Test
     void theDefaultModelTrainsOnAPreM4ProfileBitIdenticallyWhileNoCliffIsReached() {
-        List<Trainer.StepMetrics> plain = train(null, "plain"), emulated = train(Chip.M1, "m1");
+        List<StepMetrics> plain = train(null, "plain"), emulated = train(Chip.M1, "m1");
         assertEquals(plain.size(), emulated.size());
         for (int i = 0; i < plain.size(); i++)
             assertEquals(Float.floatToIntBits(plain.get(i).loss()), Float.floatToIntBits(emulated.get(i).loss()), "step " + (i + 1));

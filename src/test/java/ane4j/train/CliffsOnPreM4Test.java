@@ -1,5 +1,7 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -62,9 +64,9 @@ class CliffsOnPreM4Test {
         var m = new LinkedHashMap<String, String>(Map.of("steps", "6", "runDir", dir.resolve("m3").toString(), "checkpointEvery", "0",
                 "warmup", "2", "lossScale", "2097152"));
         List<String> messages = new ArrayList<>();
-        List<Trainer.StepMetrics> h;
+        List<StepMetrics> h;
         Trainer.Listener listener = new Trainer.Listener() {
-            @Override public void onStep(Trainer.StepMetrics s) {}
+            @Override public void onStep(StepMetrics s) {}
 
             @Override public void onMessage(String line) { messages.add(line); }
         };
@@ -73,11 +75,11 @@ class CliffsOnPreM4Test {
             h = t.run(listener, 0);
             uniform = Math.log(t.config().vocabSize());   // the cross-entropy of a uniform guess
         }
-        long skipped = h.stream().filter(Trainer.StepMetrics::skipped).count();
+        long skipped = h.stream().filter(StepMetrics::skipped).count();
         assertTrue(skipped >= 1, "the cliff was reached and seen: " + messages);
         assertTrue(messages.getFirst().startsWith("[train] step 0: gradient overflow at loss scale 2097152.0, scale now 1048576.0; update skipped"), messages.toString());
         assertFalse(h.getLast().skipped(), "clean updates after backing off: " + messages);
-        for (Trainer.StepMetrics s : h) {
+        for (StepMetrics s : h) {
             assertTrue(s.loss() > 0 && s.loss() < 1.5 * uniform, "step " + s.step() + ": loss " + s.loss() + " outside (0, 1.5·ln V)");
             if (s.updated() && !s.skipped())
                 assertTrue(s.gradNorm() > 0 && Float.isFinite(s.gradNorm()), "step " + s.step() + ": an applied update has finite, non-zero gradients: " + s.gradNorm());

@@ -1,5 +1,7 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -44,16 +46,16 @@ class DivergenceTest {
     void anFp16OverflowIsSkippedAndBacksOffInsteadOfStoppingTheRun() {
         // 2^24 overflows the fp16 gradients (max 65504) at once: dynamic halves until they fit, then trains
         List<String> messages = new ArrayList<>();
-        List<Trainer.StepMetrics> h;
+        List<StepMetrics> h;
         double uniform;
         try (Trainer t = new Trainer(options(dir.resolve("dyn"), 10, "lossScale", "4194304"), ref(), null)) {
             h = t.run(listener(messages), 0);
             uniform = Math.log(t.config().vocabSize());   // the cross-entropy of a uniform guess
         }
-        long skipped = h.stream().filter(Trainer.StepMetrics::skipped).count();
+        long skipped = h.stream().filter(StepMetrics::skipped).count();
         assertTrue(skipped >= 2 && !h.getLast().skipped(), "overflow skips, then clean updates: " + skipped);
         assertTrue(h.getLast().lossScale() < 4194304f / 2, "the scale backed off: " + h.getLast().lossScale());
-        for (Trainer.StepMetrics m : h)
+        for (StepMetrics m : h)
             assertTrue(m.loss() > 0 && m.loss() < 1.5 * uniform, "the fp32 loss stays in (0, 1.5·ln V) at step " + m.step() + ": " + m.loss());
         assertTrue(messages.getFirst().matches("\\[train] step 0: gradient overflow at loss scale 4194304\\.0, scale now 2097152\\.0; update skipped"), messages.getFirst());
     }
@@ -119,7 +121,7 @@ class DivergenceTest {
 
     private static Trainer.Listener listener(List<String> messages) {
         return new Trainer.Listener() {
-            @Override public void onStep(Trainer.StepMetrics m) {}
+            @Override public void onStep(StepMetrics m) {}
 
             @Override public void onMessage(String line) { messages.add(line); }
         };

@@ -1,5 +1,6 @@
 package ane4j.train;
 
+import ane4j.run.StepMetrics;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.ref.RefBackend;
 import ane4j.mil.DType;
@@ -68,7 +69,7 @@ class GraphTrainerTest {
             assertEquals(150, h.size());
             assertTrue(h.get(0).loss() > 0.9f, "first loss " + h.get(0).loss());
             assertTrue(h.get(149).valLoss() < 0.2f, "validation loss after 150 steps " + h.get(149).valLoss());
-            assertEquals(3, h.stream().filter(Trainer.StepMetrics::validated).count());
+            assertEquals(3, h.stream().filter(StepMetrics::validated).count());
         }
     }
 

@@ -1,5 +1,6 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
 import ane4j.backend.ref.RefBackend;
 import java.nio.file.Files;
 import java.nio.file.Path;

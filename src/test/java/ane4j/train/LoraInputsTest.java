@@ -1,5 +1,6 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import ane4j.backend.ref.RefBackend;

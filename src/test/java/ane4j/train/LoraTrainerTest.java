@@ -1,5 +1,7 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -37,7 +39,7 @@ class LoraTrainerTest {
             LoraAdapters ad = t.adapters();
             assertEquals(ad.size(), t.firstMoments().length, "AdamW moments for the adapters only");
             assertTrue(ad.size() < base.length / 5, ad.size() + " adapter floats vs " + base.length);
-            List<Trainer.StepMetrics> h = t.run(null, 0);
+            List<StepMetrics> h = t.run(null, 0);
             assertArrayEquals(base, t.parameters().data(), "the base weights are frozen");
             double first = 0, last = 0;
             for (int i = 0; i < 10; i++) { first += h.get(i).loss(); last += h.get(h.size() - 1 - i).loss(); }

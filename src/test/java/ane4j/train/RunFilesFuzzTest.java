@@ -1,5 +1,7 @@
 package ane4j.train;
 
+import ane4j.run.MetricsLog;
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -157,7 +159,7 @@ class RunFilesFuzzTest {
     private static String validMetrics(int n) {
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < n; i++)
-            sb.append(new Trainer.StepMetrics(i, n, 6f - i * 0.01f, 3e-3f, 512f, i % 7 == 0 ? Float.NaN : 0.5f, true, i % 9 == 0, 41.2, 1500.3,
+            sb.append(new StepMetrics(i, n, 6f - i * 0.01f, 3e-3f, 512f, i % 7 == 0 ? Float.NaN : 0.5f, true, i % 9 == 0, 41.2, 1500.3,
                     Map.of("forward", 12.5, "backward", 20.25)).json()).append('\n');
         return sb.toString();
     }
@@ -185,7 +187,7 @@ class RunFilesFuzzTest {
             Files.write(f, input);
             List<String> warnings = new ArrayList<>();
             long a0 = allocated(), s0 = System.nanoTime();
-            List<Trainer.StepMetrics> read;
+            List<StepMetrics> read;
             try {
                 read = MetricsLog.read(f, 40, warnings::add);
             } catch (Throwable e) {

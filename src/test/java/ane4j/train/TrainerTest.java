@@ -1,5 +1,7 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -27,7 +29,7 @@ class TrainerTest {
 
     private static RefBackend ref() { return new RefBackend(RefBackend.Options.ANE_LIKE); }
 
-    private static float mean(List<Trainer.StepMetrics> h, int from, int to) {
+    private static float mean(List<StepMetrics> h, int from, int to) {
         double s = 0;
         for (int i = from; i < to; i++) s += h.get(i).loss();
         return (float) (s / (to - from));
@@ -37,12 +39,12 @@ class TrainerTest {
     @Test
     void lossFallsOnTheEmbeddedCorpus() {
         try (Trainer t = new Trainer(options(dir.resolve("run"), 120), ref(), null)) {
-            List<Trainer.StepMetrics> h = t.run(null, 0);
+            List<StepMetrics> h = t.run(null, 0);
             assertEquals(120, h.size());
             float first = mean(h, 0, 10), last = mean(h, 110, 120);
             assertTrue(last < 0.67f * first, "loss " + first + " → " + last);
             double uniform = Math.log(t.config().vocabSize());   // the cross-entropy of a uniform guess, about where step 0 starts
-            for (Trainer.StepMetrics m : h) assertTrue(m.loss() > 0 && m.loss() < 1.5 * uniform, "loss " + m.loss() + " at step " + m.step() + " outside (0, 1.5·ln V = " + 1.5 * uniform + ")");
+            for (StepMetrics m : h) assertTrue(m.loss() > 0 && m.loss() < 1.5 * uniform, "loss " + m.loss() + " at step " + m.step() + " outside (0, 1.5·ln V = " + 1.5 * uniform + ")");
         }
         assertTrue(Files.exists(dir.resolve("run/metrics.jsonl")));
         assertTrue(Files.exists(dir.resolve("run/run.txt")));
@@ -138,7 +140,7 @@ class TrainerTest {
         try (Trainer t = new Trainer(o, new RefBackend(RefBackend.Options.FP32_STORAGE), null)) {
             assertEquals(48, t.config().dim());
             assertEquals(100, t.config().vocabSize());
-            List<Trainer.StepMetrics> h = t.run(null, 0);
+            List<StepMetrics> h = t.run(null, 0);
             assertEquals(expected, h.get(0).loss(), 1e-4f);
             assertTrue(h.get(2).loss() < h.get(0).loss(), "training on one window lowers its loss");
         }

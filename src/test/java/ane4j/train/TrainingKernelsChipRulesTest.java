@@ -1,5 +1,6 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
 import ane4j.chip.Chip;
 import ane4j.chip.ChipRules;
 import ane4j.chip.Severity;

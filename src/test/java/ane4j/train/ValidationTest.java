@@ -1,5 +1,8 @@
 package ane4j.train;
 
+import ane4j.run.TrainOptions;
+import ane4j.run.MetricsLog;
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -64,10 +67,10 @@ class ValidationTest {
     void validationRunsEveryNStepsOnTheHeldOutStories() throws IOException {
         List<String> messages = new ArrayList<>();
         Trainer.Listener log = new Trainer.Listener() {
-            @Override public void onStep(Trainer.StepMetrics m) {}
+            @Override public void onStep(StepMetrics m) {}
             @Override public void onMessage(String line) { messages.add(line); }
         };
-        List<Trainer.StepMetrics> h;
+        List<StepMetrics> h;
         try (Trainer t = new Trainer(options(dir.resolve("run"), 25, "storage", "fp32"), new RefBackend(RefBackend.Options.FP32_STORAGE), log)) {
             h = t.run(null, 0);
             int s = t.config().seqLen(), windows = 256 / s;
@@ -76,11 +79,11 @@ class ValidationTest {
             assertEquals(expected, h.getLast().valLoss(), 2e-4 * expected, "validation loss of the final weights");
         }
         assertTrue(messages.stream().anyMatch(l -> l.startsWith("[eval] validation loss every 10 steps and at the end: 4 windows of 64 tokens of the embedded corpus")), messages.toString());
-        List<Long> validated = h.stream().filter(Trainer.StepMetrics::validated).map(Trainer.StepMetrics::step).toList();
+        List<Long> validated = h.stream().filter(StepMetrics::validated).map(StepMetrics::step).toList();
         assertEquals(List.of(9L, 19L, 24L), validated);
         assertTrue(h.get(24).valLoss() < h.get(9).valLoss(), "validation loss falls: " + h.get(9).valLoss() + " → " + h.get(24).valLoss());
         assertTrue(h.get(24).valMs() > 0);
-        List<Trainer.StepMetrics> read = MetricsLog.read(dir.resolve("run/metrics.jsonl"), 25, w -> { throw new AssertionError(w); });
+        List<StepMetrics> read = MetricsLog.read(dir.resolve("run/metrics.jsonl"), 25, w -> { throw new AssertionError(w); });
         for (int i = 0; i < h.size(); i++) assertEquals(h.get(i).valLoss(), read.get(i).valLoss(), "valLoss of step " + i + " in metrics.jsonl");
         String lines = Files.readString(dir.resolve("run/metrics.jsonl"));
         assertEquals(3, lines.split("\"valLoss\":", -1).length - 1, "valLoss only on the validated steps' lines");
@@ -101,7 +104,7 @@ class ValidationTest {
         try (Trainer t = new Trainer(options(dir.resolve("off"), 20, "evalEvery", "0"), b2, null)) {
             var h = t.run(null, 0);
             for (var m : h) lossesWithout.add(m.loss());
-            assertFalse(h.stream().anyMatch(Trainer.StepMetrics::validated));
+            assertFalse(h.stream().anyMatch(StepMetrics::validated));
             without = t.parameters().data().clone();
             compilesWithout = b2.compileCount();
         }
@@ -145,7 +148,7 @@ class ValidationTest {
         TokenShard.write(shard, tokens);
         List<String> messages = new ArrayList<>();
         Trainer.Listener log = new Trainer.Listener() {
-            @Override public void onStep(Trainer.StepMetrics m) {}
+            @Override public void onStep(StepMetrics m) {}
             @Override public void onMessage(String line) { messages.add(line); }
         };
         try (Trainer t = new Trainer(options(dir.resolve("tail"), 40, "init", bin.toString(), "data", shard.toString(), "evalTokens", "64", "lr", "1e-2"), ref(), log)) {
@@ -160,7 +163,7 @@ class ValidationTest {
         TokenShard.write(small, java.util.Arrays.copyOf(tokens, 40));
         messages.clear();
         try (Trainer t = new Trainer(options(dir.resolve("small"), 2, "init", bin.toString(), "data", small.toString()), ref(), log)) {
-            assertFalse(t.run(null, 0).stream().anyMatch(Trainer.StepMetrics::validated));
+            assertFalse(t.run(null, 0).stream().anyMatch(StepMetrics::validated));
         }
         assertTrue(messages.stream().anyMatch(l -> l.startsWith("[eval] small.bin: 40 tokens are too few to hold out 0.1 of them (4)")), messages.toString());
         messages.clear();
@@ -175,11 +178,11 @@ class ValidationTest {
     void staticWeightsSayValidationIsOff() {
         List<String> messages = new ArrayList<>();
         Trainer.Listener log = new Trainer.Listener() {
-            @Override public void onStep(Trainer.StepMetrics m) {}
+            @Override public void onStep(StepMetrics m) {}
             @Override public void onMessage(String line) { messages.add(line); }
         };
         try (Trainer t = new Trainer(options(dir.resolve("static"), 1, "weights", "static"), ref(), log)) {
-            assertFalse(t.run(null, 0).stream().anyMatch(Trainer.StepMetrics::validated));
+            assertFalse(t.run(null, 0).stream().anyMatch(StepMetrics::validated));
         }
         assertTrue(messages.stream().anyMatch(l -> l.startsWith("[eval] weights = static: no validation during training")), messages.toString());
     }

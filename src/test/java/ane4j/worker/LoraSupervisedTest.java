@@ -1,11 +1,12 @@
 package ane4j.worker;
 
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import ane4j.backend.ref.RefBackend;
 import ane4j.train.Checkpoint;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.nio.file.Path;
 import java.util.List;
@@ -25,7 +26,7 @@ class LoraSupervisedTest {
         var log = new WorkerTestSupport.Log();
         Path runDir = dir.resolve("supervised");
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(log).withCompileBudget(82))) {
-            List<Trainer.StepMetrics> h = s.train(inWorker(refOpts, runDir), null);
+            List<StepMetrics> h = s.train(inWorker(refOpts, runDir), null);
             assertEquals(1, s.status().restarts(), log.lines.toString());
             ref.assertMatches(runDir, 20, h);
         }
@@ -49,7 +50,7 @@ class LoraSupervisedTest {
                 RemoteKernelTest.waitDead(pid);
                 kills++;
             }
-            List<Trainer.StepMetrics> h = session.await(java.time.Duration.ofMinutes(3));
+            List<StepMetrics> h = session.await(java.time.Duration.ofMinutes(3));
             assertEquals(3, kills, "the run ended before three kills");
             assertEquals(kills, s.status().restarts(), log.lines.toString());
             ref.assertMatches(runDir, 30, h);
@@ -75,7 +76,7 @@ class LoraSupervisedTest {
     /** The uninterrupted in-process run's adapters, their AdamW first moments and its loss curve. */
     private record Reference(float[] adapters, float[] m, float[] losses) {
         /** The supervised run in runDir ended at step {@code steps} with exactly these. */
-        void assertMatches(Path runDir, int steps, List<Trainer.StepMetrics> h) {
+        void assertMatches(Path runDir, int steps, List<StepMetrics> h) {
             Checkpoint.Contents c = Checkpoint.loadNewest(runDir.resolve("checkpoints"), w -> { throw new AssertionError(w); });
             assertEquals(steps, c.state().step());
             assertArrayEquals(adapters, c.lora(), "adapters");

@@ -1,5 +1,6 @@
 package ane4j.worker;
 
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -7,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import ane4j.backend.TensorSpec;
 import ane4j.mil.Mil;
-import ane4j.train.SetupProgress;
-import ane4j.train.TrainOptions;
+import ane4j.run.SetupProgress;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -59,10 +60,10 @@ class ProtocolTest {
         assertEquals(java.nio.file.Path.of("/t/tokenizer.json"), o.tokenizer());
         assertEquals(o, TrainOptions.of(Protocol.toMap(o)));
         assertEquals(TrainOptions.of(Map.of()), TrainOptions.of(Protocol.toMap(TrainOptions.of(Map.of()))));
-        var m = new Trainer.StepMetrics(41, 60, 3.1415927f, 1e-3f, 512f, Float.NaN, true, false, 12.5, 1280.25, Map.of("forward", 1.5));
+        var m = new StepMetrics(41, 60, 3.1415927f, 1e-3f, 512f, Float.NaN, true, false, 12.5, 1280.25, Map.of("forward", 1.5));
         assertEquals(m.json(), Protocol.step(new Protocol.Reader(Protocol.step(m))).json());
-        var validated = new Trainer.StepMetrics(99, 100, 2.5f, 1e-3f, 512f, 0.8f, true, false, 12.5, 1280.25, Map.of(), 10, 20, 2.75f, 31.5);
-        Trainer.StepMetrics back = Protocol.step(new Protocol.Reader(Protocol.step(validated)));
+        var validated = new StepMetrics(99, 100, 2.5f, 1e-3f, 512f, 0.8f, true, false, 12.5, 1280.25, Map.of(), 10, 20, 2.75f, 31.5);
+        StepMetrics back = Protocol.step(new Protocol.Reader(Protocol.step(validated)));
         assertEquals(validated, back);
         assertTrue(back.json().endsWith(",\"valLoss\":2.75,\"valMs\":31.5}"), back.json());
     }

@@ -1,8 +1,9 @@
 package ane4j.worker;
 
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.*;
 
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -24,7 +25,7 @@ class StopResumeRaceTest {
     void resumeRightAfterStopIsAccepted() throws Exception {
         Map<String, String> opts = new HashMap<>(WorkerTestSupport.trainOptions(dir, dir.resolve("run"), 200, "dynamic", 0));
         var log = new WorkerTestSupport.Log();
-        List<Trainer.StepMetrics> all = new ArrayList<>();
+        List<StepMetrics> all = new ArrayList<>();
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(log))) {
             TrainingSession t = s.startTraining(TrainOptions.of(opts), null);
             opts.put("resume", "true");

@@ -1,5 +1,6 @@
 package ane4j.worker;
 
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -7,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ane4j.backend.ref.RefBackend;
 import ane4j.train.Checkpoint;
 import ane4j.train.CheckpointFormatException;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -33,12 +34,12 @@ class SupervisedTrainingTest {
 
     Reference inProcess(Map<String, String> opts) {
         try (Trainer t = new Trainer(TrainOptions.of(opts), new RefBackend(RefBackend.Options.ANE_LIKE), null)) {
-            List<Trainer.StepMetrics> h = t.run(null, 0);
+            List<StepMetrics> h = t.run(null, 0);
             return new Reference(t.parameters().data().clone(), t.firstMoments().clone(), t.secondMoments().clone(), losses(h));
         }
     }
 
-    static float[] losses(List<Trainer.StepMetrics> h) {
+    static float[] losses(List<StepMetrics> h) {
         float[] l = new float[h.size()];
         for (int i = 0; i < l.length; i++) {
             assertEquals(i, h.get(i).step());
@@ -47,7 +48,7 @@ class SupervisedTrainingTest {
         return l;
     }
 
-    static void assertSameRun(Reference ref, Path runDir, List<Trainer.StepMetrics> history) {
+    static void assertSameRun(Reference ref, Path runDir, List<StepMetrics> history) {
         Checkpoint.Contents c = Checkpoint.loadNewest(runDir.resolve("checkpoints"), w -> { throw new AssertionError(w); });
         assertEquals(ref.losses().length, c.state().step());
         assertArrayEquals(ref.params(), c.params(), "weights");
@@ -67,8 +68,8 @@ class SupervisedTrainingTest {
         opts.put("runDir", runDir.toString());
         List<String> messages = java.util.Collections.synchronizedList(new ArrayList<>());
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(log).withCompileBudget(82))) {
-            List<Trainer.StepMetrics> h = s.train(TrainOptions.of(opts), new Trainer.Listener() {
-                @Override public void onStep(Trainer.StepMetrics m) {}
+            List<StepMetrics> h = s.train(TrainOptions.of(opts), new Trainer.Listener() {
+                @Override public void onStep(StepMetrics m) {}
 
                 @Override public void onMessage(String line) { messages.add(line); }
             });
@@ -119,7 +120,7 @@ class SupervisedTrainingTest {
                 if (fresh != null && Files.exists(fresh)) duringWrite++;
                 unloadable.addAll(unloadable(ckpts));
             }
-            List<Trainer.StepMetrics> h = session.await(java.time.Duration.ofMinutes(3));
+            List<StepMetrics> h = session.await(java.time.Duration.ofMinutes(3));
             assertTrue(kills >= 10, "only " + kills + " kills before the run ended");
             assertTrue(duringWrite >= 1, "no kill landed inside a checkpoint write (" + kills + " kills)");
             assertEquals(List.of(), unloadable);
@@ -143,7 +144,7 @@ class SupervisedTrainingTest {
             TrainingSession first = s.startTraining(TrainOptions.of(opts), m -> running.add(s.status().running()));
             while (first.status().nextStep() < 5 && !first.isDone()) Thread.sleep(2);
             first.stop();
-            List<Trainer.StepMetrics> h = new ArrayList<>(first.await(java.time.Duration.ofMinutes(1)));
+            List<StepMetrics> h = new ArrayList<>(first.await(java.time.Duration.ofMinutes(1)));
             assertEquals(TrainingSession.State.STOPPED, first.status().state());
             long stoppedAt = h.size();
             assertEquals(java.util.Collections.nCopies((int) stoppedAt, true), running);
@@ -153,7 +154,7 @@ class SupervisedTrainingTest {
             var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> s.startTraining(TrainOptions.of(opts), null));
             assertTrue(e.getMessage().contains("already has checkpoints"), e.getMessage());
             opts.put("resume", "true");
-            List<Trainer.StepMetrics> rest = s.train(TrainOptions.of(opts), null);
+            List<StepMetrics> rest = s.train(TrainOptions.of(opts), null);
             assertEquals(stoppedAt, rest.getFirst().step());
             h.addAll(rest);
             assertSameRun(ref, runDir, h);

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ane4j.backend.TensorBuffer;
 import ane4j.mil.Program;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

@@ -3,7 +3,7 @@ package ane4j.worker;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

@@ -6,7 +6,7 @@ import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
 import ane4j.backend.ref.RefBackend;
 import ane4j.cli.Probes;
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import ane4j.mil.AcceptanceCases;
 import ane4j.mil.Program;
 import ane4j.model.ModelConfig;

@@ -6,7 +6,7 @@ import ane4j.backend.BackendException;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.ref.RefBackend;
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import ane4j.mil.DType;
 import ane4j.mil.Mil;
 import ane4j.mil.Program;

@@ -9,7 +9,7 @@ import ane4j.backend.ane.ffm.AneInMemoryModelDescriptor;
 import ane4j.backend.ane.ffm.Foundation;
 import ane4j.backend.ane.ffm.ObjC;
 import ane4j.backend.ref.RefBackend;
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import ane4j.mil.Mil;
 import ane4j.mil.Program;
 import org.junit.jupiter.api.BeforeAll;

@@ -4,7 +4,7 @@ import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.ane.ffm.FakeObjc;
 import ane4j.backend.ref.RefBackend;
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import ane4j.mil.Program;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

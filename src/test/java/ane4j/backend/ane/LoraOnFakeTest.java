@@ -1,5 +1,6 @@
 package ane4j.backend.ane;
 
+import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -29,7 +30,7 @@ class LoraOnFakeTest extends FakeRuntimeFixture {
         Path conf = TrainingStagingOnFakeTest.writeConfig(tmp);
         Map<String, String> opts = Map.of("model", conf.toString(), "steps", "4", "accum", "2", "warmup", "1", "checkpointEvery", "0",
                 "lora", "4", "loraTargets", "q,k,v,o,w1,w2,w3", "loraDropout", "0.1", "lr", "1e-2");
-        List<Trainer.StepMetrics> onAne, onRef;
+        List<StepMetrics> onAne, onRef;
         ane4j.model.ModelConfig config;
         List<AneKernel> compiled = new java.util.ArrayList<>();
         try (Trainer t = new Trainer(TrainingStagingOnFakeTest.options(opts, tmp.resolve("ane-run")), TrainingStagingOnFakeTest.recording(AneBackendContractTest.backend(), compiled), null)) {

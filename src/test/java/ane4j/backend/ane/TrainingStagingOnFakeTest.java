@@ -1,9 +1,10 @@
 package ane4j.backend.ane;
 
+import ane4j.run.StepMetrics;
 import ane4j.backend.ref.RefBackend;
 import ane4j.model.ModelConfig;
 import ane4j.train.PackedLayout;
-import ane4j.train.TrainOptions;
+import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.train.TrainingKernels;
 import org.junit.jupiter.api.AfterEach;
@@ -64,7 +65,7 @@ class TrainingStagingOnFakeTest extends FakeRuntimeFixture {
     void perStepWritesAreTheActivationColumnsPlusTheWeightsOncePerUpdate() throws Exception {
         Path conf = writeConfig(tmp);
         Map<String, String> opts = Map.of("model", conf.toString(), "steps", "4", "accum", "2", "warmup", "1", "checkpointEvery", "0");
-        List<Trainer.StepMetrics> onAne, onRef;
+        List<StepMetrics> onAne, onRef;
         ModelConfig config;
         List<AneKernel> compiled = new java.util.ArrayList<>();
         try (Trainer t = new Trainer(options(opts, tmp.resolve("ane-run")), recording(AneBackendContractTest.backend(), compiled), null)) {
@@ -80,7 +81,7 @@ class TrainingStagingOnFakeTest extends FakeRuntimeFixture {
         long act = perLayer[0] * config.nLayers(), weights = perLayer[1] * config.nLayers();
         assertTrue(act > 0 && weights > act, act + " / " + weights);
         for (int i = 0; i < onAne.size(); i++) {
-            Trainer.StepMetrics a = onAne.get(i), r = onRef.get(i);
+            StepMetrics a = onAne.get(i), r = onRef.get(i);
             assertEquals(Float.floatToIntBits(r.loss()), Float.floatToIntBits(a.loss()), "step " + i + ": loss on the fake ANE " + a.loss() + " vs the reference " + r.loss());
             assertEquals(act, a.stagedActivationBytes(), "step " + i + ": activation bytes");
             // steps 0 and 2 follow a stageWeights (the start, the update after step 1); the others reuse the bound weights
@@ -105,7 +106,7 @@ class TrainingStagingOnFakeTest extends FakeRuntimeFixture {
         List<String> messages = new java.util.ArrayList<>();
         Map<String, String> opts = Map.of("model", conf.toString(), "steps", "2", "checkpointEvery", "0");
         try (Trainer t = new Trainer(options(opts, tmp.resolve("auto-run")), AneBackendContractTest.backend(), new Trainer.Listener() {
-            @Override public void onStep(Trainer.StepMetrics m) {}
+            @Override public void onStep(StepMetrics m) {}
             @Override public void onMessage(String line) { messages.add(line); }
         })) {
             assertEquals("ref", t.backendName());

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;

@@ -3,7 +3,7 @@ package ane4j.backend.ref;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
 import ane4j.golden.TensorCheck;
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import ane4j.mil.Program;
 import org.junit.jupiter.api.Test;
 
@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
-import static ane4j.bench.AcceptancePrograms.TINY;
+import static ane4j.programs.AcceptancePrograms.TINY;
 import static org.junit.jupiter.api.Assertions.*;
 
 /** The acceptance programs A1–A10 (docs/ane-facts.md §9) on the reference backend. */

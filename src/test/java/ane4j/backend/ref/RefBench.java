@@ -1,7 +1,7 @@
 package ane4j.backend.ref;
 
 import ane4j.backend.TensorBuffer;
-import ane4j.bench.AcceptancePrograms;
+import ane4j.programs.AcceptancePrograms;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 

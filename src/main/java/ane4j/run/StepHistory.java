@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -15,17 +15,17 @@ import java.util.List;
 public final class StepHistory {
     public static final int RECENT = 2048, OLDER = 4096;
 
-    private final ArrayDeque<Trainer.StepMetrics> recent = new ArrayDeque<>();
-    private final ArrayList<Trainer.StepMetrics> older = new ArrayList<>();
+    private final ArrayDeque<StepMetrics> recent = new ArrayDeque<>();
+    private final ArrayList<StepMetrics> older = new ArrayList<>();
     private long stride = 1, count;
-    private Trainer.StepMetrics last;
+    private StepMetrics last;
 
-    public synchronized void add(Trainer.StepMetrics m) {
+    public synchronized void add(StepMetrics m) {
         count++;
         last = m;
         recent.addLast(m);
         if (recent.size() <= RECENT) return;
-        Trainer.StepMetrics out = recent.removeFirst();
+        StepMetrics out = recent.removeFirst();
         if (older.isEmpty() || out.step() % stride == 0 || out.validated()) older.add(out);
         if (older.size() > OLDER) thin();
     }
@@ -33,10 +33,10 @@ public final class StepHistory {
     // doubles the stride: keeps the first step, the steps on the new stride, and validated steps while they fit
     private void thin() {
         stride *= 2;
-        Trainer.StepMetrics first = older.getFirst();
+        StepMetrics first = older.getFirst();
         older.removeIf(m -> m != first && m.step() % stride != 0 && !m.validated());
         if (older.size() > OLDER * 3 / 4) {   // mostly validated steps: keep every other one
-            List<Trainer.StepMetrics> kept = new ArrayList<>(older.size() / 2 + 1);
+            List<StepMetrics> kept = new ArrayList<>(older.size() / 2 + 1);
             for (int i = 0; i < older.size(); i += 2) kept.add(older.get(i));
             older.clear();
             older.addAll(kept);
@@ -44,8 +44,8 @@ public final class StepHistory {
     }
 
     /** The steps kept, in order: at most {@link #OLDER} + {@link #RECENT}. */
-    public synchronized List<Trainer.StepMetrics> list() {
-        List<Trainer.StepMetrics> l = new ArrayList<>(older.size() + recent.size());
+    public synchronized List<StepMetrics> list() {
+        List<StepMetrics> l = new ArrayList<>(older.size() + recent.size());
         l.addAll(older);
         l.addAll(recent);
         return l;
@@ -57,10 +57,10 @@ public final class StepHistory {
     public synchronized boolean isEmpty() { return count == 0; }
 
     /** The last step added, or null. */
-    public synchronized Trainer.StepMetrics last() { return last; }
+    public synchronized StepMetrics last() { return last; }
 
     /** A long list of steps (a resumed run's metrics.jsonl) downsampled the same way. */
-    public static List<Trainer.StepMetrics> of(List<Trainer.StepMetrics> steps) {
+    public static List<StepMetrics> of(List<StepMetrics> steps) {
         StepHistory h = new StepHistory();
         steps.forEach(h::add);
         return h.list();

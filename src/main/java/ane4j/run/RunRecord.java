@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import ane4j.model.ModelConfig;
 import java.io.IOException;
@@ -20,7 +20,7 @@ import java.util.Map;
  * and settings change with its time. A resume whose optimiser or data settings differ from the record is refused
  * unless {@code override} is set; then the change is added to the history instead of silently replacing the record.
  */
-final class RunRecord {
+public final class RunRecord {
     /** The settings a resume must keep (they change the numbers); steps, backend, checkpointing and paths may change. */
     static final List<String> SETTINGS = List.of("data", "dataDtype", "valData", "valFraction", "lr", "warmup", "accum", "clip", "weightDecay", "seed", "lossScaling",
             "lossScale", "storage", "weights", "attention");
@@ -36,7 +36,7 @@ final class RunRecord {
         this.history = history;
     }
 
-    static RunRecord read(Path runDir) {
+    public static RunRecord read(Path runDir) {
         Path file = runDir.resolve("run.txt");
         Map<String, String> settings = new LinkedHashMap<>();
         List<String> history = new ArrayList<>();
@@ -69,8 +69,8 @@ final class RunRecord {
         return m;
     }
 
-    /** The scale training starts at: 0 means {@link LossScaler#DEFAULT_SCALE}. */
-    static float effectiveLossScale(float given) { return given > 0 ? given : LossScaler.DEFAULT_SCALE; }
+    /** The scale training starts at: 0 means {@link TrainOptions#DEFAULT_LOSS_SCALE}. */
+    static float effectiveLossScale(float given) { return given > 0 ? given : TrainOptions.DEFAULT_LOSS_SCALE; }
 
     /** A recorded value as it is compared: records before the effective loss scale wrote 0.0 for the default. */
     private static String recorded(String key, String value) {
@@ -98,7 +98,7 @@ final class RunRecord {
     }
 
     /** Refuses a resume with other optimiser or data settings than the record's, unless {@code o.override()}. */
-    void checkSettings(TrainOptions o, Trainer.Listener log) {
+    public void checkSettings(TrainOptions o, java.util.function.Consumer<String> log) {
         Map<String, String> now = settingsOf(o);
         List<String> diffs = new ArrayList<>();
         for (String k : SETTINGS)
@@ -109,7 +109,7 @@ final class RunRecord {
             throw new IllegalArgumentException("[train] this resume changes settings the run in " + file.getParent() + " was trained with: " + what
                     + "; pass --override to continue with the new ones (run.txt records the change), or resume with the recorded ones");
         change = " with --override: " + what;
-        log.onMessage("[train] --override: continuing with " + what + " (recorded in " + file + ")");
+        log.accept("[train] --override: continuing with " + what + " (recorded in " + file + ")");
     }
 
     /**
@@ -117,7 +117,7 @@ final class RunRecord {
      * environment, the history so far and {@code started}'s line; and run.json beside it ({@link RunJson}). {@code placement}:
      * the run layer's keys of where and how it runs, written after the training keys in both.
      */
-    void write(TrainOptions o, ModelConfig config, String runId, String backend, String chip, boolean resumed, String started, List<RunJson.Input> inputs,
+    public void write(TrainOptions o, ModelConfig config, String runId, String backend, String chip, boolean resumed, String started, List<RunJson.Input> inputs,
                Map<String, String> placement) {
         List<String> h = new ArrayList<>(history);
         h.add(Instant.now().truncatedTo(ChronoUnit.SECONDS) + "  " + started + change + " (backend " + backend + ", " + o.steps() + " steps)");

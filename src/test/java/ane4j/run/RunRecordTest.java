@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ane4j.backend.ref.RefBackend;
+import ane4j.train.Checkpoint;
+import ane4j.train.Trainer;
 import ane4j.model.Json;
 import ane4j.model.TokenShard;
 import java.nio.file.Files;

@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import java.util.List;
 import java.util.Locale;

@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -24,7 +24,7 @@ class MetricsLogTest {
                 "{\"type\":\"step\",\"step\":2,\"loss\":4.0,\"lr\":0.001,\"valLoss\":null}",
                 "{\"type\":\"step\",\"step\":3,\"loss\":3.5,\"lr\":0.001,\"valLoss\":\"low\"}") + "\n");
         List<String> warnings = new ArrayList<>();
-        List<Trainer.StepMetrics> h = MetricsLog.read(f, 4, warnings::add);
+        List<StepMetrics> h = MetricsLog.read(f, 4, warnings::add);
         assertEquals(3, h.size());
         assertFalse(h.get(0).validated());
         assertTrue(h.get(1).validated());

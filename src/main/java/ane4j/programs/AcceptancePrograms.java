@@ -1,4 +1,4 @@
-package ane4j.bench;
+package ane4j.programs;
 
 import static ane4j.mil.Mil.fp16;
 import static ane4j.mil.Mil.fp32;

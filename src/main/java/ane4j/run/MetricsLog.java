@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import ane4j.model.Json;
 import java.io.BufferedReader;
@@ -26,7 +26,7 @@ import java.util.function.Consumer;
  */
 public final class MetricsLog {
     /** A read line: its step (-1 for a record without one) and its text. */
-    private record Line(long step, String text, Trainer.StepMetrics metrics) {}
+    private record Line(long step, String text, StepMetrics metrics) {}
 
     private final Path file;
 
@@ -35,7 +35,7 @@ public final class MetricsLog {
     public Path file() { return file; }
 
     /** Appends one step's line. */
-    void append(Trainer.StepMetrics m) {
+    public void append(StepMetrics m) {
         try {
             Files.writeString(file, m.json() + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
         } catch (IOException e) {
@@ -44,8 +44,8 @@ public final class MetricsLog {
     }
 
     /** The step records of {@code file}, one per step (the last line of a step wins), in step order. */
-    public static List<Trainer.StepMetrics> read(Path file, long steps, Consumer<String> warn) {
-        List<Trainer.StepMetrics> out = new ArrayList<>();
+    public static List<StepMetrics> read(Path file, long steps, Consumer<String> warn) {
+        List<StepMetrics> out = new ArrayList<>();
         for (Line l : lines(file, steps, warn).values()) if (l.metrics() != null) out.add(l.metrics());
         return out;
     }
@@ -54,10 +54,10 @@ public final class MetricsLog {
      * Keeps the lines of steps before {@code upTo} (and records without a step), drops the rest and the unreadable
      * lines, and rewrites the file atomically; returns the kept step records.
      */
-    List<Trainer.StepMetrics> truncate(long upTo, long steps, Consumer<String> warn) {
+    public List<StepMetrics> truncate(long upTo, long steps, Consumer<String> warn) {
         if (!Files.exists(file)) return new ArrayList<>();
         TreeMap<Long, Line> all = lines(file, steps, warn);
-        List<Trainer.StepMetrics> kept = new ArrayList<>();
+        List<StepMetrics> kept = new ArrayList<>();
         StringBuilder text = new StringBuilder();
         for (Line l : all.values()) {
             if (l.step() >= upTo) continue;
@@ -118,7 +118,7 @@ public final class MetricsLog {
         Map<String, Double> phases = new java.util.LinkedHashMap<>();
         for (var e : m.entrySet())
             if (e.getKey() instanceof String k && k.startsWith("t_") && e.getValue() instanceof Number n) phases.put(k.substring(2), n.doubleValue());
-        return new Line(s, text, new Trainer.StepMetrics(s, steps, number(m, "loss"), number(m, "lr"), number(m, "lossScale"), number(m, "gradNorm"),
+        return new Line(s, text, new StepMetrics(s, steps, number(m, "loss"), number(m, "lr"), number(m, "lossScale"), number(m, "gradNorm"),
                 Boolean.TRUE.equals(m.get("updated")), Boolean.TRUE.equals(m.get("skipped")), number(m, "ms"), number(m, "tokensPerSecond"), phases,
                 count(m, "stagedActivationBytes"), count(m, "stagedWeightBytes"), number(m, "valLoss"), m.get("valMs") instanceof Number n ? n.doubleValue() : 0));
     }

@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -27,7 +27,7 @@ class VersionTest {
         Manifest mf = new Manifest();
         mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
         mf.getMainAttributes().put(Attributes.Name.IMPLEMENTATION_VERSION, "9.8.7-test");
-        String entry = "ane4j/train/Version.class";
+        String entry = "ane4j/run/Version.class";
         try (OutputStream out = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(out, mf);
              var in = Version.class.getClassLoader().getResourceAsStream(entry)) {
             j.putNextEntry(new JarEntry(entry));
@@ -35,7 +35,7 @@ class VersionTest {
             j.closeEntry();
         }
         try (URLClassLoader loader = new URLClassLoader(new URL[] {jar.toUri().toURL()}, null)) {
-            Class<?> v = loader.loadClass("ane4j.train.Version");
+            Class<?> v = loader.loadClass("ane4j.run.Version");
             assertEquals("9.8.7-test", v.getMethod("ane4j").invoke(null));
         }
         assertEquals(Version.UNPACKAGED, Version.ane4j(), "target/classes has no manifest");

@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import ane4j.blas.Blas;
 import ane4j.model.Json;
@@ -32,10 +32,10 @@ public final class RunJson {
     public static final String COMMAND_PROPERTY = "ane4j.command";
 
     /** The input files of a run: role (init, data, valData, tokenizer) → file; in-memory inputs as their own entries. */
-    record Input(String role, Path file, String description, byte[] contents) {
-        static Input file(String role, Path file) { return new Input(role, file, null, null); }
+    public record Input(String role, Path file, String description, byte[] contents) {
+        public static Input file(String role, Path file) { return new Input(role, file, null, null); }
 
-        static Input memory(String role, String description, byte[] contents) { return new Input(role, null, description, contents); }
+        public static Input memory(String role, String description, byte[] contents) { return new Input(role, null, description, contents); }
     }
 
     static String document(Map<String, String> options, ModelConfig config, String runId, String backend, String chip, List<Input> inputs,

@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 /** The ane4j version: the jar manifest's {@code Implementation-Version}, which the build takes from the pom. */
 public final class Version {

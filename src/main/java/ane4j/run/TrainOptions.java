@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import ane4j.model.ModelConfig;
 import java.nio.file.Path;
@@ -13,6 +13,9 @@ import java.util.Map;
  * map of every key ({@link #toMap}), which is also how it crosses to the worker JVM.
  */
 public final class TrainOptions {
+    /** The loss scale a run starts at when {@code lossScale} is 0 (maderix's). */
+    public static final float DEFAULT_LOSS_SCALE = 256f;
+
     public static final List<String> BACKENDS = List.of("ane", "ref");
     public static final List<String> LORA_TARGETS = List.of("q", "k", "v", "o", "w1", "w2", "w3");
 

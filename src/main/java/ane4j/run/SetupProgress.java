@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import java.util.function.Consumer;
 
@@ -44,7 +44,7 @@ public record SetupProgress(Stage stage, int done, int total, String kernel) {
     }
 
     /** Tells the setup in progress (if any on this thread) that kernel {@code done} of {@code total} compiles now. */
-    static void reportCompiling(int done, int total, String kernel) {
+    public static void reportCompiling(int done, int total, String kernel) {
         if (SINK.isBound()) SINK.get().accept(compiling(done, total, kernel));
     }
 }

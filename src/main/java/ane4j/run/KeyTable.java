@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

@@ -1,4 +1,4 @@
-package ane4j.train;
+package ane4j.run;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -173,7 +173,7 @@ public final class RunFolder implements AutoCloseable {
      * Moves the checkpoints and metrics.jsonl of {@code dir} into a new {@code set-aside-<time>} folder inside it
      * (nothing is deleted); returns that folder, or null when there was nothing to move.
      */
-    static Path setAside(Path dir) {
+    public static Path setAside(Path dir) {
         Path checkpoints = dir.resolve("checkpoints"), metrics = dir.resolve("metrics.jsonl");
         boolean any;
         try (var s = Files.isDirectory(checkpoints) ? Files.list(checkpoints) : java.util.stream.Stream.<Path>empty()) {
@@ -199,7 +199,7 @@ public final class RunFolder implements AutoCloseable {
      * Renames a checkpoint that could not be read to {@code <name>.unreadable}, so that a new checkpoint of the same
      * step never overwrites it and pruning never deletes it; returns the new name.
      */
-    static Path keepUnreadable(Path checkpoint) {
+    public static Path keepUnreadable(Path checkpoint) {
         Path to = checkpoint.resolveSibling(checkpoint.getFileName() + ".unreadable");
         for (int i = 2; Files.exists(to); i++) to = checkpoint.resolveSibling(checkpoint.getFileName() + ".unreadable-" + i);
         try {
