@@ -1,5 +1,6 @@
 package ane4j.cli;
 
+import ane4j.run.RunState;
 import ane4j.run.StepMetrics;
 import ane4j.model.Generator;
 import ane4j.model.ModelConfig;
@@ -161,7 +162,7 @@ final class TrainCommand {
             } else if (run.restarts() > 0) {
                 out.printf("in process: backend %s, %d restart%s at the compile budget%n", session.backendName(), run.restarts(), run.restarts() == 1 ? "" : "s");
             }
-            if (run.state() == Run.State.STOPPED && signals.received() != null) {
+            if (run.state() == RunState.STOPPED && signals.received() != null) {
                 Path checkpoint = training.checkpoint();
                 long at = h.isEmpty() ? 0 : h.getLast().step() + 1;
                 out.println("[train] stopped by " + signals.received() + " at step " + at + " of " + o.steps() + "; checkpoint " + checkpoint

@@ -5,6 +5,7 @@ import ane4j.session.Run;
 import ane4j.session.RunSpec;
 import ane4j.session.Session;
 import ane4j.session.Training;
+import ane4j.run.RunState;
 import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.run.StepMetrics;
@@ -31,8 +32,6 @@ import tech.tablesaw.api.Table;
  * resumed) with its notebook views: the live cell display, the loss chart and the tables.
  */
 public final class TrainingRun {
-    public enum State { PREPARING, RUNNING, STOPPED, FINISHED, FAILED }
-
     private static volatile TrainingRun current;
 
     private final Run run;
@@ -150,7 +149,7 @@ public final class TrainingRun {
 
     public boolean running() { return run.running(); }
 
-    public State state() { return State.valueOf(run.state().name()); }
+    public RunState state() { return run.state(); }
 
     public Throwable failure() { return run.failure(); }
 
@@ -185,7 +184,7 @@ public final class TrainingRun {
         } catch (RuntimeException r) {
             throw oneLine(r);
         }
-        if (state() == State.STOPPED && stoppedBy != null) out.println(stoppedLine());   // e.g. %train stop from another cell
+        if (state() == RunState.STOPPED && stoppedBy != null) out.println(stoppedLine());   // e.g. %train stop from another cell
         return this;
     }
 
@@ -231,11 +230,11 @@ public final class TrainingRun {
         }
         ended = System.nanoTime();
         noteRestarts();
-        if (state() == State.STOPPED) markers.add(new LossChart.Marker(lastStep(), "stop"));
+        if (state() == RunState.STOPPED) markers.add(new LossChart.Marker(lastStep(), "stop"));
         line.update(progressLine());
         if (plot != null) plot.update(chart());
         rethrowFailure();
-        if (state() == State.STOPPED) System.out.println(stoppedLine());
+        if (state() == RunState.STOPPED) System.out.println(stoppedLine());
         return summary();
     }
 

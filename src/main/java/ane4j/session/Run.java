@@ -4,6 +4,7 @@ import ane4j.infer.BackendGenerator;
 import ane4j.mil.DType;
 import ane4j.model.Generator;
 import ane4j.model.Tokenizer;
+import ane4j.run.RunState;
 import ane4j.run.SetupProgress;
 import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
@@ -23,8 +24,6 @@ import java.util.concurrent.LinkedBlockingQueue;
  * (and at a stop) it writes {@code loss.png} beside the run record.
  */
 public final class Run {
-    public enum State { PREPARING, RUNNING, STOPPED, FINISHED, FAILED }
-
     private final Session session;
     private final RunDirs.Placed placed;
     private final RunSpec spec;
@@ -35,7 +34,7 @@ public final class Run {
     private final List<String> allMessages = new CopyOnWriteArrayList<>();
     private volatile Training training;
     private volatile Thread thread;
-    private volatile State state = State.PREPARING;
+    private volatile RunState state = RunState.PREPARING;
     private volatile boolean stopRequested;
     private volatile Throwable failure;
     private volatile SetupProgress setup;   // the latest setup event before the first step, or null
@@ -69,7 +68,7 @@ public final class Run {
 
     private void launch() {
         stopRequested = false;
-        state = State.RUNNING;
+        state = RunState.RUNNING;
         Thread t = new Thread(this::loop, "ane4j-train");
         t.setDaemon(true);
         thread = t;
@@ -105,14 +104,14 @@ public final class Run {
                 }
             }
             if (training.finished()) {
-                state = State.FINISHED;
+                state = RunState.FINISHED;
                 training.close();
             } else {
-                state = State.STOPPED;
+                state = RunState.STOPPED;
             }
         } catch (Throwable e) {
             failure = e;
-            state = State.FAILED;
+            state = RunState.FAILED;
             if (training != null) training.close();
             else RunDirs.removeIfUnused(placed);   // a run that never reached step 0 leaves no empty folder behind
         }
@@ -171,10 +170,10 @@ public final class Run {
     }
 
     public boolean running() {
-        return state == State.RUNNING || state == State.PREPARING;
+        return state == RunState.RUNNING || state == RunState.PREPARING;
     }
 
-    public State state() { return state; }
+    public RunState state() { return state; }
 
     public Throwable failure() { return failure; }
 

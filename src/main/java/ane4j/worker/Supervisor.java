@@ -1,5 +1,6 @@
 package ane4j.worker;
 
+import ane4j.run.RunState;
 import ane4j.run.StepMetrics;
 import ane4j.backend.Backends;
 import ane4j.backend.CountingBackend;
@@ -325,12 +326,12 @@ public final class Supervisor implements AutoCloseable {
             try {
                 ensureWorker();
             } catch (RuntimeException e) {
-                s.finish(TrainingSession.State.FAILED, e.getMessage());
+                s.finish(RunState.FAILED, e.getMessage());
                 throw e;
             }
         }
         TrainingSession.Status st = s.status();
-        if (st.state() == TrainingSession.State.FAILED) throw new WorkerException(st.error());
+        if (st.state() == RunState.FAILED) throw new WorkerException(st.error());
         return s;
     }
 
@@ -366,7 +367,7 @@ public final class Supervisor implements AutoCloseable {
         } catch (WorkerProcess.DiedException e) {
             throw e;
         } catch (WorkerException e) {
-            s.finish(TrainingSession.State.FAILED, e.getMessage());
+            s.finish(RunState.FAILED, e.getMessage());
             return -1;
         } catch (TimeoutException e) {
             w.kill();
@@ -473,7 +474,7 @@ public final class Supervisor implements AutoCloseable {
                 ? "; the budget cannot hold the live kernels plus one training update: raise it with " + options.hints().compileBudget()
                 : cause.contains("ran out of heap") ? "; give the worker more heap with " + options.hints().heap() : "";
         String msg = "[worker] gave up after " + deaths + " restarts without progress" + where + " (the worker " + cause + " each time)" + hint;
-        if (s != null && s.isActive()) s.finish(TrainingSession.State.FAILED, msg);
+        if (s != null && s.isActive()) s.finish(RunState.FAILED, msg);
         throw new WorkerException(msg);
     }
 
@@ -498,7 +499,7 @@ public final class Supervisor implements AutoCloseable {
                 case Protocol.TRAIN_END -> {
                     int kind = r.i32();
                     String msg = r.str();
-                    s.finish(kind == Protocol.END_DONE ? TrainingSession.State.DONE : kind == Protocol.END_STOPPED ? TrainingSession.State.STOPPED : TrainingSession.State.FAILED, msg);
+                    s.finish(kind == Protocol.END_DONE ? RunState.FINISHED : kind == Protocol.END_STOPPED ? RunState.STOPPED : RunState.FAILED, msg);
                 }
                 default -> options.log().accept("[worker] unexpected frame type " + f.type() + " from the worker");
             }
@@ -513,7 +514,7 @@ public final class Supervisor implements AutoCloseable {
                 try {
                     ensureWorker();
                 } catch (RuntimeException e) {
-                    s.finish(TrainingSession.State.FAILED, e.getMessage());
+                    s.finish(RunState.FAILED, e.getMessage());
                 }
             });
         }
@@ -564,7 +565,7 @@ public final class Supervisor implements AutoCloseable {
             }
         }
         TrainingSession s = training;
-        if (s != null) s.finish(TrainingSession.State.STOPPED, "");
+        if (s != null) s.finish(RunState.STOPPED, "");
         shared.close();
         try {
             Runtime.getRuntime().removeShutdownHook(cleanup);

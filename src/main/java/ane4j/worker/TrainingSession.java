@@ -1,5 +1,6 @@
 package ane4j.worker;
 
+import ane4j.run.RunState;
 import ane4j.run.StepMetrics;
 import ane4j.run.RunFolder;
 import ane4j.run.TrainOptions;
@@ -22,10 +23,8 @@ import java.util.concurrent.TimeoutException;
  * of the session, in order; {@link #await} returns after it has seen every step.
  */
 public final class TrainingSession {
-    public enum State { RUNNING, DONE, STOPPED, FAILED }
-
     /** Where the run is: the next step to run, of how many; how often the worker was restarted under it. */
-    public record Status(State state, long nextStep, long steps, int restarts, String error) {}
+    public record Status(RunState state, long nextStep, long steps, int restarts, String error) {}
 
     private final Supervisor supervisor;
     private final RunFolder folder;   // held from the start to the end of the run
@@ -40,7 +39,7 @@ public final class TrainingSession {
     private final CompletableFuture<List<StepMetrics>> done = new CompletableFuture<>();
     // the listener runs here, in order, so a listener that calls the supervisor cannot block the channel's reader
     private final ExecutorService delivery = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("ane4j-train-events").factory());
-    private volatile State state = State.RUNNING;
+    private volatile RunState state = RunState.RUNNING;
     private volatile int requestId = -1;
     private volatile WorkerProcess worker;
     private volatile int attachments;
@@ -68,7 +67,7 @@ public final class TrainingSession {
 
     boolean stopRequested() { return stopRequested; }
 
-    boolean isActive() { return state == State.RUNNING; }
+    boolean isActive() { return state == RunState.RUNNING; }
 
     int attachments() { return attachments; }
 
@@ -136,15 +135,15 @@ public final class TrainingSession {
         }
     }
 
-    synchronized void finish(State s, String message) {
-        if (state != State.RUNNING) return;
+    synchronized void finish(RunState s, String message) {
+        if (state != RunState.RUNNING) return;
         state = s;
         folder.close();
-        if (s == State.FAILED) error = message;
+        if (s == RunState.FAILED) error = message;
         List<StepMetrics> h = history();
         // completes after the listener has seen every step
         deliver(() -> {
-            if (s == State.FAILED) done.completeExceptionally(new WorkerException(message));
+            if (s == RunState.FAILED) done.completeExceptionally(new WorkerException(message));
             else done.complete(h);
         });
         delivery.shutdown();

@@ -1,5 +1,6 @@
 package ane4j.notebook;
 
+import ane4j.run.RunState;
 import ane4j.session.*;
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -42,7 +43,7 @@ class TrainingRunTest {
     @Test
     void sameSeedSameNumbersAndTheRunRecord() throws Exception {
         TrainingRun a = run("a", "steps = 8\nseed = 5"), b = run("b", "steps = 8\nseed = 5"), c = run("c", "steps = 8\nseed = 6");
-        assertEquals(TrainingRun.State.FINISHED, a.state());
+        assertEquals(RunState.FINISHED, a.state());
         assertEquals(8, a.losses().length);
         assertArrayEquals(a.losses(), b.losses(), "same seed on ref: bit-identical losses");
         assertFalse(java.util.Arrays.equals(a.losses(), c.losses()), "another seed gives other numbers");
@@ -81,7 +82,7 @@ class TrainingRunTest {
         TrainingRun r = TrainingRun.start(ref(), "backend = ref\nsteps = 3\nweights = static\ncompileBudget = 2\nrunDir = " + dir.resolve("small"));
         var e = assertThrows(MagicException.class, r::await);
         assertTrue(e.getMessage().startsWith("[train] compileBudget 2 is too small"), e.getMessage());
-        assertEquals(TrainingRun.State.FAILED, r.state());
+        assertEquals(RunState.FAILED, r.state());
     }
 
     @Test
@@ -90,11 +91,11 @@ class TrainingRunTest {
         TrainingRun parts = TrainingRun.start(ref(), "backend = ref\nsteps = 10\nseed = 11\nrunDir = " + dir.resolve("parts"));
         while (parts.history().size() < 3 && parts.running()) Thread.sleep(5);
         parts.stop().await();
-        assertEquals(TrainingRun.State.STOPPED, parts.state());
+        assertEquals(RunState.STOPPED, parts.state());
         int at = parts.history().size();
         assertTrue(at >= 3 && at < 10, "stopped between steps at " + at);
         parts.resume().await();
-        assertEquals(TrainingRun.State.FINISHED, parts.state());
+        assertEquals(RunState.FINISHED, parts.state());
         assertArrayEquals(whole.losses(), parts.losses());
         var e = assertThrows(IllegalStateException.class, parts::resume);
         assertTrue(e.getMessage().contains("finished"), e.getMessage());

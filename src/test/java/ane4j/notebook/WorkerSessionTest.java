@@ -1,5 +1,6 @@
 package ane4j.notebook;
 
+import ane4j.run.RunState;
 import ane4j.session.*;
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -96,7 +97,7 @@ class WorkerSessionTest {
         String config = "steps = 6\nseed = 3\nweights = static\n";
         TrainingRun local = train(new LocalSession(new RefBackend()), "local", config);
         TrainingRun worker = train(session, "worker", config + "compileBudget = 40");
-        assertEquals(TrainingRun.State.FINISHED, worker.state());
+        assertEquals(RunState.FINISHED, worker.state());
         assertTrue(worker.restarts() >= 1, "a budget of 40 cannot hold a 6-step static-weights run: restarts " + worker.restarts());
         List<String> lines = worker.messages().stream().filter(WorkerSession::isRestart).toList();
         assertEquals(worker.restarts(), lines.size(), "one line per restart, in the run's messages: " + worker.messages());
@@ -121,13 +122,13 @@ class WorkerSessionTest {
         TrainingRun run = TrainingRun.start(session, "backend = ref\nrunDir = " + dir.resolve("stopped") + "\n" + config);
         while (run.history().size() < 3 && run.running()) Thread.onSpinWait();
         run.stop().await();
-        assertEquals(TrainingRun.State.STOPPED, run.state(), run.progressLine());
+        assertEquals(RunState.STOPPED, run.state(), run.progressLine());
         int at = run.history().size();
         assertTrue(at >= 3 && at < 12, "stopped mid-run at " + at);
         assertEquals(at, run.training().stepsDone());
         assertTrue(run.runTable().toString().contains("the session's"), "no budget, ref: the session's worker trains");
         run.resume().await();
-        assertEquals(TrainingRun.State.FINISHED, run.state());
+        assertEquals(RunState.FINISHED, run.state());
         assertArrayEquals(plain.losses(), run.losses(), "stop + resume in the worker = one uninterrupted run");
         assertTrue(run.messages().stream().noneMatch(l -> l.startsWith("[train] resumed from")), "a resume after a stop is not news: " + run.messages());
         assertEquals(0, run.restarts());
@@ -157,7 +158,7 @@ class WorkerSessionTest {
         var e = assertThrows(MagicException.class, r::await);
         assertEquals("[train] compileBudget 2 is too small for the static-weights kernels of one step: the worker gave up after 3 restarts "
                 + "without progress at step 0; raise compileBudget", e.getMessage());
-        assertEquals(TrainingRun.State.FAILED, r.state());
+        assertEquals(RunState.FAILED, r.state());
         assertArrayEquals(new float[] {2f, 2f, 2f, 2f}, new CompiledProgram("twice", twice(), session.compile(twice()), "ref").run(1f, 1f, 1f, 1f),
                 "the session stays usable");
     }

@@ -1,5 +1,6 @@
 package ane4j.worker;
 
+import ane4j.run.RunState;
 import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -145,7 +146,7 @@ class SupervisedTrainingTest {
             while (first.status().nextStep() < 5 && !first.isDone()) Thread.sleep(2);
             first.stop();
             List<StepMetrics> h = new ArrayList<>(first.await(java.time.Duration.ofMinutes(1)));
-            assertEquals(TrainingSession.State.STOPPED, first.status().state());
+            assertEquals(RunState.STOPPED, first.status().state());
             long stoppedAt = h.size();
             assertEquals(java.util.Collections.nCopies((int) stoppedAt, true), running);
             assertTrue(stoppedAt >= 5 && stoppedAt < 16, "stopped at " + stoppedAt);

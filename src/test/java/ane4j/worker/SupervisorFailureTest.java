@@ -1,5 +1,6 @@
 package ane4j.worker;
 
+import ane4j.run.RunState;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -47,7 +48,7 @@ class SupervisorFailureTest {
             var e = assertThrows(WorkerException.class, () -> s.train(opts, null));
             assertEquals("[worker] gave up after 3 restarts without progress at step 8 (the worker failed (exit 1) each time)", e.getMessage());
             assertEquals(4, log.matching("worker restarted: failed (exit 1) — restored step 6, 0 kernels recompiled").size() + 1, log.lines.toString());
-            assertEquals(TrainingSession.State.FAILED, s.status().training().state());
+            assertEquals(RunState.FAILED, s.status().training().state());
             // usable afterwards: a kernel compiles and evaluates in a fresh worker
             Program p = RemoteKernelTest.program(1f);
             RemoteKernel k = s.compile(p);
