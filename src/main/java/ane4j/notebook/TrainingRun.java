@@ -2,7 +2,7 @@ package ane4j.notebook;
 
 import ane4j.session.LossChart;
 import ane4j.session.Run;
-import ane4j.session.RunSpec;
+import ane4j.run.RunSpec;
 import ane4j.session.Session;
 import ane4j.session.Training;
 import ane4j.run.RunState;
@@ -200,7 +200,8 @@ public final class TrainingRun {
         long lastLine = 0, lastPlot = 0;
         int shownLine = 0, shownPlot = 0;
         String shownSetup = progressLine();
-        try {
+        Run.Changes changes = new Run.Changes();
+        try (AutoCloseable subscription = run.listen(changes)) {
             while (true) {
                 boolean alive = running();
                 run.drainMessages(System.out);
@@ -223,8 +224,15 @@ public final class TrainingRun {
                     lastPlot = System.nanoTime();
                 }
                 if (!alive) break;
-                if (!Run.waitOrInterrupted(50)) stop();   // the interrupt stops the run; then wait for its step to end
+                // wait for the run to tell of a change; a step not drawn yet (the line at most 5 times a second, the
+                // plot once a second) is drawn when its time comes. The interrupt stops the run; then wait for its step to end
+                long now2 = System.nanoTime(), due = Long.MAX_VALUE;
+                if (n > shownLine) due = Math.min(due, lastLine + 200_000_000L - now2);
+                if (n > shownPlot) due = Math.min(due, lastPlot + 1_000_000_000L - now2);
+                if (!changes.await(due == Long.MAX_VALUE ? -1 : Math.max(1, due / 1_000_000L))) stop();
             }
+        } catch (Exception e) {
+            throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
         } finally {
             Notebook.removeInterrupt(onInterrupt);
         }

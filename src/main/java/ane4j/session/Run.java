@@ -1,5 +1,6 @@
 package ane4j.session;
 
+import ane4j.run.RunSpec;
 import ane4j.infer.BackendGenerator;
 import ane4j.mil.DType;
 import ane4j.model.Generator;
@@ -24,11 +25,19 @@ import java.util.concurrent.LinkedBlockingQueue;
  * (and at a stop) it writes {@code loss.png} beside the run record.
  */
 public final class Run {
+    /** What a run tells whoever listens: every step, one-line messages, setup before step 1 (on the run's threads), and each change of state. */
+    public interface Listener extends Trainer.Listener {
+        @Override default void onStep(StepMetrics m) {}
+
+        /** The run is now in {@code state} (called after the change, on the thread that made it). */
+        default void onState(RunState state) {}
+    }
+
     private final Session session;
     private final RunDirs.Placed placed;
     private final RunSpec spec;
     private final TrainOptions options;
-    private final Trainer.Listener observer;
+    private final List<Trainer.Listener> listeners = new CopyOnWriteArrayList<>();
     private final ane4j.run.StepHistory history = new ane4j.run.StepHistory();   // bounded; metrics.jsonl has every step
     private final LinkedBlockingQueue<String> messages = new LinkedBlockingQueue<>();
     private final List<String> allMessages = new CopyOnWriteArrayList<>();
@@ -44,7 +53,7 @@ public final class Run {
         this.placed = placed;
         this.spec = placed.spec();
         this.options = spec.train();
-        this.observer = observer;
+        if (observer != null) listeners.add(observer);
     }
 
     /**
@@ -68,7 +77,7 @@ public final class Run {
 
     private void launch() {
         stopRequested = false;
-        state = RunState.RUNNING;
+        setState(RunState.RUNNING);
         Thread t = new Thread(this::loop, "ane4j-train");
         t.setDaemon(true);
         thread = t;
@@ -82,7 +91,7 @@ public final class Run {
                     @Override public void onStep(StepMetrics m) {
                         if (history.isEmpty() && placed.isNew()) RunDirs.pointLatestAt(placed.runDir());
                         history.add(m);
-                        if (observer != null) observer.onStep(m);
+                        for (Trainer.Listener l : listeners) l.onStep(m);
                     }
 
                     @Override public void onMessage(String line) {
@@ -91,7 +100,7 @@ public final class Run {
 
                     @Override public void onSetup(SetupProgress p) {
                         setup = p;
-                        if (observer != null) observer.onSetup(p);
+                        for (Trainer.Listener l : listeners) l.onSetup(p);
                     }
                 });
             }
@@ -104,23 +113,65 @@ public final class Run {
                 }
             }
             if (training.finished()) {
-                state = RunState.FINISHED;
                 training.close();
+                setState(RunState.FINISHED);
             } else {
-                state = RunState.STOPPED;
+                setState(RunState.STOPPED);
             }
         } catch (Throwable e) {
             failure = e;
-            state = RunState.FAILED;
             if (training != null) training.close();
             else RunDirs.removeIfUnused(placed);   // a run that never reached step 0 leaves no empty folder behind
+            setState(RunState.FAILED);
         }
     }
 
     private void message(String line) {
         allMessages.add(line);
         messages.add(line);
-        if (observer != null) observer.onMessage(line);
+        for (Trainer.Listener l : listeners) l.onMessage(line);
+    }
+
+    private void setState(RunState s) {
+        state = s;
+        for (Trainer.Listener l : listeners) if (l instanceof Listener rl) rl.onState(s);
+    }
+
+    /** Adds a listener for the rest of the run (resumes included); closing the result removes it. */
+    public AutoCloseable listen(Trainer.Listener l) {
+        listeners.add(l);
+        return () -> listeners.remove(l);
+    }
+
+    /**
+     * A listener that counts what happened (a step, a message, setup progress, a change of state): a view waits on it
+     * instead of polling the run, and redraws when something did.
+     */
+    public static final class Changes implements Listener {
+        private final java.util.concurrent.Semaphore changed = new java.util.concurrent.Semaphore(0);
+
+        @Override public void onStep(StepMetrics m) { changed.release(); }
+
+        @Override public void onMessage(String line) { changed.release(); }
+
+        @Override public void onSetup(SetupProgress p) { changed.release(); }
+
+        @Override public void onState(RunState s) { changed.release(); }
+
+        /**
+         * Waits up to {@code ms} for something to happen (forever when {@code ms} is negative) and takes every change so far;
+         * false when interrupted (the flag cleared).
+         */
+        public boolean await(long ms) {
+            try {
+                if (ms < 0) changed.acquire();
+                else if (!changed.tryAcquire(ms, java.util.concurrent.TimeUnit.MILLISECONDS)) return true;
+                changed.drainPermits();
+                return true;
+            } catch (InterruptedException e) {
+                return false;
+            }
+        }
     }
 
     /** Asks the run to stop after the current micro-step ({@link #resume()} continues it). */
@@ -223,42 +274,29 @@ public final class Run {
     public Run follow(PrintStream out) {
         long every = Math.max(1, options.steps() / 10), shown = 0;
         boolean interrupted = false;
-        while (true) {
-            boolean alive = running();
-            drainMessages(out);
-            long n = history.count();
-            if (n > shown && (n / every > shown / every || !alive)) {
-                out.println(progressLine());
-                shown = n;
+        Changes changes = new Changes();
+        try (AutoCloseable subscription = listen(changes)) {
+            while (true) {
+                boolean alive = running();
+                drainMessages(out);
+                long n = history.count();
+                if (n > shown && (n / every > shown / every || !alive)) {
+                    out.println(progressLine());
+                    shown = n;
+                }
+                if (!alive) break;
+                // an interrupt (Ctrl-C in jshell, Kernel > Interrupt around Ane.train) stops the run after its current
+                // step; the loop then waits for that
+                if (!changes.await(-1) && !interrupted) {
+                    interrupted = true;
+                    stop();
+                }
             }
-            if (!alive) break;
-            // an interrupt (Ctrl-C in jshell, Kernel > Interrupt around Ane.train) stops the run after its current
-            // step; the loop then waits for that without spinning on the interrupt flag
-            if (!waitOrInterrupted(50) && !interrupted) {
-                interrupted = true;
-                stop();
-            }
+        } catch (Exception e) {
+            throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
         }
         if (interrupted) Thread.currentThread().interrupt();
         return interrupted ? this : await();
-    }
-
-    /** Sleeps {@code ms}; false when interrupted (the flag cleared). */
-    public static boolean waitOrInterrupted(long ms) {
-        try {
-            Thread.sleep(ms);
-            return true;
-        } catch (InterruptedException e) {
-            return false;
-        }
-    }
-
-    static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
     }
 
     /** {@code step 12/60  loss 4.2310  lr 2.40e-03  1054 tok/s  58.2 ms/step · restarts 1 · running} */
