@@ -32,6 +32,12 @@ public abstract class CountingBackend implements Backend {
         this.chargeOnCompile = chargeOnCompile;
     }
 
+    /** {@code -D}{@value #BUDGET_PROPERTY} of this JVM, or null when it is not set. */
+    public static Long budgetProperty() {
+        String s = System.getProperty(BUDGET_PROPERTY);
+        return s == null || s.isBlank() ? null : budgetFromProperty(0);
+    }
+
     static long budgetFromProperty(long defaultBudget) {
         String s = System.getProperty(BUDGET_PROPERTY);
         if (s == null || s.isBlank()) return defaultBudget;

@@ -79,7 +79,7 @@ final class EvalCommand implements Callable<Integer> {
             if (held.windows(seq) == 0)
                 throw new CliException("[eval] " + held.description() + ": " + held.size() + " tokens, fewer than one window of seqLen + 1 = " + (seq + 1) + "; give more data");
             int windows = (int) Math.min(held.windows(seq), tokens != null ? Math.max(1, tokens / seq) : Integer.MAX_VALUE);
-            Backend b = ane4j.session.RunSpec.newBackend(how);   // as ane4j train builds it
+            Backend b = ane4j.run.RunSpec.newBackend(how);   // as ane4j train builds it
             long t0 = System.nanoTime();
             float loss;
             try (TrainingStep step = new TrainingStep(c, b, how.storage().equals("fp32") ? DType.FP32 : DType.FP16, false, o != null && o.attention().equals("threestage"), lora)) {

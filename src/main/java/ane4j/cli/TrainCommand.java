@@ -9,7 +9,7 @@ import ane4j.model.Tokenizer;
 import ane4j.session.LocalSession;
 import ane4j.session.Run;
 import ane4j.session.RunDirs;
-import ane4j.session.RunSpec;
+import ane4j.run.RunSpec;
 import ane4j.session.Session;
 import ane4j.session.Training;
 import ane4j.session.WorkerSession;
@@ -222,7 +222,7 @@ final class TrainCommand {
     private static Session session(RunSpec spec, Progress progress) {
         if (spec.inProcess()) return new LocalSession(spec.newBackend());
         // the worker's INFO records (e.g. which BLAS it loaded, once per worker) are noise here; warnings pass
-        return new WorkerSession(spec.workerOptions(Supervisor.Options.defaults()
+        return new WorkerSession(WorkerSession.workerOptions(spec, Supervisor.Options.defaults()
                 .withLog(line -> { if (!line.startsWith("INFO: ")) progress.onMessage(line); }).withHints(Supervisor.Hints.CLI)));
     }
 

@@ -19,7 +19,7 @@ import java.util.concurrent.TimeUnit;
  * {@code run.json}, next to {@code run.txt}: what someone else needs to rerun a run. {@code "options"}: every run key
  * (the canonical names of {@link TrainOptions#DEFAULTS}) → its value as a string that {@link TrainOptions#of} reads
  * back, with the effective loss scale and whether this start resumed, then the run layer's keys of where and how it
- * ran (compileBudget, inProcess, heap: {@code ane4j.session.RunSpec} reads them all back); {@code "command"}: the
+ * ran (compileBudget, inProcess, heap: {@code ane4j.run.RunSpec} reads them all back); {@code "command"}: the
  * command line and working directory; {@code "git"}: commit and dirty flag of the ane4j checkout, when there is one;
  * {@code "machine"}: ane4j version, JDK, OS, CPU, cores and the training JVM's heap limit, BLAS library and core,
  * backend and chip; {@code "data"}: every input file with its SHA-256; {@code "seed"}; {@code "model"}: the resolved

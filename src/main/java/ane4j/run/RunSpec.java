@@ -1,11 +1,7 @@
-package ane4j.session;
+package ane4j.run;
 
 import ane4j.backend.Backend;
 import ane4j.backend.Backends;
-import ane4j.run.Key;
-import ane4j.run.KeyTable;
-import ane4j.run.TrainOptions;
-import ane4j.worker.Supervisor;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -75,7 +71,7 @@ public record RunSpec(TrainOptions train, Long compileBudget, boolean inProcess,
         try {
             text = java.nio.file.Files.readString(runJson);
         } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("[run] cannot read " + runJson + ": " + ane4j.run.RunFolder.reason(e) + "; give the run.json of a run folder");
+            throw new IllegalArgumentException("[run] cannot read " + runJson + ": " + RunFolder.reason(e) + "; give the run.json of a run folder");
         }
         Object options, machine;
         try {
@@ -146,15 +142,6 @@ public record RunSpec(TrainOptions train, Long compileBudget, boolean inProcess,
     /** The backend a run of these training options gets, with the backend's default compile budget (ane4j eval). */
     public static Backend newBackend(TrainOptions o) {
         return new RunSpec(o, null, true, null).newBackend();
-    }
-
-    /** The supervised worker's options for the run: backend, reference storage, compile budget, heap. */
-    public Supervisor.Options workerOptions(Supervisor.Options base) {
-        Supervisor.Options o = base.withRefStorage(train.storage());
-        if (train.backend() != null) o = o.withBackend(train.backend());
-        if (compileBudget != null) o = o.withCompileBudget(compileBudget);
-        if (heap != null) o = o.withHeap(heap);
-        return o;
     }
 
     /** {@code --help}: one line per key. */

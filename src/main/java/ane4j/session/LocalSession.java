@@ -1,5 +1,6 @@
 package ane4j.session;
 
+import ane4j.run.RunSpec;
 import ane4j.backend.Backend;
 import ane4j.backend.Backends;
 import ane4j.backend.CompileBudgetExceededException;

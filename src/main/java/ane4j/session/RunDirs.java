@@ -1,5 +1,6 @@
 package ane4j.session;
 
+import ane4j.run.RunSpec;
 import ane4j.train.Checkpoint;
 import ane4j.run.RunFolder;
 import java.io.IOException;

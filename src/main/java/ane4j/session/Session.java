@@ -1,5 +1,6 @@
 package ane4j.session;
 
+import ane4j.run.RunSpec;
 import ane4j.backend.Kernel;
 import ane4j.mil.MilParser;
 import ane4j.mil.Program;

@@ -1,5 +1,6 @@
 package ane4j.session;
 
+import ane4j.run.RunSpec;
 import ane4j.backend.Kernel;
 import ane4j.mil.Dialect;
 import ane4j.mil.Program;
@@ -143,6 +144,15 @@ public final class WorkerSession implements Session {
         main.close();
     }
 
+    /** A supervised worker's options for the run: backend, reference storage, compile budget, heap (sent on the pipe at its start). */
+    public static Supervisor.Options workerOptions(RunSpec run, Supervisor.Options base) {
+        Supervisor.Options o = base.withRefStorage(run.train().storage());
+        if (run.train().backend() != null) o = o.withBackend(run.train().backend());
+        if (run.compileBudget() != null) o = o.withCompileBudget(run.compileBudget());
+        if (run.heap() != null) o = o.withHeap(run.heap());
+        return o;
+    }
+
     /** The run's settings the worker is started with: backend, compile budget, reference storage, heap. */
     private boolean fitsMain(RunSpec run) {
         TrainOptions o = run.train();
@@ -195,7 +205,7 @@ public final class WorkerSession implements Session {
         private synchronized Supervisor supervisor() {
             if (fitsMain(run)) return main;
             if (own == null) {
-                own = new Supervisor(run.workerOptions(WorkerSession.this.options.withLog(line -> route(line, this))));
+                own = new Supervisor(workerOptions(run, WorkerSession.this.options.withLog(line -> route(line, this))));
                 synchronized (runs) {
                     if (!runs.contains(this)) runs.add(this);   // closed with the session
                 }

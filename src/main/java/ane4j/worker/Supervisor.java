@@ -91,6 +91,20 @@ public final class Supervisor implements AutoCloseable {
         public Options withRequestTimeout(Duration d) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, d, maxRetries, sharedDir, log, hints); }
         public Options withMaxRetries(int n) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, n, sharedDir, log, hints); }
         public Options withHints(Hints h) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, h); }
+        /**
+         * The worker's backend: these options, else this JVM's {@code -D} properties. They reach the worker as its first
+         * frame ({@link Protocol#START}), never as system properties, and a training run is checked against them.
+         */
+        public Backends.Settings backendSettings() {
+            String choice = backend != null ? backend : System.getProperty(Backends.PROPERTY);
+            String storage = refStorage != null ? refStorage : System.getProperty(Backends.REF_STORAGE_PROPERTY, "fp16");
+            storage = storage.strip();
+            if (!storage.equals("fp16") && !storage.equals("fp32"))
+                throw new IllegalArgumentException("[ref] -D" + Backends.REF_STORAGE_PROPERTY + "=" + storage + " must be fp16 or fp32");
+            Long budget = compileBudget != null ? compileBudget : CountingBackend.budgetProperty();
+            return new Backends.Settings(choice == null || choice.isBlank() ? null : choice.strip(), storage.equals("fp32"), budget);
+        }
+
         public Options withLog(Consumer<String> l) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, l, hints); }
     }
 
@@ -163,15 +177,22 @@ public final class Supervisor implements AutoCloseable {
         if (Supervisor.class.desiredAssertionStatus()) c.add("-ea");
         c.add("-Djava.util.logging.SimpleFormatter.format=%4$s: %5$s%6$s%n");   // one line per log record
         c.addAll(options.jvmOptions());
+        // this JVM's ane4j.* properties, but not the backend's settings: those go on the pipe ({@link #startFrame})
         Map<String, String> props = new TreeMap<>();
-        for (String k : System.getProperties().stringPropertyNames()) if (k.startsWith("ane4j.")) props.put(k, System.getProperty(k));
-        if (options.backend() != null) props.put(Backends.PROPERTY, options.backend());
-        if (options.compileBudget() != null) props.put(CountingBackend.BUDGET_PROPERTY, Long.toString(options.compileBudget()));
-        if (options.refStorage() != null) props.put(Backends.REF_STORAGE_PROPERTY, options.refStorage());
+        for (String k : System.getProperties().stringPropertyNames()) if (k.startsWith("ane4j.") && !BACKEND_PROPERTIES.contains(k)) props.put(k, System.getProperty(k));
         props.putAll(options.systemProperties());
         props.forEach((k, v) -> c.add("-D" + k + "=" + v));
         c.addAll(List.of("-cp", System.getProperty("java.class.path"), MAIN_CLASS));
         return c;
+    }
+
+    private static final java.util.Set<String> BACKEND_PROPERTIES = java.util.Set.of(Backends.PROPERTY, CountingBackend.BUDGET_PROPERTY, Backends.REF_STORAGE_PROPERTY);
+
+    /** The worker's first frame: its backend's settings (choice or "", fp32 storage, compile budget or -1). */
+    private byte[] startFrame() {
+        Backends.Settings s = options.backendSettings();
+        return new Protocol.Writer().str(s.choice() == null ? "" : s.choice()).i32(s.fp32Storage() ? 1 : 0)
+                .i64(s.compileBudget() == null ? -1 : s.compileBudget()).bytes();
     }
 
     // -----------------------------------------------------------------------------------------------------------------
@@ -425,8 +446,12 @@ public final class Supervisor implements AutoCloseable {
                     if (streak > 0) sleep(100L << Math.min(streak - 1, 5));
                 }
                 long t0 = System.nanoTime();
-                w = WorkerProcess.start(command(), events, options.log(), options.startTimeout(), cause != null, options.hints().startup());
+                w = WorkerProcess.start(command(), startFrame(), events, options.log(), options.startTimeout(), cause != null, options.hints().startup());
                 worker = w;
+                if (closed) {   // closed while this worker started (a background start): it goes at once
+                    w.kill();
+                    throw new IllegalStateException("[worker] the supervisor is closed");
+                }
                 try {
                     int n = restoreKernels(w);
                     long step = attachTraining(w);

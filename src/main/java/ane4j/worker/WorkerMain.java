@@ -11,6 +11,7 @@ import ane4j.mil.MilParser;
 import ane4j.mil.Program;
 import ane4j.mil.TensorType;
 import ane4j.run.RunFolder;
+import ane4j.run.RunSpec;
 import ane4j.run.SetupProgress;
 import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
@@ -70,8 +71,8 @@ public final class WorkerMain {
         DataInputStream in = new DataInputStream(new BufferedInputStream(new FileInputStream(FileDescriptor.in), 1 << 16));
         Backend backend;
         try {
-            backend = Backends.select();
-        } catch (RuntimeException e) {
+            backend = backend(in);
+        } catch (RuntimeException | IOException e) {
             err.println(e.getMessage());
             err.flush();
             Runtime.getRuntime().halt(ExitCode.FAILED.code);
@@ -80,6 +81,20 @@ public final class WorkerMain {
         WorkerMain worker = new WorkerMain(backend, in, out);
         worker.handleSignals();
         worker.serve();
+    }
+
+    /** The backend the supervisor's first frame ({@link Protocol#START}) describes; no system property is read for it. */
+    private static Backend backend(DataInputStream in) throws IOException {
+        Protocol.Frame f = Protocol.read(in);
+        if (f == null) throw new IOException("[worker] the supervisor closed the pipe before sending the backend's settings");
+        if (f.type() != Protocol.START) throw new IllegalStateException("[worker] the first frame is of type " + f.type() + ", not the backend's settings");
+        Protocol.Reader r = f.reader();
+        String choice = r.str();
+        boolean fp32 = r.i32() != 0;
+        long budget = r.i64();
+        Backends.Selection s = Backends.create(new Backends.Settings(choice.isEmpty() ? null : choice, fp32, budget < 0 ? null : budget));
+        System.getLogger("ane4j.backend").log(System.Logger.Level.INFO, "[backend] using " + s.backend().name() + " — " + s.reason());
+        return s.backend();
     }
 
     /**
@@ -156,7 +171,12 @@ public final class WorkerMain {
                 if (m != null) m.arena().close();
                 reply(f, new Protocol.Writer());
             }
-            case Protocol.TRAIN -> startTraining(f, TrainOptions.of(r.map()), r.hasMore() ? r.map() : Map.of());
+            case Protocol.TRAIN -> {
+                // the whole run description: its training keys, then where and how it runs
+                Map<String, String> keys = new LinkedHashMap<>(r.map());
+                if (r.hasMore()) keys.putAll(r.map());
+                startTraining(f, RunSpec.of(keys));
+            }
             case Protocol.STOP_TRAINING -> {
                 stopRequested = true;
                 reply(f, new Protocol.Writer());
@@ -215,7 +235,8 @@ public final class WorkerMain {
     // -----------------------------------------------------------------------------------------------------------------
     // training
 
-    private void startTraining(Protocol.Frame f, TrainOptions o, Map<String, String> placement) {
+    private void startTraining(Protocol.Frame f, RunSpec spec) {
+        TrainOptions o = spec.train();
         Thread previous = trainThread;
         // the parent may send TRAIN as soon as it has TRAIN_END, while that thread is still returning
         if (previous != null && previous.isAlive() && previous == trainEnding) {
@@ -229,6 +250,9 @@ public final class WorkerMain {
             throw new IllegalStateException("[worker] a training run is already in progress");
         if (o.backend() != null && !o.backend().equals(backend.name()))
             throw new IllegalArgumentException("[train] backend = " + o.backend() + " but the worker runs " + backend.name() + "; set Supervisor.Options.backend");
+        if (spec.compileBudget() != null && spec.compileBudget() != backend.compileBudget())
+            throw new IllegalArgumentException("[train] compileBudget = " + spec.compileBudget() + " but the worker's backend has " + backend.compileBudget()
+                    + "; set Supervisor.Options.compileBudget");
         int id = f.id();
         Trainer.Listener listener = new Trainer.Listener() {
             @Override public void onStep(StepMetrics m) { send(id, Protocol.STEP, Protocol.step(m)); }
@@ -242,7 +266,7 @@ public final class WorkerMain {
         Trainer t;
         synchronized (trainLock) {
             // the supervisor in the user's JVM holds the run folder's lock; a budget exception here leaves the last checkpoint as it was
-            t = SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, backend, listener, false, placement));
+            t = SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, backend, listener, false, spec.placement()));
             trainer = t;
         }
         reply(f, new Protocol.Writer().i64(t.nextStep()));

@@ -70,7 +70,7 @@ final class WorkerProcess {
      *
      * @param startupHint where the user changes the worker's JVM options, named when it does not start
      */
-    static WorkerProcess start(List<String> command, Events events, Consumer<String> log, Duration timeout, boolean quiet, String startupHint) {
+    static WorkerProcess start(List<String> command, byte[] startFrame, Events events, Consumer<String> log, Duration timeout, boolean quiet, String startupHint) {
         Process p;
         try {
             p = new ProcessBuilder(command).start();
@@ -78,6 +78,7 @@ final class WorkerProcess {
             throw new WorkerException("[worker] cannot run " + command.getFirst() + ": " + e.getMessage());
         }
         WorkerProcess w = new WorkerProcess(p, events, log, quiet);
+        w.post(Protocol.START, startFrame);   // the backend's settings: the worker reads them before anything else
         try {
             CompletableFuture.anyOf(w.ready, w.death).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {

@@ -127,9 +127,9 @@ class TrainCommandTest {
         Run automatic = run("train", "--steps", "1", "--eval-every", "0", "--in-process", "--run-dir", auto.toString());
         assertEquals(0, automatic.code(), automatic.err());
         assertEquals("", recordedOptions(auto).get("backend"), "recorded as given: automatic");
-        assertEquals("ref", ane4j.session.RunSpec.of(ane4j.session.RunSpec.overRecord(auto.resolve("run.json"), Map.of())).train().backend(),
+        assertEquals("ref", ane4j.run.RunSpec.of(ane4j.run.RunSpec.overRecord(auto.resolve("run.json"), Map.of())).train().backend(),
                 "a rerun gets the backend the run had");
-        var over = ane4j.session.RunSpec.of(ane4j.session.RunSpec.overRecord(a.resolve("run.json"), Map.of("heap", "400m", "in-process", "true")));
+        var over = ane4j.run.RunSpec.of(ane4j.run.RunSpec.overRecord(a.resolve("run.json"), Map.of("heap", "400m", "in-process", "true")));
         assertEquals("400m", over.heap());
         assertTrue(over.inProcess());
         assertEquals(50L, over.compileBudget(), "the record's, where no flag is given");
@@ -140,7 +140,7 @@ class TrainCommandTest {
     void helpListsEveryKeyOfTheTable() {
         Run r = run("train", "--help");
         assertEquals(0, r.code(), r.err());
-        for (var k : ane4j.session.RunSpec.KEYS.keys()) assertTrue(r.out().contains(k.flag()), k.flag() + " in\n" + r.out());
+        for (var k : ane4j.run.RunSpec.KEYS.keys()) assertTrue(r.out().contains(k.flag()), k.flag() + " in\n" + r.out());
         Run unknown = run("train", "--stepz", "3");
         assertEquals(1, unknown.code());
         assertTrue(unknown.err().startsWith("ane4j train: [train] unknown option '--stepz' (options: model, init, "), unknown.err());

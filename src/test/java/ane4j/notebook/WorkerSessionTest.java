@@ -1,5 +1,6 @@
 package ane4j.notebook;
 
+import ane4j.run.RunSpec;
 import ane4j.run.RunState;
 import ane4j.session.*;
 import static org.junit.jupiter.api.Assertions.*;

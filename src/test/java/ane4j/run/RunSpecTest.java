@@ -1,4 +1,4 @@
-package ane4j.session;
+package ane4j.run;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ane4j.model.ModelConfig;
-import ane4j.run.TrainOptions;
+import ane4j.session.RunDirs;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;

@@ -1,5 +1,6 @@
 package ane4j.session;
 
+import ane4j.run.RunSpec;
 import ane4j.run.StepMetrics;
 import static org.junit.jupiter.api.Assertions.*;
 
