@@ -61,7 +61,7 @@ public final class BenchOptions {
             new Spec("json", "FILE", "the result (default runs/bench/<name>-<timestamp>.json, PNG next to it)", Set.of()),
             new Spec("no-save", null, "write no JSON or PNG", Set.of())),
             // the model settings over --model's preset, spelled and checked as ane4j train reads them (--dim 128 derives hiddenDim)
-            ane4j.run.TrainOptions.MODEL_KEYS.stream().map(ane4j.session.RunSpec.KEYS::key)
+            ane4j.run.TrainOptions.MODEL_KEYS.stream().map(ane4j.run.RunSpec.KEYS::key)
                     .map(k -> new Spec(k.flag().substring(2), "N", k.help() + " (over --model's preset)", Set.of("step")))).toList();
 
     /** Options without a value. */

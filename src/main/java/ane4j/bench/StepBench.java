@@ -12,7 +12,7 @@ import ane4j.mil.DType;
 import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Rng;
-import ane4j.session.RunSpec;
+import ane4j.run.RunSpec;
 import ane4j.run.TrainOptions;
 import ane4j.train.AdamW;
 import ane4j.train.LoraAdapters;

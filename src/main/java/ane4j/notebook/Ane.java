@@ -3,7 +3,7 @@ package ane4j.notebook;
 import ane4j.mil.MilParser;
 import ane4j.mil.Program;
 import ane4j.session.LocalSession;
-import ane4j.session.RunSpec;
+import ane4j.run.RunSpec;
 import ane4j.train.GraphStep;
 import ane4j.train.GraphTrainer;
 import ane4j.session.Session;
@@ -60,6 +60,25 @@ public final class Ane {
     /** A session on a supervised worker JVM with the default options. */
     public static Session worker() {
         return new WorkerSession();
+    }
+
+    /** {@code false}: the kernel does not start the worker JVM at its own start (the first use starts it). */
+    public static final String PRESTART_PROPERTY = "ane4j.worker.prestart";
+
+    /**
+     * Starts the current session's worker JVM in the background, so that the first {@code %%train} or compile finds it
+     * ready instead of waiting for a JVM to start: the ane4j kernel calls this at its start. A worker that cannot start
+     * is left to the first use, which says why. {@code -D}{@value #PRESTART_PROPERTY}{@code =false} turns it off.
+     */
+    public static void prestart() {
+        if (!Boolean.parseBoolean(System.getProperty(PRESTART_PROPERTY, "true").strip())) return;
+        Thread.ofPlatform().daemon().name("ane4j-worker-prestart").start(() -> {
+            try {
+                if (session() instanceof WorkerSession w) w.supervisor().start();
+            } catch (RuntimeException e) {
+                // the first request starts the worker again and reports what went wrong
+            }
+        });
     }
 
     /** Closes the current session (its worker checkpoints training in flight and exits); the next call starts a new one. */

@@ -36,6 +36,7 @@ public final class Ane4jExtension implements Extension {
         if (ours) {
             ((JupyterKernel) kernel).addStartup(importSnippet(true));
             ((JupyterKernel) kernel).describe(magics);
+            Ane.prestart();   // the worker JVM starts while the user reads the notebook
         } else {
             kernel.evalRaw(importSnippet(false));
         }

@@ -1,6 +1,6 @@
 package ane4j.notebook;
 
-import ane4j.session.RunSpec;
+import ane4j.run.RunSpec;
 import ane4j.run.TrainOptions;
 import java.util.ArrayList;
 import java.util.List;
