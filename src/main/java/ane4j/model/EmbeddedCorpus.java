@@ -45,8 +45,19 @@ public final class EmbeddedCorpus {
     /** The first {@code nTokens} tokens of all stories of a seed. */
     public static int[] tokens(long seed, int nTokens) { return stream(seed, nTokens, Split.ALL); }
 
-    /** The first {@code nTokens} tokens of the training stories (i % 10 != 9) of a seed. */
-    public static int[] train(long seed, int nTokens) { return stream(seed, nTokens, Split.TRAIN); }
+    private record Drawn(long seed, int nTokens, int[] tokens) {}
+
+    private static Drawn lastTrain;   // the last training stream, guarded by the class: a rerun or resume of a seed reuses it
+
+    /**
+     * The first {@code nTokens} tokens of the training stories (i % 10 != 9) of a seed. The last one drawn is kept, so
+     * that a worker that drew the default run's stream ahead of time ({@code Trainer.warmUp}) hands it to that run.
+     */
+    public static synchronized int[] train(long seed, int nTokens) {
+        Drawn d = lastTrain;
+        if (d == null || d.seed() != seed || d.nTokens() != nTokens) lastTrain = d = new Drawn(seed, nTokens, stream(seed, nTokens, Split.TRAIN));
+        return d.tokens().clone();
+    }
 
     /** The first {@code nTokens} tokens of the validation stories (i % 10 == 9) of a seed; disjoint from {@link #train}. */
     public static int[] validation(long seed, int nTokens) { return stream(seed, nTokens, Split.VALIDATION); }

@@ -74,7 +74,7 @@ public final class Ane {
         if (!Boolean.parseBoolean(System.getProperty(PRESTART_PROPERTY, "true").strip())) return;
         Thread.ofPlatform().daemon().name("ane4j-worker-prestart").start(() -> {
             try {
-                if (session() instanceof WorkerSession w) w.supervisor().start();
+                if (session() instanceof WorkerSession w) w.supervisor().startAndWarmUp();
             } catch (RuntimeException e) {
                 // the first request starts the worker again and reports what went wrong
             }

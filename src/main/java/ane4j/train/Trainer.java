@@ -75,6 +75,18 @@ public final class Trainer implements AutoCloseable {
     private final Listener log;
     private static final long LARGE_CHECKPOINT = 1L << 30;   // checkpoints from here up say how long they took
 
+    /** Tokens of the embedded corpus a run without data trains on. */
+    static final int EMBEDDED_TRAIN_TOKENS = 400_000;
+
+    /**
+     * Prepares what a run with the default settings reads first, the embedded corpus's tokenizer and the training stream
+     * of the default seed, so that a worker started ahead of its first run (the notebook's) has them ready; the run that
+     * asks for them meanwhile waits for this instead of drawing them again.
+     */
+    public static void warmUp() {
+        EmbeddedCorpus.train(TrainOptions.of(Map.of()).seed(), EMBEDDED_TRAIN_TOKENS);
+    }
+
     /** A run that locks its run folder for this process (a second run on it is refused). */
     public Trainer(TrainOptions options, Backend backend, Listener listener) { this(options, backend, listener, true, Map.of()); }
 
@@ -132,7 +144,7 @@ public final class Trainer implements AutoCloseable {
             this.tokenizer = EmbeddedCorpus.tokenizer();
             if (tokenizer.vocabSize() > config.vocabSize())
                 throw new IllegalArgumentException("[train] the embedded corpus needs a vocabulary of " + tokenizer.vocabSize() + " but model " + config.name() + " has " + config.vocabSize());
-            this.data = TokenData.of(TokenShard.of(EmbeddedCorpus.train(o.seed(), 400_000), config.vocabSize(), config.seqLen()));
+            this.data = TokenData.of(TokenShard.of(EmbeddedCorpus.train(o.seed(), EMBEDDED_TRAIN_TOKENS), config.vocabSize(), config.seqLen()));
         }
         // held-out data: --val-data, else the embedded corpus's validation split, else the data file's tail (valFraction);
         // which tokens train depends on valData and valFraction only, never on evalEvery, so validation on or off

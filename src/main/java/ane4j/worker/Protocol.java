@@ -27,7 +27,7 @@ final class Protocol {
 
     // requests (parent → worker)
     static final byte COMPILE = 1, EVALUATE = 2, RELEASE_KERNEL = 3, RELEASE_REGION = 4, TRAIN = 5, STOP_TRAINING = 6,
-            STATUS = 7, SHUTDOWN = 8, START = 9;
+            STATUS = 7, SHUTDOWN = 8, START = 9, WARM_UP = 10;
     // replies and events (worker → parent)
     static final byte READY = 32, OK = 33, ERROR = 34, STEP = 35, MESSAGE = 36, TRAIN_END = 37, EXITING = 38, PROGRESS = 39;
 

@@ -166,6 +166,16 @@ public final class Supervisor implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Starts the worker now and has it prepare, in the background, what a run with the default settings reads first
+     * (the notebook does this at its start, ahead of its first {@code %%train}).
+     */
+    public Supervisor startAndWarmUp() {
+        WorkerProcess w = ensureWorker();
+        w.post(Protocol.WARM_UP, new byte[0]);
+        return this;
+    }
+
     /** The worker's command line. */
     public List<String> command() {
         List<String> c = new ArrayList<>();

@@ -177,6 +177,17 @@ public final class WorkerMain {
                 if (r.hasMore()) keys.putAll(r.map());
                 startTraining(f, RunSpec.of(keys));
             }
+            case Protocol.WARM_UP -> {
+                // what the default run reads first is drawn while the user reads the notebook (the run waits for it)
+                Thread.ofPlatform().daemon().name("ane4j-warm-up").start(() -> {
+                    try {
+                        Trainer.warmUp();
+                    } catch (RuntimeException e) {
+                        // the run draws it itself and reports any problem
+                    }
+                });
+                reply(f, new Protocol.Writer());
+            }
             case Protocol.STOP_TRAINING -> {
                 stopRequested = true;
                 reply(f, new Protocol.Writer());

@@ -35,8 +35,10 @@
  *                  str name, i64 region id, str file path, i64 region size, i64 byte offset, type
  *                  OK: i64 nanoseconds the evaluation took in the worker. The worker maps a region's file once (by id) and keeps it mapped.
  *      3 RELEASE_KERNEL i32 kernel id          4 RELEASE_REGION i64 region id     (the parent does not wait)
- *      5 TRAIN     map of TrainOptions keys (TrainOptions.of reads it back)   OK: i64 step the run starts at
- *                  [map of the run layer's placement keys: compileBudget, inProcess, heap — for run.json only]
+ *      9 START     the first frame, before READY: the backend's settings, str choice ("" = automatic), i32 fp32 storage,
+ *                  i64 compile budget (-1 = the backend's default). No backend setting reaches the worker as a -D property.
+ *      5 TRAIN     the whole RunSpec (RunSpec.of reads it back): a map of its training keys, then a map of its placement
+ *                  keys (compileBudget, inProcess, heap); checked against the backend START set up   OK: i64 step the run starts at
  *                  before OK, while the trainer sets up: 39 PROGRESS (i32 stage: 1 compiling | 2 first step,
  *                  i32 kernel k, i32 of n, str kernel name) before each compile and once after the setup;
  *                  then events with the TRAIN id: 35 STEP (i64 step, i64 steps, f32 loss, lr, lossScale, gradNorm,
@@ -46,6 +48,7 @@
  *      6 STOP_TRAINING   checkpoint and stop at the next step boundary (TRAIN_END stopped follows)
  *      7 STATUS    OK: str backend, i64 compiles, i64 budget, i32 live kernels, i64 next training step (-1: none)
  *      8 SHUTDOWN  stop training (checkpointed), reply, exit DONE
+ *     10 WARM_UP   draw what a default run reads first (Trainer.warmUp) on a background thread (the parent does not wait)
  * </pre>
  *
  * <h2>Tensors</h2>

@@ -16,6 +16,17 @@ class EmbeddedCorpusTest {
     @TempDir Path tmp;
 
     @Test
+    void theKeptTrainingStreamIsTheDrawnOneAndCallersCannotChangeIt() {
+        int[] first = EmbeddedCorpus.train(7, 3000);
+        int[] again = EmbeddedCorpus.train(7, 3000);
+        assertArrayEquals(first, again);
+        java.util.Arrays.fill(again, 0);
+        assertArrayEquals(first, EmbeddedCorpus.train(7, 3000), "the kept stream is handed out as a copy");
+        assertFalse(java.util.Arrays.equals(first, EmbeddedCorpus.train(8, 3000)), "another seed draws its own");
+        assertArrayEquals(first, EmbeddedCorpus.train(7, 3000), "and drawing seed 7 again gives the same tokens");
+    }
+
+    @Test
     void storiesAreDeterministicVariedAndLookLikeStories() {
         List<String> a = EmbeddedCorpus.stories(3, 400), b = EmbeddedCorpus.stories(3, 400);
         assertEquals(a, b);
