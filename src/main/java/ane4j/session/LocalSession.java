@@ -11,6 +11,7 @@ import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Tokenizer;
 import ane4j.run.SetupProgress;
+import ane4j.run.StopFlag;
 import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.run.StepMetrics;
@@ -50,8 +51,8 @@ public final class LocalSession implements Session {
     }
 
     @Override
-    public Training train(RunSpec run, Trainer.Listener listener) {
-        return new LocalTraining(run, listener);
+    public Training train(RunSpec run, Trainer.Listener listener, StopFlag stop) {
+        return new LocalTraining(run, listener, stop);
     }
 
     @Override
@@ -95,15 +96,16 @@ public final class LocalSession implements Session {
         private final RunSpec run;
         private final TrainOptions options;
         private final Trainer.Listener listener;
-        private Trainer trainer;
+        private final StopFlag stop;    // the run's, served by each trainer in turn
+        private volatile Trainer trainer;
         private Backend backend;
         private int restarts;
-        private volatile boolean stop;
 
-        LocalTraining(RunSpec run, Trainer.Listener listener) {
+        LocalTraining(RunSpec run, Trainer.Listener listener, StopFlag stop) {
             this.run = run;
             this.options = run.train();
             this.listener = listener != null ? listener : m -> {};
+            this.stop = stop;
             this.backend = run.newBackend();
             this.trainer = start(options, backend, false);
         }
@@ -125,8 +127,8 @@ public final class LocalSession implements Session {
                 // the first start tells its compiles to the listener (a restart says what it did in one line); run.json
                 // records that it ran here (a session of this JVM is in process whatever the spec said)
                 java.util.Map<String, String> placement = run.with("inProcess", "true").placement();
-                return restarting ? new Trainer(o, b, quiet, true, placement)
-                        : SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, b, quiet, true, placement));
+                return (restarting ? new Trainer(o, b, quiet, true, placement)
+                        : SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, b, quiet, true, placement))).stopOn(stop);
             } catch (CompileBudgetExceededException e) {
                 throw new IllegalArgumentException("[train] compileBudget " + b.compileBudget() + " is too small: setting up the "
                         + o.weights() + "-weights kernels alone needs more compiles; raise compileBudget", e);
@@ -134,27 +136,27 @@ public final class LocalSession implements Session {
         }
 
         @Override
-        public List<StepMetrics> run(long steps) {
+        public List<StepMetrics> run() {
             ane4j.run.StepHistory out = new ane4j.run.StepHistory();
-            long target = Math.min(totalSteps(), trainer.nextStep() + Math.max(1, Math.min(steps, totalSteps())));
-            while (trainer.nextStep() < target && !stop) {
+            Trainer.Listener l = new Trainer.Listener() {
+                @Override public void onStep(StepMetrics m) {
+                    out.add(m);
+                    listener.onStep(m);
+                }
+
+                @Override public void onMessage(String line) {
+                    listener.onMessage(line);
+                }
+            };
+            while (!finished()) {
                 long before = trainer.stepCount();
                 try {
-                    trainer.run(new Trainer.Listener() {
-                        @Override public void onStep(StepMetrics m) {
-                            out.add(m);
-                            listener.onStep(m);
-                        }
-
-                        @Override public void onMessage(String line) {
-                            listener.onMessage(line);
-                        }
-                    }, 1);
+                    trainer.run(l);
+                    break;   // the last step, or a stop served with its checkpoint
                 } catch (CompileBudgetExceededException e) {
                     restart(e, before);
                 }
             }
-            stop = false;   // a stop ends this call only; the next run() continues
             return out.list();
         }
 
@@ -175,7 +177,7 @@ public final class LocalSession implements Session {
                     e.budget(), step, (System.nanoTime() - t0) / 1e9, restarts));
         }
 
-        @Override public void requestStop() { stop = true; }
+        @Override public void requestStop() { stop.request(); }
 
         @Override public long stepsDone() { return trainer.nextStep(); }
 

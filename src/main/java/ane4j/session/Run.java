@@ -7,6 +7,7 @@ import ane4j.model.Generator;
 import ane4j.model.Tokenizer;
 import ane4j.run.RunState;
 import ane4j.run.SetupProgress;
+import ane4j.run.StopFlag;
 import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.run.StepMetrics;
@@ -44,7 +45,7 @@ public final class Run {
     private volatile Training training;
     private volatile Thread thread;
     private volatile RunState state = RunState.PREPARING;
-    private volatile boolean stopRequested;
+    private final StopFlag stop = new StopFlag();   // the run's one stop flag: its training and trainer serve this one
     private volatile Throwable failure;
     private volatile SetupProgress setup;   // the latest setup event before the first step, or null
 
@@ -76,7 +77,7 @@ public final class Run {
     // ---- running
 
     private void launch() {
-        stopRequested = false;
+        stop.clear();
         setState(RunState.RUNNING);
         Thread t = new Thread(this::loop, "ane4j-train");
         t.setDaemon(true);
@@ -102,9 +103,9 @@ public final class Run {
                         setup = p;
                         for (Trainer.Listener l : listeners) l.onSetup(p);
                     }
-                });
+                }, stop);
             }
-            if (!stopRequested) training.run(Long.MAX_VALUE);
+            if (!stop.requested()) training.run();
             if (!history.isEmpty()) {
                 try {
                     LossChart.save(history(), runDir());
@@ -176,7 +177,7 @@ public final class Run {
 
     /** Asks the run to stop after the current micro-step ({@link #resume()} continues it). */
     public Run stop() {
-        stopRequested = true;
+        stop.request();
         Training t = training;
         if (t != null) t.requestStop();
         return this;

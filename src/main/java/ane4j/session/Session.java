@@ -4,6 +4,7 @@ import ane4j.run.RunSpec;
 import ane4j.backend.Kernel;
 import ane4j.mil.MilParser;
 import ane4j.mil.Program;
+import ane4j.run.StopFlag;
 import ane4j.train.Trainer;
 
 /**
@@ -35,7 +36,12 @@ public interface Session extends AutoCloseable {
      *
      * @param listener receives every step and one-line messages (restarts, skipped updates)
      */
-    Training train(RunSpec run, Trainer.Listener listener);
+    Training train(RunSpec run, Trainer.Listener listener, StopFlag stop);
+
+    /** {@link #train(RunSpec, Trainer.Listener, StopFlag)} with a stop flag of its own ({@link Training#requestStop}). */
+    default Training train(RunSpec run, Trainer.Listener listener) {
+        return train(run, listener, new StopFlag());
+    }
 
     Status status();
 

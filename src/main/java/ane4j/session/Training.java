@@ -11,12 +11,12 @@ import java.util.List;
 public interface Training extends AutoCloseable {
 
     /**
-     * Runs up to {@code steps} more micro-steps (fewer at the end of the run, or when {@link #requestStop} is called);
-     * returns the metrics of those steps.
+     * Runs the rest of the run, or until its stop flag is served (at the next update boundary, with a checkpoint);
+     * returns the metrics of the steps it ran. A later call continues.
      */
-    List<StepMetrics> run(long steps);
+    List<StepMetrics> run();
 
-    /** Makes a running {@link #run} return after the current micro-step (from another thread). */
+    /** Makes a running {@link #run} return at the next update boundary (from another thread): sets the run's stop flag. */
     void requestStop();
 
     /** Micro-steps done so far. */

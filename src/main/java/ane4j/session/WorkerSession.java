@@ -11,6 +11,7 @@ import ane4j.model.Parameters;
 import ane4j.model.Tokenizer;
 import ane4j.train.Checkpoint;
 import ane4j.run.SetupProgress;
+import ane4j.run.StopFlag;
 import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.run.StepMetrics;
@@ -84,9 +85,9 @@ public final class WorkerSession implements Session {
     }
 
     @Override
-    public Training train(RunSpec run, Trainer.Listener listener) {
+    public Training train(RunSpec run, Trainer.Listener listener, StopFlag stop) {
         if (closed) throw new IllegalStateException("[worker] the session is closed");
-        WorkerTraining t = new WorkerTraining(run, listener);
+        WorkerTraining t = new WorkerTraining(run, listener, stop);
         List<WorkerTraining> earlier;
         synchronized (runs) {
             earlier = new ArrayList<>(runs);
@@ -176,21 +177,23 @@ public final class WorkerSession implements Session {
         private final TrainOptions options;
         private final Long budget;
         private final Trainer.Listener listener;
+        private final StopFlag stop;              // the run's: the supervisor sends it on to the worker's trainer
         private volatile Supervisor own;          // the run's own worker, or null
         private volatile Supervisor used;         // the worker of the last run() call
         private volatile TrainingSession session;
-        private volatile boolean stop, started;
+        private volatile boolean started;
         private volatile long done;
         private volatile int restartsBefore;
         private Parameters cached, cachedBase;
         private ane4j.train.LoraAdapters cachedAdapters;
         private Path cachedFrom;
 
-        WorkerTraining(RunSpec run, Trainer.Listener listener) {
+        WorkerTraining(RunSpec run, Trainer.Listener listener, StopFlag stop) {
             this.run = run;
             this.options = run.train();
             this.budget = run.compileBudget();
             this.listener = listener != null ? listener : m -> {};
+            this.stop = stop;
         }
 
         boolean active() {
@@ -230,13 +233,12 @@ public final class WorkerSession implements Session {
         }
 
         @Override
-        public List<StepMetrics> run(long steps) {
+        public List<StepMetrics> run() {
             ane4j.run.StepHistory out = new ane4j.run.StepHistory();   // bounded (every step is in metrics.jsonl)
-            if (finished() || stop) {
-                stop = false;
+            if (finished() || stop.requested()) {
+                stop.clear();
                 return out.list();
             }
-            long limit = steps >= totalSteps() - done ? Long.MAX_VALUE : Math.max(1, steps);
             boolean resuming = started;
             if (main.workerPid() < 0) listener.onSetup(SetupProgress.startingWorker());   // supervisor() starts it to learn its backend
             Supervisor s = supervisor();
@@ -246,10 +248,6 @@ public final class WorkerSession implements Session {
                     out.add(m);
                     done = Math.max(done, m.step() + 1);
                     listener.onStep(m);
-                    if (out.count() >= limit) {
-                        TrainingSession ts = session;
-                        if (ts != null) ts.stop();
-                    }
                 }
 
                 @Override public void onMessage(String line) {
@@ -264,13 +262,13 @@ public final class WorkerSession implements Session {
             TrainingSession ts;
             if (s == main) trainingInMain = this;
             try {
-                ts = s.startTraining(resuming ? LocalSession.resuming(options) : options, l);
+                ts = s.startTraining(resuming ? LocalSession.resuming(options) : options, s.placement(), l, stop);
             } catch (WorkerException e) {
                 throw budgetHint(e);
             }
             session = ts;
             started = true;
-            if (stop) ts.stop();
+            if (stop.requested()) ts.stop();
             try {
                 ts.await();
             } catch (WorkerException e) {
@@ -278,7 +276,7 @@ public final class WorkerSession implements Session {
             } finally {
                 restartsBefore += ts.status().restarts();
                 session = null;
-                stop = false;
+                stop.clear();   // served by the worker's trainer (or the run ended)
             }
             return out.list();
         }
@@ -294,7 +292,7 @@ public final class WorkerSession implements Session {
 
         @Override
         public void requestStop() {
-            stop = true;
+            stop.request();
             TrainingSession ts = session;
             if (ts != null) ts.stop();
         }

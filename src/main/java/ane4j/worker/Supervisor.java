@@ -2,6 +2,7 @@ package ane4j.worker;
 
 import ane4j.run.RunState;
 import ane4j.run.StepMetrics;
+import ane4j.run.StopFlag;
 import ane4j.backend.Backends;
 import ane4j.backend.CountingBackend;
 import ane4j.backend.TensorBuffer;
@@ -339,6 +340,11 @@ public final class Supervisor implements AutoCloseable {
      * (compileBudget, inProcess, heap → value as text), which the worker writes into the run record.
      */
     public TrainingSession startTraining(TrainOptions o, Map<String, String> placement, Trainer.Listener listener) {
+        return startTraining(o, placement, listener, new StopFlag());
+    }
+
+    /** {@link #startTraining(TrainOptions, Map, Trainer.Listener)} serving the run's {@code stop} flag (sent on to the worker's trainer). */
+    public TrainingSession startTraining(TrainOptions o, Map<String, String> placement, Trainer.Listener listener, StopFlag stop) {
         if (!o.resume() && !o.restartFromScratch()) {
             List<Path> old = Checkpoint.list(o.runDir().resolve("checkpoints"));
             if (!old.isEmpty())
@@ -350,7 +356,7 @@ public final class Supervisor implements AutoCloseable {
             TrainingSession t = training;
             if (t != null && t.isActive()) throw new IllegalStateException("[train] a run is already training in " + t.runDir() + "; stop() it or wait for it");
             // this JVM holds the run folder for the whole run, across worker restarts; the session releases it at its end
-            s = new TrainingSession(this, o, placement, listener, RunFolder.lock(o.runDir()));
+            s = new TrainingSession(this, o, placement, listener, stop, RunFolder.lock(o.runDir()));
             training = s;
             WorkerProcess w = worker;
             if (w == null || !w.isAlive()) s.onSetup(ane4j.run.SetupProgress.startingWorker());

@@ -2,6 +2,7 @@ package ane4j.worker;
 
 import ane4j.run.RunState;
 import ane4j.run.StepMetrics;
+import ane4j.run.StopFlag;
 import ane4j.run.RunFolder;
 import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
@@ -44,11 +45,13 @@ public final class TrainingSession {
     private volatile WorkerProcess worker;
     private volatile int attachments;
     private volatile String error;
-    private volatile boolean stopRequested;
+    private final StopFlag stop;   // the run's
     private long maxStep = -1;
     private int restarts;
 
-    TrainingSession(Supervisor supervisor, TrainOptions options, java.util.Map<String, String> placement, Trainer.Listener listener, RunFolder folder) {
+    TrainingSession(Supervisor supervisor, TrainOptions options, java.util.Map<String, String> placement, Trainer.Listener listener, StopFlag stop,
+                    RunFolder folder) {
+        this.stop = stop;
         this.supervisor = supervisor;
         this.folder = folder;
         this.options = options;
@@ -63,9 +66,10 @@ public final class TrainingSession {
 
     public java.nio.file.Path runDir() { return options.runDir(); }
 
-    void requestStop() { stopRequested = true; }
+    void requestStop() { stop.request(); }
 
-    boolean stopRequested() { return stopRequested; }
+    /** The run's stop flag is set: a worker that attaches (or re-attaches after a restart) is told at once. */
+    boolean stopRequested() { return stop.requested(); }
 
     boolean isActive() { return state == RunState.RUNNING; }
 

@@ -13,6 +13,7 @@ import ane4j.mil.TensorType;
 import ane4j.run.RunFolder;
 import ane4j.run.RunSpec;
 import ane4j.run.SetupProgress;
+import ane4j.run.StopFlag;
 import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import java.io.BufferedInputStream;
@@ -47,12 +48,12 @@ public final class WorkerMain {
     private final DataOutputStream out;
     private final Map<Integer, Kernel> kernels = new HashMap<>();
     private final Map<Long, Mapping> regions = new HashMap<>();
-    private final Object trainLock = new Object();
     private final long haltAtStep = Long.getLong(HALT_AT_STEP_PROPERTY, -1);
-    private Trainer trainer;           // guarded by trainLock
+    private volatile Trainer trainer;   // of the run in progress, or null
     private Thread trainThread;
     private volatile Thread trainEnding;   // a training thread past its last step: it only closes and sends TRAIN_END
-    private volatile boolean stopRequested;
+    private volatile StopFlag trainStop = new StopFlag();   // the run's stop flag in this JVM: STOP_TRAINING sets it, the trainer serves it
+    private volatile boolean exitAfterTraining;   // the compile budget is spent: the run stops for a restart, not for good
     private volatile TrainOptions trainOptions;   // of the run started last
 
     private record Mapping(Arena arena, MemorySegment segment) {}
@@ -189,12 +190,12 @@ public final class WorkerMain {
                 reply(f, new Protocol.Writer());
             }
             case Protocol.STOP_TRAINING -> {
-                stopRequested = true;
+                trainStop.request();
                 reply(f, new Protocol.Writer());
             }
             case Protocol.STATUS -> {
-                long step;
-                synchronized (trainLock) { step = trainer == null ? -1 : trainer.nextStep(); }
+                Trainer t = trainer;
+                long step = t == null ? -1 : t.nextStep();
                 reply(f, new Protocol.Writer().str(backend.name()).i64(backend.compileCount()).i64(backend.compileBudget()).i32(kernels.size()).i64(step));
             }
             case Protocol.SHUTDOWN -> {
@@ -272,14 +273,12 @@ public final class WorkerMain {
 
             @Override public void onSetup(SetupProgress p) { send(id, Protocol.PROGRESS, Protocol.progress(p)); }
         };
-        stopRequested = false;
+        StopFlag stop = new StopFlag();
+        trainStop = stop;
         trainOptions = o;
-        Trainer t;
-        synchronized (trainLock) {
-            // the supervisor in the user's JVM holds the run folder's lock; a budget exception here leaves the last checkpoint as it was
-            t = SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, backend, listener, false, spec.placement()));
-            trainer = t;
-        }
+        // the supervisor in the user's JVM holds the run folder's lock; a budget exception here leaves the last checkpoint as it was
+        Trainer t = SetupProgress.reporting(listener::onSetup, () -> new Trainer(o, backend, listener, false, spec.placement())).stopOn(stop);
+        trainer = t;
         reply(f, new Protocol.Writer().i64(t.nextStep()));
         trainThread = Thread.ofPlatform().name("ane4j-train").start(() -> train(id, t, o, listener));
     }
@@ -288,19 +287,15 @@ public final class WorkerMain {
         byte end = Protocol.END_DONE;
         String msg = "";
         try {
-            while (true) {
-                synchronized (trainLock) {
-                    if (t.nextStep() >= o.steps()) break;
-                    // a stop is served where the gradients are zero (after an update), so the checkpoint holds all the state
-                    if (stopRequested && t.atUpdateBoundary()) {
-                        t.checkpointNow();
-                        end = Protocol.END_STOPPED;
-                        break;
-                    }
-                    if (t.nextStep() == haltAtStep) halt(ExitCode.FAILED);
-                    t.run(listener, 1);
-                }
+            boolean hookRan = false;
+            if (haltAtStep >= 0 && t.nextStep() <= haltAtStep) {   // the test hook: halt as if killed just before that step
+                if (t.nextStep() < haltAtStep) t.run(listener, haltAtStep - t.nextStep());
+                if (t.nextStep() == haltAtStep) halt(ExitCode.FAILED);
+                hookRan = true;   // it ended before that step: the last step, or a stop served
             }
+            // to the last step, or to a stop served where the gradients are zero (after an update) with its checkpoint
+            if (!hookRan) t.run(listener);
+            if (t.nextStep() < o.steps()) end = Protocol.END_STOPPED;
         } catch (CompileBudgetExceededException e) {
             exitForBudget(e);
         } catch (RuntimeException | Error e) {
@@ -308,12 +303,10 @@ public final class WorkerMain {
             msg = message(e);
         } finally {
             trainEnding = Thread.currentThread();
-            synchronized (trainLock) {
-                if (trainer == t) trainer = null;
-                t.close();
-            }
+            if (trainer == t) trainer = null;
+            t.close();
         }
-        send(id, Protocol.TRAIN_END, new Protocol.Writer().i32(end).str(msg).bytes());
+        if (!exitAfterTraining) send(id, Protocol.TRAIN_END, new Protocol.Writer().i32(end).str(msg).bytes());
     }
 
     private static float lastLoss(Trainer t) {
@@ -336,7 +329,7 @@ public final class WorkerMain {
 
     /** Asks the training thread to checkpoint and stop at the next step boundary, and waits for it. */
     private void stopTraining() {
-        stopRequested = true;
+        trainStop.request();
         Thread t = trainThread;
         if (t != null) {
             try {
@@ -347,13 +340,22 @@ public final class WorkerMain {
         }
     }
 
-    /** The compile budget is spent: checkpoint training in flight (at a step boundary) and exit for a restart. */
+    /**
+     * The compile budget is spent: checkpoint training in flight and exit for a restart. On the training thread the
+     * trainer is at a step boundary (the update applied, the step counted); on the request thread (a kernel's compile)
+     * the run's trainer serves a stop at its next update boundary first, and the run is resumed, not ended.
+     */
     private void exitForBudget(CompileBudgetExceededException e) {
-        synchronized (trainLock) {
-            if (trainer != null) trainer.saveCheckpoint(lastLoss(trainer));
-            send(0, Protocol.EXITING, new Protocol.Writer().i32(ExitCode.RESTART_BUDGET.code).str("compile budget " + e.budget() + " reached").bytes());
-            halt(ExitCode.RESTART_BUDGET);
+        Thread training = trainThread;
+        if (training != null && training.isAlive() && Thread.currentThread() != training) {
+            exitAfterTraining = true;
+            stopTraining();
+        } else {
+            Trainer t = trainer;
+            if (t != null) t.saveCheckpoint(lastLoss(t));
         }
+        send(0, Protocol.EXITING, new Protocol.Writer().i32(ExitCode.RESTART_BUDGET.code).str("compile budget " + e.budget() + " reached").bytes());
+        halt(ExitCode.RESTART_BUDGET);
     }
 
     // -----------------------------------------------------------------------------------------------------------------

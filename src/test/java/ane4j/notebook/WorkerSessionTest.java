@@ -139,13 +139,15 @@ class WorkerSessionTest {
     void runAFewStepsAtATime() {
         TrainingRun whole = train(new LocalSession(new RefBackend()), "whole", "steps = 8\nseed = 4\n");
         double[] plain = whole.losses();
+        java.util.concurrent.atomic.AtomicReference<Training> held = new java.util.concurrent.atomic.AtomicReference<>();
         Training t = session.train(RunSpec.of(java.util.Map.of("steps", "8", "seed", "4", "backend", "ref",
-                "runDir", dir.resolve("parts").toString())), null);
-        var first = t.run(3);
+                "runDir", dir.resolve("parts").toString())), m -> { if (m.step() == 2) held.get().requestStop(); });
+        held.set(t);
+        var first = t.run();
         assertTrue(first.size() == 3 || first.size() == 4, "3 steps, or one more when the stop reaches the worker late: " + first.size());
         assertEquals(first.size(), t.stepsDone());
         assertFalse(t.finished());
-        var rest = t.run(Long.MAX_VALUE);
+        var rest = t.run();
         assertTrue(t.finished());
         double[] all = java.util.stream.Stream.concat(first.stream(), rest.stream()).mapToDouble(m -> m.loss()).toArray();
         assertArrayEquals(plain, all, "two calls = one uninterrupted run");
