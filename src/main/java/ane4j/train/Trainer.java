@@ -8,16 +8,15 @@ import ane4j.run.MetricsLog;
 import ane4j.run.StepHistory;
 import ane4j.run.SetupProgress;
 import ane4j.run.StepMetrics;
+import ane4j.run.StopFlag;
 import ane4j.backend.Backend;
 import ane4j.mil.DType;
 import ane4j.model.EmbeddedCorpus;
 import ane4j.model.ModelConfig;
-import ane4j.model.ParameterLayout;
 import ane4j.model.Parameters;
 import ane4j.model.Rng;
 import ane4j.model.ModelFiles;
 import ane4j.model.TokenData;
-import ane4j.model.TokenShard;
 import ane4j.model.Tokenizer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -66,17 +65,14 @@ public final class Trainer implements AutoCloseable {
     private final RunFolder folder;   // null in the worker JVM: the supervisor in the user's JVM holds the lock
     private RunFolder.Identity identity;   // the run folder and run.lock this run started with (checked before each write)
     private final MetricsLog metrics;
-    private long nextStep;
+    private volatile long nextStep;   // read by status requests from other threads
     private int adamStep;
     private boolean staleWeights;
-    private volatile boolean stopRequested;
+    private volatile StopFlag stop = new StopFlag();   // the run's: shared with the layers above ({@link #stopOn})
     private Path lastCheckpoint;
     private long lastCheckpointStep = -1;
     private final Listener log;
     private static final long LARGE_CHECKPOINT = 1L << 30;   // checkpoints from here up say how long they took
-
-    /** Tokens of the embedded corpus a run without data trains on. */
-    static final int EMBEDDED_TRAIN_TOKENS = 400_000;
 
     /**
      * Prepares what a run with the default settings reads first, the embedded corpus's tokenizer and the training stream
@@ -84,7 +80,7 @@ public final class Trainer implements AutoCloseable {
      * asks for them meanwhile waits for this instead of drawing them again.
      */
     public static void warmUp() {
-        EmbeddedCorpus.train(TrainOptions.of(Map.of()).seed(), EMBEDDED_TRAIN_TOKENS);
+        EmbeddedCorpus.train(TrainOptions.of(Map.of()).seed(), TrainingSetup.EMBEDDED_TRAIN_TOKENS);
     }
 
     /** A run that locks its run folder for this process (a second run on it is refused). */
@@ -96,95 +92,28 @@ public final class Trainer implements AutoCloseable {
      *                   run record only: a rerun from run.json gets them back
      */
     public Trainer(TrainOptions options, Backend backend, Listener listener, boolean lockRunDir, Map<String, String> placement) {
-        this.o = options;
+        this(options, TrainingSetup.resolve(requireRunDir(options), listener != null ? listener::onMessage : m -> {}), backend, listener, lockRunDir, placement);
+    }
+
+    /** A run of {@code setup} (its model and data, resolved from the same options: {@link TrainingSetup#resolve}). */
+    public Trainer(TrainOptions options, TrainingSetup setup, Backend backend, Listener listener, boolean lockRunDir, Map<String, String> placement) {
+        this.o = requireRunDir(options);
         Listener log = listener != null ? listener : m -> {};
         this.log = log;
-        // model: from a checkpoint file (its config comes with it) or a preset/config file, initialised from the seed
-        if (o.runDir() == null) throw new IllegalArgumentException("[train] runDir is not set (the run layer, ane4j.session, chooses a new runs/<model>-<time>)");
-        if (o.init() != null) {
-            if (!o.modelSettings().isEmpty())
-                throw new IllegalArgumentException("[train] " + String.join(", ", o.modelSettings().keySet()) + " shape a new model, but init " + o.init()
-                        + " brings its own; drop them or drop init");
-            this.params = loadInit(o.init());
-            this.config = params.config();
-        } else {
-            ModelConfig c = ModelConfig.override(resolveConfig(o.model()), o.modelSettings());
-            // the embedded corpus has a small vocabulary: rows of a larger one would never be trained (like maderix's
-            // vocabulary compaction), so the model uses the corpus tokenizer's size
-            int corpusVocab = o.data() == null ? EmbeddedCorpus.tokenizer().vocabSize() : c.vocabSize();
-            if (corpusVocab < c.vocabSize()) {
-                log.onMessage("[train] embedded corpus: vocabulary " + corpusVocab + " instead of " + c.name() + "'s " + c.vocabSize());
-                c = c.withVocabSize(corpusVocab);
-            }
-            this.config = c;
-            this.params = Parameters.init(config, o.seed());
-        }
-        ParameterLayout layout = params.layout();
+        this.config = setup.config();
+        this.params = setup.params();
+        this.tokenizer = setup.tokenizer();
+        this.data = setup.data();
+        this.trainTokens = setup.trainTokens();
+        this.heldOut = setup.heldOut();
+        this.valShard = setup.valShard();
+        this.valWindows = setup.valWindows();
         // LoRA: the base is frozen, so gradients and AdamW moments exist for the adapters only
         this.lora = o.lora() > 0 ? LoraAdapters.init(config, o.lora(), o.loraAlpha(), List.of(o.loraTargets().split(",")), o.seed(), o.loraDropout()) : null;
-        int trained = lora != null ? lora.size() : layout.size();
+        int trained = lora != null ? lora.size() : params.layout().size();
         this.grads = new float[trained];
         this.m = new float[trained];
         this.v = new float[trained];
-        // data: a token file, text tokenized as it is read, or the embedded corpus with its fitted tokenizer
-        if (o.data() != null) {
-            Path tok = ModelFiles.findTokenizer(o.tokenizer(), o.data(), o.init());
-            this.tokenizer = tok == null ? null : ModelFiles.readTokenizer(tok, config.vocabSize());
-            this.data = TokenData.open(o.data(), tokenizer, config.vocabSize(), config.seqLen(), TokenShard.Dtype.of(o.dataDtype()));
-            if (tokenizer != null && !tokenizer.isTokenizerJson() && tokenizer.vocabSize() < config.vocabSize()) {
-                data.close();
-                throw new IllegalArgumentException("[tokenizer] " + tok + ": vocabulary of " + tokenizer.vocabSize() + " tokens is smaller than model "
-                        + config.name() + "'s " + config.vocabSize() + " (the data's ids reach " + data.maxToken() + "), so the sample after training could not "
-                        + "be decoded; give the tokenizer the data was made with (--tokenizer FILE, or next to " + o.data().getFileName() + ")");
-            }
-        } else {
-            if (o.tokenizer() != null)
-                throw new IllegalArgumentException("[tokenizer] --tokenizer " + o.tokenizer() + " without --data: the embedded corpus has its own tokenizer; "
-                        + "give --data FILE (tokens, .txt or .jsonl) made with that tokenizer, or drop --tokenizer");
-            this.tokenizer = EmbeddedCorpus.tokenizer();
-            if (tokenizer.vocabSize() > config.vocabSize())
-                throw new IllegalArgumentException("[train] the embedded corpus needs a vocabulary of " + tokenizer.vocabSize() + " but model " + config.name() + " has " + config.vocabSize());
-            this.data = TokenData.of(TokenShard.of(EmbeddedCorpus.train(o.seed(), EMBEDDED_TRAIN_TOKENS), config.vocabSize(), config.seqLen()));
-        }
-        // held-out data: --val-data, else the embedded corpus's validation split, else the data file's tail (valFraction);
-        // which tokens train depends on valData and valFraction only, never on evalEvery, so validation on or off
-        // trains the same numbers
-        int seq = config.seqLen();
-        // (a text file's tail starts at a document)
-        long tail = o.data() == null || o.valData() != null ? 0 : data.size() - data.splitPoint(o.valFraction());
-        if (tail > 0 && (tail < seq + 1 || data.size() - tail < seq + 1)) {
-            log.onMessage("[eval] " + o.data().getFileName() + ": " + data.size() + " tokens are too few to hold out " + o.valFraction() + " of them (" + tail
-                    + ") and keep one window of " + (seq + 1) + " for each side; training on all of them, no validation (give --val-data FILE)");
-            tail = 0;
-        }
-        this.trainTokens = data.size() - tail;
-        TokenData valShard = null;
-        Validation.HeldOut held = null;
-        try {
-            if (o.valData() != null) {
-                valShard = TokenData.open(o.valData(), tokenizer, config.vocabSize(), seq, TokenShard.Dtype.of(o.dataDtype()));
-                held = new Validation.HeldOut(valShard, 0, valShard.size(), o.valData().getFileName().toString());
-            } else if (o.data() == null) {
-                int windows = Math.max(1, o.evalTokens() / seq);
-                valShard = TokenData.of(TokenShard.of(EmbeddedCorpus.validation(o.seed(), windows * seq + 1), config.vocabSize(), seq));
-                held = new Validation.HeldOut(valShard, 0, valShard.size(), "the embedded corpus's validation stories");
-            } else if (tail > 0) {
-                held = new Validation.HeldOut(data, trainTokens, data.size(), "the last " + tail + " tokens of " + o.data().getFileName());
-            }
-        } catch (RuntimeException e) {
-            data.close();
-            throw e;
-        }
-        this.valShard = valShard;
-        boolean validate = held != null && o.evalEvery() > 0 && !o.weights().equals("static");
-        // said at every start; a restart of the same run does not repeat them (TrainingSession, LocalSession)
-        if (held != null && o.evalEvery() > 0 && !validate)
-            log.onMessage("[eval] weights = static: no validation during training (each would recompile every weight-bearing kernel); "
-                    + "evaluate the run afterwards with ane4j eval --run " + o.runDir());
-        this.heldOut = validate ? held : null;
-        this.valWindows = validate ? Validation.windows(held, seq, o.evalTokens()) : 0;
-        if (validate)
-            log.onMessage("[eval] validation loss every " + o.evalEvery() + " steps and at the end: " + valWindows + " windows of " + seq + " tokens of " + held.description());
         this.rng = new Rng(o.seed() ^ 0x9E3779B97F4A7C15L);
         this.adamw = new AdamW(0.9f, 0.95f, 1e-8f, o.weightDecay());
         this.schedule = new LrSchedule(o.lr(), 0.1f * o.lr(), o.warmup(), o.steps());
@@ -295,13 +224,10 @@ public final class Trainer implements AutoCloseable {
         return b;
     }
 
-    private static ModelConfig resolveConfig(String model) {
-        Path p = Path.of(model);
-        if (model.contains("/") || model.endsWith(".txt") || model.endsWith(".conf") || Files.isRegularFile(p)) return ModelConfig.load(p);
-        return ModelConfig.parse(model);
+    private static TrainOptions requireRunDir(TrainOptions o) {
+        if (o.runDir() == null) throw new IllegalArgumentException("[train] runDir is not set (the run layer, ane4j.session, chooses a new runs/<model>-<time>)");
+        return o;
     }
-
-    private static Parameters loadInit(Path file) { return ModelFiles.read(file); }
 
     /** Targets whose mask is 0 become −1 (not counted in the loss), as mlx_lm's mask_prompt leaves only the completion. */
     static void maskTargets(int[] targets, byte[] mask) {
@@ -427,9 +353,15 @@ public final class Trainer implements AutoCloseable {
      * Asks {@link #run} to stop at the next step boundary where the gradients are zero (after an optimizer update; with
      * accum 1 the next step), write a checkpoint there and return. Safe from any thread (a signal handler).
      */
-    public void requestStop() { stopRequested = true; }
+    public void requestStop() { stop.request(); }
 
-    public boolean stopRequested() { return stopRequested; }
+    public boolean stopRequested() { return stop.requested(); }
+
+    /** Serves the run's stop flag (the one the run handle and every layer above hold) instead of one of its own. */
+    public Trainer stopOn(StopFlag flag) {
+        this.stop = flag;
+        return this;
+    }
 
     /** True between optimizer updates' micro-steps: a checkpoint here holds all of the state (the gradients are zero). */
     public boolean atUpdateBoundary() { return nextStep % o.accum() == 0; }
@@ -438,9 +370,13 @@ public final class Trainer implements AutoCloseable {
     public Path lastCheckpoint() { return lastCheckpoint; }
 
     /**
-     * Runs until {@code steps} micro-steps are done (or {@code stopAfter} more, when positive), or until a
-     * {@link #requestStop} is served with a checkpoint.
+     * Runs until the run's {@code steps} micro-steps are done, or until a stop ({@link #requestStop}, the shared
+     * {@link StopFlag}) is served at an update boundary with a checkpoint; the flag is cleared then, so that a later
+     * call continues. Returns the history.
      */
+    public List<StepMetrics> run(Listener listener) { return run(listener, 0); }
+
+    /** {@link #run(Listener)}, but ending after {@code stopAfter} more micro-steps when positive (tests, benchmarks). */
     public List<StepMetrics> run(Listener listener, long stopAfter) {
         Listener l = listener != null ? listener : x -> {};
         int s = config.seqLen();
@@ -448,8 +384,10 @@ public final class Trainer implements AutoCloseable {
         byte[] targetMask = data.masked() ? new byte[s] : null;
         long end = stopAfter > 0 ? Math.min(o.steps(), nextStep + stopAfter) : o.steps();
         while (nextStep < end) {
-            if (stopRequested && atUpdateBoundary()) {
+            StopFlag flag = stop;
+            if (flag.requested() && atUpdateBoundary()) {
                 checkpointNow();
+                flag.clear();
                 break;
             }
             long t0 = System.nanoTime();
