@@ -1,5 +1,7 @@
 package ane4j.notebook;
 
+import ane4j.notebook.kernel.CellQueue;
+import ane4j.notebook.kernel.ProtocolFixes;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

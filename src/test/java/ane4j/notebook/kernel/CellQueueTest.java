@@ -1,4 +1,4 @@
-package ane4j.notebook;
+package ane4j.notebook.kernel;
 
 import static org.junit.jupiter.api.Assertions.*;
 

@@ -1,4 +1,4 @@
-package ane4j.notebook;
+package ane4j.notebook.kernel;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -24,41 +24,41 @@ import org.dflib.jjava.jupyter.messages.reply.KernelInfoReply;
  * reply, a header date parser that refuses the microseconds every client sends, and a JupyterIO whose attach/detach
  * calls are protected. The kernel's handlers use these; nothing here holds state.
  */
-final class ProtocolFixes {
+public final class ProtocolFixes {
     private ProtocolFixes() {}
 
     // ---- replies that jjava-jupyter 1.0-a6 sends without "status"
 
-    static final class KernelInfoOk extends KernelInfoReply {
+    public static final class KernelInfoOk extends KernelInfoReply {
         @SuppressWarnings("unused") private final String status = "ok";
 
-        KernelInfoOk(String implementation, String version, LanguageInfo info, String banner, List<HelpLink> links) {
+        public KernelInfoOk(String implementation, String version, LanguageInfo info, String banner, List<HelpLink> links) {
             super(Header.PROTOCOL_VERISON, implementation, version, info, banner, links);
         }
     }
 
-    static final class HistoryOk extends HistoryReply {
+    public static final class HistoryOk extends HistoryReply {
         @SuppressWarnings("unused") private final String status = "ok";
 
-        HistoryOk() {
+        public HistoryOk() {
             super(List.of());
         }
     }
 
-    static final class InterruptOk extends InterruptReply {
+    public static final class InterruptOk extends InterruptReply {
         @SuppressWarnings("unused") private final String status = "ok";
     }
 
     // ---- the execute reply jjava has no type for
 
     /** IPython's reply to an execute request aborted after an earlier error: status "aborted", no execution count. */
-    static final class Aborted {
+    public static final class Aborted {
         @SuppressWarnings("unused") private final String status = "aborted";
     }
 
     /** Replies "aborted" to the execute request of {@code env} (busy, then the reply, then idle). */
     @SuppressWarnings({"unchecked", "rawtypes"})
-    static void abort(ShellReplyEnvironment env) {
+    public static void abort(ShellReplyEnvironment env) {
         env.setBusyDeferIdle();
         env.defer().reply(new Message(env.getContext(), ExecuteReply.MESSAGE_TYPE, new Aborted()));
     }
@@ -66,14 +66,14 @@ final class ProtocolFixes {
     // ---- header dates
 
     /** True when the client sent the request before {@code instant} (a request without a readable date counts as queued). */
-    static boolean sentBefore(Message<?> message, Instant instant) {
+    public static boolean sentBefore(Message<?> message, Instant instant) {
         var ts = message.getHeader().getTimestamp();
         Instant sent = ts == null ? null : parseDate(ts.getDateString());
         return sent == null || !sent.isAfter(instant);
     }
 
     /** A Jupyter header date: ISO 8601 with microseconds, usually with Z or an offset (jjava's own parser refuses microseconds). */
-    static Instant parseDate(String s) {
+    public static Instant parseDate(String s) {
         if (s == null) return null;
         try {
             return OffsetDateTime.parse(s).toInstant();
@@ -89,20 +89,20 @@ final class ProtocolFixes {
     // ---- output streams
 
     /** jjava's JupyterIO with the attach/detach calls the kernel's execute handler needs. */
-    static final class KernelIO extends JupyterIO {
-        KernelIO() {
+    public static final class KernelIO extends JupyterIO {
+        public KernelIO() {
             super(StandardCharsets.UTF_8);
         }
 
-        void attach(ShellReplyEnvironment env) {
+        public void attach(ShellReplyEnvironment env) {
             setEnv(env);
         }
 
-        void detach(ShellReplyEnvironment env) {
+        public void detach(ShellReplyEnvironment env) {
             retractEnv(env);
         }
 
-        void stdinEnabled(boolean enabled) {
+        public void stdinEnabled(boolean enabled) {
             setJupyterInEnabled(enabled);
         }
     }

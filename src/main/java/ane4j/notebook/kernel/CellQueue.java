@@ -1,4 +1,4 @@
-package ane4j.notebook;
+package ane4j.notebook.kernel;
 
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -35,9 +35,9 @@ import org.dflib.jjava.jupyter.messages.request.ExecuteRequest;
  * </ul>
  * It knows the Jupyter messages but nothing of ane4j, so its tests need neither a client nor a kernel (CellQueueTest).
  */
-final class CellQueue {
+public final class CellQueue {
     /** The shell socket as the queue uses it; only the shell thread calls it. */
-    interface Shell {
+    public interface Shell {
         /** A request waits on the socket. */
         boolean hasRequest();
 
@@ -52,7 +52,7 @@ final class CellQueue {
     }
 
     /** Cells that may be answered while another cell runs. */
-    interface AtOnce {
+    public interface AtOnce {
         /** What the cell {@code code} shows, given its execution count; null when it must wait its turn. */
         IntFunction<DisplayData> answer(String code);
     }
@@ -75,27 +75,27 @@ final class CellQueue {
     private volatile boolean closing;
 
     /** {@code nextCount} hands out execution counts (the kernel's counter), also to cells answered at once. */
-    CellQueue(AtOnce atOnce, IntSupplier nextCount) {
+    public CellQueue(AtOnce atOnce, IntSupplier nextCount) {
         this.atOnce = atOnce;
         this.nextCount = nextCount;
     }
 
     /** The shell socket to read while a cell runs; without one (a kernel without connection) nothing is read. */
-    void connect(Shell shell) {
+    public void connect(Shell shell) {
         this.shell = shell;
     }
 
     /** The kernel is going: the sockets close under a running cell, which is no error. */
-    void close() {
+    public void close() {
         closing = true;
     }
 
-    boolean closing() {
+    public boolean closing() {
         return closing;
     }
 
     /** The environment of the cell that runs now, or null. */
-    ShellReplyEnvironment runningCell() {
+    public ShellReplyEnvironment runningCell() {
         return runningCell;
     }
 
@@ -105,7 +105,7 @@ final class CellQueue {
      * True when {@code request} was aborted (replied "aborted") because it was sent before a cell failed with
      * stop_on_error; the abort ends with the first request sent later, or when nothing waits any more.
      */
-    boolean abortIfQueued(ShellReplyEnvironment env, Message<?> request) {
+    public boolean abortIfQueued(ShellReplyEnvironment env, Message<?> request) {
         if (abortSentBefore == null) return false;
         if (ProtocolFixes.sentBefore(request, abortSentBefore)) {
             ProtocolFixes.abort(env);
@@ -117,7 +117,7 @@ final class CellQueue {
     }
 
     /** The running cell failed: with {@code stopOnError} the requests waiting now are aborted when their turn comes. */
-    void failed(boolean stopOnError) {
+    public void failed(boolean stopOnError) {
         if (stopOnError && requestsWaiting()) abortSentBefore = Instant.now();
     }
 
@@ -133,7 +133,7 @@ final class CellQueue {
      * Evaluates the cell of {@code env} on the eval thread while this (the shell) thread keeps reading the shell
      * socket: what {@link AtOnce} answers is answered now, every other request is held for {@link #finished}.
      */
-    <T> T evaluate(ShellReplyEnvironment env, Callable<T> cell) throws Exception {
+    public <T> T evaluate(ShellReplyEnvironment env, Callable<T> cell) throws Exception {
         runningCell = env;
         env.defer(() -> runningCell = null);
         Future<T> result = evalThread.submit(cell);
@@ -185,7 +185,7 @@ final class CellQueue {
      * The cell of {@code env} has ended (replied): the requests that came while it ran go next, in order, before
      * anything still on the socket. Their own execute handling does not recurse into this.
      */
-    void finished(ShellReplyEnvironment env) {
+    public void finished(ShellReplyEnvironment env) {
         if (dispatchingHeld || held.isEmpty()) return;
         env.resolveDeferrals();
         dispatchingHeld = true;
