@@ -141,6 +141,7 @@ class MagicDispatchTest {
             assertEquals("after", k.run("later"));
             Path script = Files.writeString(dir.resolve("s.jsh"), "String viaLoad = %bindlater loaded yes\n");
             k.run("%load " + script);
+            // before the one route this cell never ended: the bind's code was evaluated inside the running snippet
             assertEquals("yes", k.run("loaded"), "a magic inside a %load-ed script binds after the cell too");
         } finally {
             k.onShutdown(false);
