@@ -61,7 +61,7 @@ def main():
         check(text.startswith("backend ref · chip ") and "compiles 1 (no budget)" in text and "9223372036854775807" not in text
               and "Status[" not in text, "the session status reads as a sentence: " + text)
 
-        reply, msgs = run(kc, "new ane4j.train.Trainer.StepMetrics(0, 40, 6.2373528f, 0.00006000000212225132f, 256f, 1.5f, true, false, 12.34, 16961.4, Map.of())")
+        reply, msgs = run(kc, "new ane4j.run.StepMetrics(0, 40, 6.2373528f, 0.00006000000212225132f, 256f, 1.5f, true, false, 12.34, 16961.4, Map.of())")
         text = result(msgs).get("text/plain", "")
         check(text == "step 1/40  loss 6.237  lr 6e-05  grad norm 1.5  loss scale 256  16961 tok/s  12.34 ms/step",
               "step metrics: 1-based, rounded: " + text)

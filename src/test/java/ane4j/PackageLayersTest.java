@@ -35,7 +35,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * built from {@code train}'s packed layouts) sits beside {@code train}, and {@code session} and above use it;
  * {@code mil.grad} (gradients of MIL functions, emitted as MIL) depends on {@code mil}, and {@code mil} on it only for
  * {@code Mil.grad}; {@code programs} (the MIL program library that bench, doctor and tests share) depends on {@code mil}
- * only; {@code run} (a run's paperwork: its settings table, folder, record, metrics) sits below {@code train}, which writes it.
+ * only; {@code run} (a run's paperwork: its settings table, folder, record, metrics) sits below {@code train}, which writes it;
+ * {@code notebook.kernel} (the kernel's Jupyter protocol parts: cell queue, protocol fixes) depends on no ane4j package,
+ * and {@code notebook} wires it.
  */
 class PackageLayersTest {
     static final Set<String> BELOW_SESSION = Set.of("mil", "mil.grad", "programs", "chip", "backend", "backend.ref", "backend.ane",
@@ -59,7 +61,8 @@ class PackageLayersTest {
             entry("hub", Set.of("model")),
             entry("worker", Set.of("mil", "backend", "run", "train")),
             entry("session", Set.of("mil", "mil.grad", "backend", "run", "train", "infer", "worker", "model")),
-            entry("notebook", union(BELOW_SESSION, Set.of("bench"))),
+            entry("notebook", union(BELOW_SESSION, Set.of("bench", "notebook.kernel"))),
+            entry("notebook.kernel", Set.of()),
             entry("bench", BELOW_SESSION),
             entry("cli", union(BELOW_SESSION, Set.of("bench", "hub"))));
 

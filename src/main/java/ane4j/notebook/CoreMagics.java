@@ -96,7 +96,7 @@ final class CoreMagics {
     @Magic(value = "lsmagic", aliases = "help", help = "%lsmagic — list the magics, each once, sorted")
     Table lsmagic(MagicCall call) {
         StringColumn magic = StringColumn.create("magic"), usage = StringColumn.create("usage"), what = StringColumn.create("what it does");
-        for (MagicRegistry.Help h : kernel.magicHelp()) {
+        for (MagicRegistry.Help h : kernel.magics().help()) {
             magic.append(h.magic() + (h.aliases().isEmpty() ? "" : " (" + String.join(", ", h.aliases()) + ")"));
             usage.append(h.usage());
             what.append(h.what());

@@ -6,7 +6,6 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import org.dflib.jjava.jupyter.kernel.BaseKernel;
 import org.dflib.jjava.jupyter.kernel.display.DisplayData;
-import org.dflib.jjava.jupyter.kernel.magic.UndefinedMagicException;
 
 /**
  * The functions notebook cells see (statically imported in the ane4j kernel): show values, update them in place,
@@ -41,32 +40,15 @@ public final class Notebook {
     }
 
     /** Runs a line magic from code; the result takes the type it is assigned to: {@code Table t = lineMagic("ane", List.of())}. */
+    @SuppressWarnings("unchecked")
     public static <T> T lineMagic(String name, List<String> args) {
-        BaseKernel kernel = BaseKernel.notebookKernel();
-        return unwrap(name, () -> kernel.getMagicsRegistry().evalLineMagic(kernel, name, args));
+        return (T) MagicDispatch.of(BaseKernel.notebookKernel()).line(name, args);
     }
 
     /** Runs a cell magic from code. */
-    public static <T> T cellMagic(String name, List<String> args, String body) {
-        BaseKernel kernel = BaseKernel.notebookKernel();
-        return unwrap(name, () -> kernel.getMagicsRegistry().evalCellMagic(kernel, name, args, body));
-    }
-
-    private interface MagicBody {
-        Object run() throws Exception;
-    }
-
     @SuppressWarnings("unchecked")
-    private static <T> T unwrap(String name, MagicBody body) {
-        try {
-            return (T) body.run();
-        } catch (UndefinedMagicException e) {
-            throw new MagicException("unknown magic %" + name + "; %lsmagic lists the magics");
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new MagicException("[%" + name + "] " + e.getMessage(), e);
-        }
+    public static <T> T cellMagic(String name, List<String> args, String body) {
+        return (T) MagicDispatch.of(BaseKernel.notebookKernel()).cell(name, args, body);
     }
 
     /** Runs {@code r} when the user interrupts the running cell (until {@link #removeInterrupt}); for magics that wait. */
