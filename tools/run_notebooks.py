@@ -157,6 +157,27 @@ def expect_05(c):
         (len(texts) == 3 and texts["LoRA adapter"] != texts["before"] and texts["full fine-tuning"] != texts["before"], "the same seed draws another text after each fine-tune"),
         ("+ LoRA adapter" in c["generate"].stderr() and "(rank 8, q,v)" in c["generate"].stderr(), "generate names the unmerged adapter it applied:\n" + c["generate"].stderr().strip()),
         (c["cleanup"].stdout().strip().endswith(" deleted"), "the temporary folder is deleted: " + c["cleanup"].stdout().strip()),
+    ] + expect_05_chat(c)
+
+
+def expect_05_chat(c):
+    """The chat fine-tune: template rendering with the prompt masked, a base and a LoRA run, generate --chat."""
+    render = c["chat-render"].stdout()
+    lora = re.search(r"pirate LoRA: loss " + NUMBER + " → " + NUMBER, c["chat-lora"].stdout())
+    rows = re.findall(r"^(.+?\?)\s+base: (.*?)\s+pirate adapter: (.*)$", c["chat-generate"].stdout(), re.M)
+    taught = {"What color is the sky?": "Blue.", "Where do fish live?": "In the sea.", "What do cows drink?": "Water."}
+    return [
+        (c["chat-data"].stdout().startswith("7 + 5 conversations"), "the embedded JSONL: " + c["chat-data"].stdout().strip()),
+        ("<|im_start|>user\nWhat color is the sky?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nBlue.<|im_end|>" in render,
+         "the conversation rendered by Qwen3's template:\n" + render),
+        (re.search(r'in the loss \(\d+ of \d+ tokens\): "<think>\\n\\n</think>\\n\\nBlue.<\|im_end\|>\\n"$', render, re.M) is not None,
+         "the loss is on the assistant turn only (the prompt masked)"),
+        (c["chat-base"].error() is None and "tokenizer_config.json (chat template)" in c["chat-base"].stdout(), "the base chat run completes and its export carries the template"),
+        (lora is not None and float(lora.group(2)) < float(lora.group(1)), "the pirate LoRA lowers its loss: " + c["chat-lora"].stdout().strip()[-200:]),
+        (len(rows) == 3 and sum(taught.get(q) == b for q, b, _ in rows) >= 2 and not any(b.startswith("Arr") for _, b, _ in rows),
+         "the base answers as taught (2 of 3 at least):\n" + c["chat-generate"].stdout()),
+        (len(rows) == 3 and sum(a.startswith("Arr,") for _, _, a in rows) >= 2, "with the adapter it answers as a pirate (2 of 3 at least)"),
+        ("+ LoRA adapter" in c["chat-generate"].stderr() and "(rank 8, q,k,v,o,w1,w2,w3)" in c["chat-generate"].stderr(), "generate --chat applied the adapter unmerged"),
     ]
 
 

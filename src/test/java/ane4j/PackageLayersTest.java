@@ -61,7 +61,7 @@ class PackageLayersTest {
             entry("hub", Set.of("model")),
             entry("worker", Set.of("mil", "backend", "run", "train")),
             entry("session", Set.of("mil", "mil.grad", "backend", "run", "train", "infer", "worker", "model")),
-            entry("notebook", union(BELOW_SESSION, Set.of("bench", "notebook.kernel"))),
+            entry("notebook", union(BELOW_SESSION, Set.of("bench", "hub", "notebook.kernel"))),
             entry("notebook.kernel", Set.of()),
             entry("bench", BELOW_SESSION),
             entry("cli", union(BELOW_SESSION, Set.of("bench", "hub"))));

@@ -111,10 +111,12 @@ final class TrainCommand {
                 throw new CliException(e.getMessage());
             }
         }
-        // a Hugging Face id (Qwen/Qwen3-0.6B) as --init or --tokenizer: its snapshot in the huggingface_hub cache
-        given = new LinkedHashMap<>(given);
-        for (String key : new String[]{"init", "tokenizer"})
-            if (given.get(key) != null) given.put(key, ane4j.hub.HfHub.resolveArgument(given.get(key)));
+        // a Hugging Face id (Qwen/Qwen3-0.6B) as --init, --model or --tokenizer: its snapshot in the huggingface_hub cache
+        try {
+            given = ane4j.hub.HfHub.resolveRunKeys(given, RunSpec.KEYS::canonical, ane4j.hub.HfHub::fromEnvironment);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(e.getMessage());
+        }
         RunSpec spec;
         RunDirs.Placed placed;
         try {

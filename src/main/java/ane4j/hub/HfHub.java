@@ -104,6 +104,42 @@ public final class HfHub {
         return fromEnvironment().snapshot(arg, "main").toString();
     }
 
+    /**
+     * A run's settings with the Hugging Face ids among them replaced by snapshot folders: the one rule for every face that
+     * starts a training run (the CLI's {@code train}, the notebook's {@code %%train} and {@code Ane.train}), applied before
+     * the run's options are built. {@code init} and {@code tokenizer} naming an id (and no local file) become its snapshot
+     * folder; {@code model} naming an id means the model to fine-tune, as mlx-lm's {@code --model org/name} does, so it
+     * becomes {@code init} (a preset or a config file stays {@code model}). Other keys are left as given.
+     *
+     * @param canonical a key's canonical name from any spelling ({@code RunSpec.KEYS::canonical}); null for a key it does
+     *                  not know, which is left for the run's own parser to refuse
+     * @param hub       the client, made only when an id is met ({@code HfHub::fromEnvironment})
+     */
+    public static Map<String, String> resolveRunKeys(Map<String, String> given, java.util.function.Function<String, String> canonical,
+                                                     java.util.function.Supplier<HfHub> hub) {
+        Map<String, String> out = new java.util.LinkedHashMap<>();
+        String modelId = null, initKey = null;
+        for (var e : given.entrySet()) {
+            String name = canonical.apply(e.getKey()), v = e.getValue();
+            if ("model".equals(name) && v != null && isRepoId(v.strip())) modelId = v.strip();
+            else out.put(e.getKey(), v);
+            if ("init".equals(name) && v != null && !v.isBlank()) initKey = e.getKey();
+        }
+        if (modelId != null && initKey != null)
+            throw new IllegalArgumentException("[train] model = " + modelId + " names a Hugging Face model to fine-tune, and " + initKey + " = "
+                    + given.get(initKey) + " too; keep one of them");
+        if (modelId != null) out.put("init", modelId);
+        HfHub client = null;
+        for (var e : out.entrySet()) {
+            String name = canonical.apply(e.getKey()), v = e.getValue();
+            if (("init".equals(name) || "tokenizer".equals(name)) && v != null && isRepoId(v.strip())) {
+                if (client == null) client = hub.get();
+                e.setValue(client.snapshot(v.strip(), "main").toString());
+            }
+        }
+        return out;
+    }
+
     /** The repo's folder in the cache: models--org--name. */
     public Path repoFolder(String repo) { return cache.resolve("models--" + repo.replace("/", "--")); }
 

@@ -347,9 +347,10 @@ public final class BackendGenerator implements AutoCloseable {
     private void rope(float[] cos, float[] sin, int from, int w) {
         int half = hd / 2;
         boolean interleaved = c.ropeStyle() == RopeStyle.INTERLEAVED;
+        double[] freqs = c.ropeFrequencies();
         for (int j = 0; j < hd; j++) {
             int pair = interleaved ? j / 2 : j % half;
-            double freq = 1.0 / Math.pow(c.ropeTheta(), (2.0 * pair) / hd);
+            double freq = freqs[pair];
             for (int p = 0; p < w; p++) {
                 cos[j * w + p] = (float) Math.cos((from + p) * freq);
                 sin[j * w + p] = (float) Math.sin((from + p) * freq);

@@ -35,7 +35,7 @@ public final class CpuModel {
     private final float[] keyCache;   // (L, S, KV)
     private final float[] valueCache; // (L, S, KV)
     // RoPE tables
-    private final float[] cos, sin;   // (S, HD/2): angle pos·theta^(-2i/HD)
+    private final float[] cos, sin;   // (S, HD/2): angle pos·freq_i (theta^(-2i/HD), scaled: ModelConfig.ropeFrequencies)
 
     public CpuModel(Parameters params) {
         this.c = params.config();
@@ -60,11 +60,11 @@ public final class CpuModel {
         int half = c.headDim() / 2;
         cos = new float[s * half];
         sin = new float[s * half];
+        double[] freq = c.ropeFrequencies();
         for (int pos = 0; pos < s; pos++) {
             for (int i = 0; i < half; i++) {
-                double freq = 1.0 / Math.pow(c.ropeTheta(), (2.0 * i) / c.headDim());
-                cos[pos * half + i] = (float) Math.cos(pos * freq);
-                sin[pos * half + i] = (float) Math.sin(pos * freq);
+                cos[pos * half + i] = (float) Math.cos(pos * freq[i]);
+                sin[pos * half + i] = (float) Math.sin(pos * freq[i]);
             }
         }
     }
@@ -96,7 +96,7 @@ public final class CpuModel {
                 for (int h = 0; h < c.nHeads(); h++) rmsnorm(q, h * hd, q, h * hd, w, ly.qNorm().offset(), hd, c.normEps());
                 for (int h = 0; h < c.nKvHeads(); h++) rmsnorm(k, h * hd, k, h * hd, w, ly.kNorm().offset(), hd, c.normEps());
             }
-            // RoPE: rotate each pair of every q and k head by pos·theta^(-2i/HD)
+            // RoPE: rotate each pair of every q and k head by pos·freq_i
             for (int h = 0; h < c.nHeads(); h++) rope(q, h * hd, pos);
             for (int h = 0; h < c.nKvHeads(); h++) rope(k, h * hd, pos);
             // store k, v at this position of the cache

@@ -364,13 +364,18 @@ public final class Gguf {
         String name = file.getFileName().toString();
         try (LeFiles.Mapped m = LeFiles.map(file, "gguf")) {
             Header h = header(m.segment(), name);
-            ModelConfig c = config(h, name);
+            ModelConfig c = config(h, name, m.segment());
             return load(m.segment(), h, c, name, "llama".equals(h.metadata().get("general.architecture")));
         }
     }
 
-    /** The model config a file's metadata and tensor shapes describe (rotate-half RoPE, as after {@link #read}). */
-    static ModelConfig config(Header h, String file) {
+    /**
+     * The model config a file's metadata and tensor shapes describe (rotate-half RoPE, as after {@link #read}). RoPE
+     * scaling as llama.cpp reads it (llama-model.cpp, llama_hparams): {@code <arch>.rope.scaling.type} {@code none} or
+     * {@code linear} with {@code rope.scaling.factor} (older files: {@code rope.scale_linear}); Llama 3.1/3.2's rule comes
+     * as the {@code rope_freqs.weight} tensor of per-pair factors ({@link RopeScaling}); yarn and the others are refused.
+     */
+    static ModelConfig config(Header h, String file, MemorySegment seg) {
         Map<String, Object> md = h.metadata();
         Object arch = md.get("general.architecture");
         if (!(arch instanceof String a))
@@ -378,10 +383,10 @@ public final class Gguf {
         if (!a.equals("llama") && !a.equals("qwen3"))
             throw new ModelFormatException(TAG + file + ": architecture '" + a + "' is not read; ane4j reads Llama-family (llama) and Qwen3 (qwen3) GGUF files");
         String at = TAG + file + ": ";
-        Object scaling = md.get(a + ".rope.scaling.type");
-        if ((scaling != null && !"none".equals(scaling)) || h.tensors().containsKey("rope_freqs.weight"))
-            throw new ModelFormatException(at + "the model uses RoPE scaling (" + (scaling != null ? scaling : "rope_freqs.weight, Llama 3.1's") + "), which ane4j's RoPE does not apply; "
-                    + "its logits would differ from the original's, so it is refused");
+        Object scalingType = md.get(a + ".rope.scaling.type");
+        if (scalingType != null && !"none".equals(scalingType) && !"linear".equals(scalingType))
+            throw new ModelFormatException(at + "RoPE scaling type '" + scalingType + "' is not supported (ane4j applies none, linear and Llama 3's rope_freqs)"
+                    + "; its logits would differ from the original's");
         TensorInfo embed = h.tensors().get("token_embd.weight");
         if (embed == null || embed.dims.length != 2) throw new ModelFormatException(at + "no 2-D tensor 'token_embd.weight'; not a " + a + " model");
         int dim = intKey(md, a + ".embedding_length", at, true);
@@ -409,12 +414,37 @@ public final class Gguf {
         double eps = numKey(md, a + ".attention.layer_norm_rms_epsilon", at, a.equals("qwen3") ? 1e-6 : 1e-5);
         boolean qkNorm = h.tensors().containsKey("blk.0.attn_q_norm.weight");
         boolean tied = !h.tensors().containsKey("output.weight");
+        RopeScaling scaling = RopeScaling.NONE;
+        Object linear = "linear".equals(scalingType) ? md.get(a + ".rope.scaling.factor") : md.get(a + ".rope.scale_linear");
+        if (linear != null) {
+            double f = numKey(md, "linear".equals(scalingType) ? a + ".rope.scaling.factor" : a + ".rope.scale_linear", at, 1);
+            try {
+                if (f != 1) scaling = new RopeScaling.Linear(f);
+            } catch (IllegalArgumentException e) {
+                throw new ModelFormatException(at + e.getMessage().replace("[config] ", ""));
+            }
+        } else if ("linear".equals(scalingType))
+            throw new ModelFormatException(at + "rope.scaling.type is linear but " + a + ".rope.scaling.factor is missing; the file is incomplete");
+        TensorInfo freqs = h.tensors().get("rope_freqs.weight");
+        if (freqs != null) {
+            if (scaling != RopeScaling.NONE) throw new ModelFormatException(at + "both linear RoPE scaling and a rope_freqs tensor; the file is inconsistent");
+            if (freqs.dims.length != 1 || freqs.dims[0] != headDim / 2)
+                throw new ModelFormatException(at + "rope_freqs.weight has ne " + Arrays.toString(freqs.dims) + ", one factor per rotation pair ["
+                        + headDim / 2 + "] expected; the file is corrupt");
+            float[] ff = new float[headDim / 2];
+            GgufQuants.dequantize(seg, h.dataStart() + freqs.offset, freqs.type, ff, 0, ff.length);
+            try {
+                scaling = RopeScaling.fromFreqFactors(ff, theta, headDim);
+            } catch (IllegalArgumentException e) {
+                throw new ModelFormatException(at + "rope_freqs.weight: " + e.getMessage().replace("[config] ", "") + "; the file is corrupt");
+            }
+        }
         String modelName = md.get("general.name") instanceof String s && !s.isBlank() ? s.trim().replaceAll("\\s+", "-")
                 : file.replaceFirst("(?i)\\.gguf$", "");
         try {
             return new ModelConfig(modelName, dim, hidden, layers, heads, kv != null ? kv : heads, headDim, vocab,
                     seq != null ? seq : Math.min(ctx != null ? ctx : Safetensors.DEFAULT_SEQ_LEN, Safetensors.DEFAULT_SEQ_LEN),
-                    (float) theta, RopeStyle.HALF, qkNorm, tied, (float) eps, 1f);
+                    (float) theta, RopeStyle.HALF, qkNorm, tied, (float) eps, 1f, scaling);
         } catch (IllegalArgumentException e) {
             throw new ModelFormatException(at + "the metadata give an invalid config: " + e.getMessage(), e);
         }
@@ -458,6 +488,7 @@ public final class Gguf {
                 throw new ModelFormatException(at + "tensor '" + g + "' has ne " + Arrays.toString(t.dims) + ", the metadata need " + Arrays.toString(want) + " (" + v.name() + "); the file is corrupt");
             used.add(g);
         }
+        used.add("rope_freqs.weight");   // read into the config's RoPE scaling
         for (String t : h.tensors().keySet())
             if (!used.contains(t))
                 throw new ModelFormatException(at + "tensor '" + t + "' is not part of a Llama/Qwen3 model with this config" + (t.endsWith(".bias") ? " (bias tensors are not supported)" : ""));

@@ -51,7 +51,7 @@ public final class HfExport {
         m.put("max_position_embeddings", c.seqLen());
         m.put("initializer_range", 0.02);
         m.put("use_cache", true);
-        m.put("rope_scaling", null);
+        m.putIfAbsent("rope_scaling", null);   // configKeys gave it when the model has one
         m.put("attention_bias", false);
         m.put("attention_dropout", 0.0);
         if (qwen) {

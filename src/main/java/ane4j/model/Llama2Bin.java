@@ -128,6 +128,9 @@ public final class Llama2Bin {
                     + ", which llama2.c files cannot hold; export it as safetensors");
         if (c.residualScale() != 1f)
             throw new IllegalArgumentException(TAG + c.name() + ": residualScale " + c.residualScale() + " ≠ 1 cannot be stored in a llama2.c file");
+        if (!(c.ropeScaling() instanceof RopeScaling.None))
+            throw new IllegalArgumentException(TAG + c.name() + " uses RoPE scaling (" + c.ropeScaling().text() + "), which llama2.c files cannot hold "
+                    + "(run.c computes theta^(-2i/HD)); export it as safetensors or GGUF");
         Parameters p = RopePermutation.convert(params, RopeStyle.INTERLEAVED);
         try (LeFiles.Writer w = new LeFiles.Writer(file, "llama2.bin")) {
             w.i32(c.dim()).i32(c.hiddenDim()).i32(c.nLayers()).i32(c.nHeads()).i32(c.nKvHeads())
@@ -146,11 +149,11 @@ public final class Llama2Bin {
     // freq_cis_real (seq_len, HS/2) then freq_cis_imag, as llama2.c's precompute_freqs_cis
     private static void writeFreqCis(LeFiles.Writer w, ModelConfig c) {
         int half = c.headDim() / 2;
+        double[] freq = c.ropeFrequencies();
         for (int part = 0; part < 2; part++) {
             for (int pos = 0; pos < c.seqLen(); pos++) {
                 for (int i = 0; i < half; i++) {
-                    double freq = 1.0 / Math.pow(c.ropeTheta(), (2.0 * i) / c.headDim());
-                    double angle = pos * freq;
+                    double angle = pos * freq[i];
                     w.f32((float) (part == 0 ? Math.cos(angle) : Math.sin(angle)));
                 }
             }

@@ -92,13 +92,14 @@ public final class LlamaGraph {
         return f.reshape(f.tile(f.reshape(x, sh[0], 1, sh[1], sh[2]), 1, g, 1, 1), sh[0] * g, sh[1], sh[2]);
     }
 
-    /** cos and sin of p·theta^(−2i/HD), shaped (1, S, HD/2, 1) (interleaved pairs) or (1, S, 1, HD/2) (half). */
+    /** cos and sin of p·freq_i (ModelConfig.ropeFrequencies), shaped (1, S, HD/2, 1) (interleaved pairs) or (1, S, 1, HD/2) (half). */
     static Value[] ropeTables(FunctionBuilder f, ModelConfig c, DType dtype) {
         int s = c.seqLen(), half = c.headDim() / 2;
         float[] cos = new float[s * half], sin = new float[s * half];
+        double[] freq = c.ropeFrequencies();
         for (int t = 0; t < s; t++)
             for (int i = 0; i < half; i++) {
-                double freq = Math.pow(c.ropeTheta(), -2.0 * i / c.headDim()), a = t * freq;
+                double a = t * freq[i];
                 cos[t * half + i] = (float) Math.cos(a);
                 sin[t * half + i] = (float) Math.sin(a);
             }

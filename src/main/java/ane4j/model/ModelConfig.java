@@ -20,6 +20,8 @@ import java.util.Map;
  * the pretrained weights expect, so only set it for from-scratch experiments.
  *
  * @param headDim may differ from dim/nHeads (Qwen3-0.6B: dim 1024, 16 heads, headDim 128)
+ * @param ropeScaling how the RoPE frequencies depart from theta^(-2i/HD) (Llama 3.1/3.2's llama3 rule, linear, a GGUF's
+ *                    per-pair factors; {@link RopeScaling#NONE} for most models); {@link #ropeFrequencies()} applies it
  */
 public record ModelConfig(
         String name,
@@ -36,9 +38,18 @@ public record ModelConfig(
         boolean qkNorm,
         boolean tiedEmbedding,
         float normEps,
-        float residualScale) {
+        float residualScale,
+        RopeScaling ropeScaling) {
+
+    /** A config without RoPE scaling (the presets, llama2.c files, Qwen3). */
+    public ModelConfig(String name, int dim, int hiddenDim, int nLayers, int nHeads, int nKvHeads, int headDim, int vocabSize, int seqLen,
+                       float ropeTheta, RopeStyle ropeStyle, boolean qkNorm, boolean tiedEmbedding, float normEps, float residualScale) {
+        this(name, dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim, vocabSize, seqLen, ropeTheta, ropeStyle, qkNorm, tiedEmbedding,
+                normEps, residualScale, RopeScaling.NONE);
+    }
 
     public ModelConfig {
+        if (ropeScaling == null) ropeScaling = RopeScaling.NONE;
         if (name == null || name.isBlank()) throw new IllegalArgumentException("[config] name is empty");
         positive(name, "dim", dim);
         positive(name, "hiddenDim", hiddenDim);
@@ -60,6 +71,9 @@ public record ModelConfig(
         if (!(residualScale > 0) || Float.isInfinite(residualScale))
             throw new IllegalArgumentException("[config] " + name + ": residualScale " + residualScale + " must be a positive number");
         if (ropeStyle == null) throw new IllegalArgumentException("[config] " + name + ": ropeStyle is missing (interleaved or half)");
+        if (ropeScaling instanceof RopeScaling.Factors f && f.factors().size() != headDim / 2)
+            throw new IllegalArgumentException("[config] " + name + ": " + f.factors().size() + " RoPE frequency factors for headDim " + headDim
+                    + "; give one per rotation pair (" + headDim / 2 + ")");
         long qDim = (long) nHeads * headDim;
         if (qDim > Integer.MAX_VALUE / 16) throw new IllegalArgumentException("[config] " + name + ": nHeads*headDim = " + qDim + " is too large");
         // the training kernels' attention scores are one tensor [1, nHeads, seqLen, seqLen]; a MIL tensor holds at most 2^31-1 elements
@@ -71,6 +85,15 @@ public record ModelConfig(
 
     private static void positive(String name, String key, int v) {
         if (v <= 0) throw new IllegalArgumentException("[config] " + name + ": " + key + " must be positive, got " + v);
+    }
+
+    /**
+     * The RoPE frequency of each rotation pair i = 0..headDim/2−1: {@code 1 / ropeTheta^(2i/headDim)}, then
+     * {@link #ropeScaling}. The one place frequencies are computed: the CPU forward, the training and generation
+     * kernels' tables and the MIL graph all rotate pair i of a head by {@code position · ropeFrequencies()[i]}.
+     */
+    public double[] ropeFrequencies() {
+        return ropeScaling.apply(RopeScaling.baseFrequencies(ropeTheta, headDim));
     }
 
     /** Width of all query heads together: nHeads·headDim (the rows of wq). */
@@ -100,17 +123,22 @@ public record ModelConfig(
 
     public ModelConfig withSeqLen(int newSeqLen) {
         return new ModelConfig(name, dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim, vocabSize, newSeqLen,
-                ropeTheta, ropeStyle, qkNorm, tiedEmbedding, normEps, residualScale);
+                ropeTheta, ropeStyle, qkNorm, tiedEmbedding, normEps, residualScale, ropeScaling);
     }
 
     public ModelConfig withVocabSize(int newVocabSize) {
         return new ModelConfig(name, dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim, newVocabSize, seqLen,
-                ropeTheta, ropeStyle, qkNorm, tiedEmbedding, normEps, residualScale);
+                ropeTheta, ropeStyle, qkNorm, tiedEmbedding, normEps, residualScale, ropeScaling);
+    }
+
+    public ModelConfig withRopeScaling(RopeScaling scaling) {
+        return new ModelConfig(name, dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim, vocabSize, seqLen,
+                ropeTheta, ropeStyle, qkNorm, tiedEmbedding, normEps, residualScale, scaling);
     }
 
     public ModelConfig withName(String newName) {
         return new ModelConfig(newName, dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim, vocabSize, seqLen,
-                ropeTheta, ropeStyle, qkNorm, tiedEmbedding, normEps, residualScale);
+                ropeTheta, ropeStyle, qkNorm, tiedEmbedding, normEps, residualScale, ropeScaling);
     }
 
     // ----------------------------------------------------------------------------------------------
@@ -183,21 +211,22 @@ public record ModelConfig(
         }
         return new ModelConfig(base.name, dim, hidden, given.getOrDefault("nLayers", base.nLayers), nHeads, kv, head == null ? base.headDim : head,
                 given.getOrDefault("vocabSize", base.vocabSize), given.getOrDefault("seqLen", base.seqLen), base.ropeTheta, base.ropeStyle,
-                base.qkNorm, base.tiedEmbedding, base.normEps, base.residualScale);
+                base.qkNorm, base.tiedEmbedding, base.normEps, base.residualScale, base.ropeScaling);
     }
 
     // ----------------------------------------------------------------------------------------------
     // config files
 
     private static final List<String> KEYS = List.of("preset", "name", "dim", "hiddenDim", "nLayers", "nHeads", "nKvHeads",
-            "headDim", "vocabSize", "seqLen", "ropeTheta", "ropeStyle", "qkNorm", "tiedEmbedding", "normEps", "residualScale");
+            "headDim", "vocabSize", "seqLen", "ropeTheta", "ropeStyle", "qkNorm", "tiedEmbedding", "normEps", "residualScale", "ropeScaling");
 
     /**
      * Reads a config file of {@code key = value} lines ({@code #} starts a comment). Keys are the record
      * components; {@code preset = stories15m} starts from a preset and the other lines override it. Without a
      * preset, dim, hiddenDim, nLayers, nHeads, vocabSize and seqLen are required; nKvHeads defaults to nHeads,
      * headDim to dim/nHeads, ropeTheta 10000, ropeStyle interleaved, qkNorm false, tiedEmbedding true,
-     * normEps 1e-5, residualScale 1, name the file name without extension.
+     * normEps 1e-5, residualScale 1, ropeScaling none, name the file name without extension. {@code ropeScaling} is one
+     * line such as {@code llama3 factor=32 lowFreqFactor=1 highFreqFactor=4 originalContext=8192} ({@link RopeScaling#parse}).
      */
     public static ModelConfig load(Path file) {
         List<String> lines;
@@ -269,9 +298,17 @@ public record ModelConfig(
         boolean tied = r.bool("tiedEmbedding", base == null || base.tiedEmbedding());
         float normEps = r.number("normEps", base == null ? 1e-5f : base.normEps());
         float residualScale = r.number("residualScale", base == null ? 1f : base.residualScale());
+        RopeScaling scaling = base == null ? RopeScaling.NONE : base.ropeScaling();
+        if (values.containsKey("ropeScaling")) {
+            try {
+                scaling = RopeScaling.parse(values.get("ropeScaling"));
+            } catch (IllegalArgumentException e) {
+                throw new ModelFormatException("[config] " + r.where("ropeScaling") + ": " + e.getMessage());
+            }
+        }
         try {
             return new ModelConfig(name, dim, hiddenDim, nLayers, nHeads, nKvHeads, headDim, vocabSize, seqLen,
-                    ropeTheta, ropeStyle, qkNorm, tied, normEps, residualScale);
+                    ropeTheta, ropeStyle, qkNorm, tied, normEps, residualScale, scaling);
         } catch (IllegalArgumentException e) {
             throw new ModelFormatException(e.getMessage().replace("[config] " + name + ":", "[config] " + file + ":"), e);
         }
@@ -333,6 +370,7 @@ public record ModelConfig(
                 "name = " + name, "dim = " + dim, "hiddenDim = " + hiddenDim, "nLayers = " + nLayers, "nHeads = " + nHeads,
                 "nKvHeads = " + nKvHeads, "headDim = " + headDim, "vocabSize = " + vocabSize, "seqLen = " + seqLen,
                 "ropeTheta = " + ropeTheta, "ropeStyle = " + ropeStyle.name().toLowerCase(Locale.ROOT), "qkNorm = " + qkNorm,
-                "tiedEmbedding = " + tiedEmbedding, "normEps = " + normEps, "residualScale = " + residualScale) + "\n";
+                "tiedEmbedding = " + tiedEmbedding, "normEps = " + normEps, "residualScale = " + residualScale)
+                + (ropeScaling instanceof RopeScaling.None ? "" : "\nropeScaling = " + ropeScaling.text()) + "\n";
     }
 }

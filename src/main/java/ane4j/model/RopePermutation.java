@@ -14,7 +14,7 @@ final class RopePermutation {
         ModelConfig c = src.config();
         if (c.ropeStyle() == to) return src;
         ModelConfig target = new ModelConfig(c.name(), c.dim(), c.hiddenDim(), c.nLayers(), c.nHeads(), c.nKvHeads(), c.headDim(),
-                c.vocabSize(), c.seqLen(), c.ropeTheta(), to, c.qkNorm(), c.tiedEmbedding(), c.normEps(), c.residualScale());
+                c.vocabSize(), c.seqLen(), c.ropeTheta(), to, c.qkNorm(), c.tiedEmbedding(), c.normEps(), c.residualScale(), c.ropeScaling());
         Parameters dst = new Parameters(new ParameterLayout(target), src.data().clone());
         boolean toHalf = to == RopeStyle.HALF;
         int hd = c.headDim();

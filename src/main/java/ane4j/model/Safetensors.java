@@ -405,6 +405,24 @@ public final class Safetensors {
         Object tieV = cfg.get("tie_word_embeddings");
         boolean tied = tieV == null ? !t.containsKey("lm_head.weight") : Boolean.parseBoolean(tieV.toString());
         Double theta = numKey(cfg, "rope_theta", name), eps = numKey(cfg, "rms_norm_eps", name);
+        RopeScaling scaling = RopeScaling.NONE;
+        Object rs = cfg.get("rope_scaling") != null ? cfg.get("rope_scaling") : cfg.get("rope_parameters");   // transformers 5 names it rope_parameters
+        if (rs instanceof String text && !text.isBlank()) {   // our own __metadata__ holds it as JSON text
+            try {
+                rs = Json.parse(text);
+            } catch (IllegalArgumentException e) {
+                throw new ModelFormatException(TAG + name + ": rope_scaling '" + text + "' is not JSON; the file is corrupt");
+            }
+        }
+        if (rs instanceof Map<?, ?> rm) {
+            try {
+                scaling = RopeScaling.fromHf(rm);
+            } catch (IllegalArgumentException e) {
+                throw new ModelFormatException(TAG + name + ": " + e.getMessage());
+            }
+            if (theta == null && rm.get("rope_theta") instanceof Number n) theta = n.doubleValue();
+        } else if (rs != null && !(rs instanceof String))
+            throw new ModelFormatException(TAG + name + ": rope_scaling is " + rs + ", not an object; fix config.json");
         Integer seq = intKey(cfg, "ane4j_seq_len", name);
         Double alpha = numKey(cfg, "ane4j_residual_scale", name);
         String stem = name.replaceFirst("\\.safetensors(\\.index\\.json)?$", "");
@@ -415,7 +433,7 @@ public final class Safetensors {
             return new ModelConfig(modelName instanceof String s ? s : stem, dim, hidden != null ? hidden : gate.shape()[0], layers, nHeads, nKv, headDim,
                     vocab, seq != null ? seq : DEFAULT_SEQ_LEN,
                     theta != null ? theta.floatValue() : (qkNorm ? 1e6f : 10000f), RopeStyle.HALF, qkNorm, tied,
-                    eps != null ? eps.floatValue() : (qkNorm ? 1e-6f : 1e-5f), alpha != null ? alpha.floatValue() : 1f);
+                    eps != null ? eps.floatValue() : (qkNorm ? 1e-6f : 1e-5f), alpha != null ? alpha.floatValue() : 1f, scaling);
         } catch (IllegalArgumentException e) {
             throw new ModelFormatException(TAG + name + ": inferred config is invalid: " + e.getMessage(), e);
         }
@@ -460,7 +478,7 @@ public final class Safetensors {
         Map<String, Object> header = new LinkedHashMap<>();
         Map<String, String> md = new LinkedHashMap<>();
         md.put("format", "pt");
-        configKeys(c).forEach((k, v) -> md.put(k, v.toString()));
+        configKeys(c).forEach((k, v) -> md.put(k, v instanceof Map<?, ?> ? Json.compact(v) : v.toString()));
         md.put("ane4j_seq_len", Integer.toString(c.seqLen()));
         md.put("ane4j_name", c.name());
         md.put("ane4j_residual_scale", Float.toString(c.residualScale()));
@@ -509,6 +527,12 @@ public final class Safetensors {
         m.put("head_dim", c.headDim());
         m.put("vocab_size", c.vocabSize());
         m.put("rope_theta", c.ropeTheta());
+        try {
+            Map<String, Object> scaling = c.ropeScaling().toHf();
+            if (scaling != null) m.put("rope_scaling", scaling);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(TAG + c.name() + ": " + e.getMessage(), e);
+        }
         m.put("rms_norm_eps", c.normEps());
         m.put("tie_word_embeddings", c.tiedEmbedding());
         return m;

@@ -3,6 +3,7 @@ package ane4j.notebook;
 import ane4j.mil.MilParser;
 import ane4j.mil.Program;
 import ane4j.session.LocalSession;
+import ane4j.hub.HfHub;
 import ane4j.run.RunSpec;
 import ane4j.train.GraphStep;
 import ane4j.train.GraphTrainer;
@@ -130,14 +131,25 @@ public final class Ane {
      * {@code compileBudget}), printing a progress line every 10%; returns the finished run.
      */
     public static TrainingRun train(String config) {
-        return TrainingRun.start(session(), RunSpec.fromText(config)).follow(System.out);
+        return TrainingRun.start(session(), runSpec(RunSpec.parseText(config))).follow(System.out);
     }
 
     /** {@link #train(String)} from a map: the same keys, in any spelling ({@code weight-decay}, {@code model.dim}). */
     public static TrainingRun train(Map<String, ?> config) {
         Map<String, String> m = new java.util.LinkedHashMap<>();
         config.forEach((k, v) -> m.put(k, String.valueOf(v)));
-        return TrainingRun.start(session(), RunSpec.of(m)).follow(System.out);
+        return TrainingRun.start(session(), runSpec(m)).follow(System.out);
+    }
+
+    /** The hub that Hugging Face ids in training settings resolve through (tests point it at a local server). */
+    static java.util.function.Supplier<HfHub> hub = HfHub::fromEnvironment;
+
+    /**
+     * A run from settings in which {@code init}, {@code model} or {@code tokenizer} may be a Hugging Face id
+     * ({@code init = Qwen/Qwen3-0.6B}): resolved into the huggingface_hub cache by the CLI's rule ({@link HfHub#resolveRunKeys}).
+     */
+    static RunSpec runSpec(Map<String, String> given) {
+        return RunSpec.of(HfHub.resolveRunKeys(given, RunSpec.KEYS::canonical, hub));
     }
 
     /**

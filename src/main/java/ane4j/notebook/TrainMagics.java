@@ -28,7 +28,7 @@ final class TrainMagics {
         if (cur != null && cur.running()) throw new MagicException("[%%train] a run is still running (" + cur.progressLine() + "); %train stop first");
         TrainingRun run;
         try {
-            run = TrainingRun.start(Ane.session(), RunSpec.fromText(config.toString()));
+            run = TrainingRun.start(Ane.session(), Ane.runSpec(RunSpec.parseText(config.toString())));
         } catch (IllegalArgumentException e) {
             throw new MagicException(e.getMessage(), e);
         }

@@ -21,10 +21,10 @@ public final class TrainOptions {
 
     /** The training keys, in the order of the run record. */
     public static final KeyTable KEYS = new KeyTable("train", List.of(
-            Key.text("model", "tiny", "preset (" + String.join(", ", ModelConfig.PRESETS) + ") or a model config file; ignored with init"),
-            Key.path("init", "llama2.c .bin or safetensors checkpoint to start from"),
+            Key.text("model", "tiny", "preset (" + String.join(", ", ModelConfig.PRESETS) + ") or a model config file; ignored with init (a Hugging Face id org/name here is the init)"),
+            Key.path("init", "model to start from: llama2.c .bin, safetensors file or folder, GGUF file, or a Hugging Face id (org/name)"),
             Key.path("data", "token file, see dataDtype (default: the embedded corpus)"),
-            Key.path("tokenizer", "tokenizer.bin or tokenizer.json wherever it is (default: next to data or init, else the embedded one)"),
+            Key.path("tokenizer", "tokenizer.bin, tokenizer.json or a Hugging Face id wherever it is (default: next to data or init, else the embedded one)"),
             Key.choice("dataDtype", "uint16", List.of("uint16", "uint32"), "token width of data: uint16 (llama2.c/llm.c shards, vocab ≤ 65536) or uint32"),
             Key.integer("steps", 1, "2000", "micro-steps (one sequence each)"),
             Key.positive("lr", "3e-3", "peak learning rate"),

@@ -7,11 +7,9 @@ import ane4j.model.RopeStyle;
 public final class RopeTables {
     private RopeTables() {}
 
-    /** Frequency of the rotation pair that element j of a head belongs to: theta^(−2i/HD) with i the pair index. */
-    static double frequency(ModelConfig c, int j) {
-        int hd = c.headDim();
-        int pair = c.ropeStyle() == RopeStyle.INTERLEAVED ? j / 2 : j % (hd / 2);
-        return Math.pow(c.ropeTheta(), -2.0 * pair / hd);
+    /** The rotation pair that element j of a head belongs to (its frequency: {@code ModelConfig.ropeFrequencies()[pair]}). */
+    static int pair(ModelConfig c, int j) {
+        return c.ropeStyle() == RopeStyle.INTERLEAVED ? j / 2 : j % (c.headDim() / 2);
     }
 
     public static float[] cos(ModelConfig c) { return table(c, true); }
@@ -21,9 +19,10 @@ public final class RopeTables {
     private static float[] table(ModelConfig c, boolean cos) {
         int s = c.seqLen(), hd = c.headDim();
         float[] t = new float[s * hd];
+        double[] freq = c.ropeFrequencies();
         for (int p = 0; p < s; p++)
             for (int j = 0; j < hd; j++) {
-                double angle = p * frequency(c, j);
+                double angle = p * freq[pair(c, j)];
                 t[p * hd + j] = (float) (cos ? Math.cos(angle) : Math.sin(angle));
             }
         return t;

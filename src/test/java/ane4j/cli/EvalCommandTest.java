@@ -75,6 +75,40 @@ class EvalCommandTest {
         assertEquals(expected, loss(eval("--model", model.toString(), "--data", data.toString(), "--backend", "ref")), 1e-2);
     }
 
+    /**
+     * RoPE scaling through the training kernels: the tiny Llama of tools/gen_rope_scaling_golden.py with Llama 3's rule
+     * (config.json rope_scaling) evaluated by eval, whose loss comes from the training step's forward, equals the
+     * cross-entropy of PyTorch's logits with the scaled frequencies, and not the unscaled ones' (0.002 apart).
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void ropeScalingReachesTheTrainingKernels() throws Exception {
+        Path golden = Path.of(EvalCommandTest.class.getResource("/golden/rope/llama3_tiny/model.safetensors").toURI());
+        var root = (Map<String, Object>) Json.parse(Files.readString(golden.getParent().resolveSibling("logits.json")));
+        List<Long> tokens = (List<Long>) root.get("tokens");
+        Map<String, Double> expected = new java.util.HashMap<>();
+        for (String key : List.of("llama3", "none")) {
+            List<List<Number>> logits = (List<List<Number>>) ((Map<String, Object>) root.get(key)).get("logits");
+            double e = 0;
+            for (int t = 0; t + 1 < tokens.size(); t++) {
+                double max = Double.NEGATIVE_INFINITY, sum = 0;
+                for (Number l : logits.get(t)) max = Math.max(max, l.doubleValue());
+                for (Number l : logits.get(t)) sum += Math.exp(l.doubleValue() - max);
+                e -= logits.get(t).get(tokens.get(t + 1).intValue()).doubleValue() - max - Math.log(sum);
+            }
+            expected.put(key, e / (tokens.size() - 1));
+        }
+        Parameters p = ane4j.model.Safetensors.read(golden);
+        assertTrue(p.config().ropeScaling() instanceof ane4j.model.RopeScaling.Llama3, p.config().toFileText());
+        ModelConfig window = p.config().withSeqLen(tokens.size() - 1);   // the golden's tokens as one window
+        Path model = Files.createDirectories(dir.resolve("llama3")).resolve("m.safetensors"), data = dir.resolve("rope-tokens.bin");
+        ane4j.model.Safetensors.write(model, new Parameters(new ParameterLayout(window), p.data()), ane4j.model.Safetensors.DType.F32);
+        TokenShard.write(data, tokens.stream().mapToInt(Long::intValue).toArray());
+        float got = loss(eval("--model", model.toString(), "--data", data.toString(), "--storage", "fp32", "--backend", "ref"));
+        assertEquals(expected.get("llama3"), got, 1e-4);
+        assertTrue(Math.abs(expected.get("none") - got) > 1e-3, "the unscaled model's loss is " + expected.get("none"));
+    }
+
     /** eval --run without --data evaluates the run's own held-out windows: the last validation loss training logged. */
     @Test
     void runDefaultIsTheRunsHeldOutSplit() {

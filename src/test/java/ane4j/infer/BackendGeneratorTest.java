@@ -108,7 +108,7 @@ class BackendGeneratorTest {
 
     /** An imported llama2.c model and Hugging Face ones (safetensors, GQA and QK-norm, sharded F16 and BF16): their own weights, as imported. */
     @ParameterizedTest
-    @ValueSource(strings = {"model/llama_tiny.bin", "import/llama_tiny_v1.bin", "model/qwen3", "import/llama_sharded_f16", "import/qwen3_sharded_bf16/model.safetensors.index.json"})
+    @ValueSource(strings = {"model/llama_tiny.bin", "import/llama_tiny_v1.bin", "model/qwen3", "rope/llama3_tiny", "import/llama_sharded_f16", "import/qwen3_sharded_bf16/model.safetensors.index.json"})
     void importedModelsGiveTheCpusTokens(String file) {
         Parameters p = ModelFiles.read(golden(file));
         ModelConfig c = p.config();

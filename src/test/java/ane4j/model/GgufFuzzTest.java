@@ -25,7 +25,8 @@ class GgufFuzzTest {
         ModelConfig qwen = new ModelConfig("fq", 32, 64, 1, 4, 2, 8, 300, 8, 1e6f, RopeStyle.HALF, true, true, 1e-6f, 1f);
         ModelConfig k = new ModelConfig("fk", 256, 256, 1, 2, 1, 128, 8, 8, 1e6f, RopeStyle.HALF, true, true, 1e-6f, 1f);
         List<byte[]> bases = List.of(
-                GgufWriter.model(Parameters.init(llama, 1), "llama", Gguf.Type.F32, spm).bytes(),
+                // with Llama 3's RoPE scaling: a rope_freqs.weight tensor that the config reads
+                GgufWriter.model(Parameters.init(llama.withRopeScaling(new RopeScaling.Llama3(8, 1, 4, 64)), 1), "llama", Gguf.Type.F32, spm).bytes(),
                 GgufWriter.model(Parameters.init(qwen, 2), "qwen3", Gguf.Type.Q8_0, null).bytes(),
                 GgufWriter.model(Parameters.init(k, 3), "qwen3", Gguf.Type.Q4_K, null).bytes(),
                 GgufWriter.model(Parameters.init(k, 4), "llama", Gguf.Type.Q6_K, null).bytes(),

@@ -39,6 +39,12 @@ class GgufNpmTest {
                 lc.seqLen(), lc.ropeTheta(), lc.ropeStyle(), false, false, lc.normEps(), 1f), 4);
         files.add(GgufWriter.model(l2, "llama", Gguf.Type.F16, spm).write(tmp.resolve("llama-f16.gguf")));
         files.add(GgufWriter.model(llama, "llama", Gguf.Type.Q4_0, null).write(tmp.resolve("llama-q4_0.gguf")));
+        // Llama 3.2's RoPE scaling: the rope_freqs.weight tensor as convert_hf_to_gguf.py writes it; linear as metadata
+        ModelConfig l32 = new ModelConfig("l32", 128, 256, 1, 2, 1, 64, 300, 16, 500000f, RopeStyle.HALF, false, true, 1e-5f, 1f,
+                new RopeScaling.Llama3(32, 1, 4, 8192));
+        files.add(GgufWriter.model(Parameters.init(l32, 5), "llama", Gguf.Type.Q8_0, null).write(tmp.resolve("llama32-rope-freqs.gguf")));
+        files.add(GgufWriter.model(Parameters.init(l32.withRopeScaling(new RopeScaling.Linear(4)), 5), "llama", Gguf.Type.F32, null)
+                .write(tmp.resolve("llama-linear.gguf")));
         for (Path f : files) compare(f);
     }
 

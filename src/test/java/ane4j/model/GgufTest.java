@@ -234,7 +234,7 @@ class GgufTest {
         assertOneLine(small(w), "[gguf] bad.gguf: architecture 'gemma3' is not read", Gguf::read);
         w.metadata.put("general.architecture", "llama");
         w.metadata.put("llama.rope.scaling.type", "yarn");
-        assertOneLine(small(w), "[gguf] bad.gguf: the model uses RoPE scaling (yarn)", Gguf::read);
+        assertOneLine(small(w), "[gguf] bad.gguf: RoPE scaling type 'yarn' is not supported", Gguf::read);
         w.metadata.remove("llama.rope.scaling.type");
         w.metadata.remove("llama.block_count");
         assertOneLine(small(w), "[gguf] bad.gguf: metadata key 'llama.block_count' is missing", Gguf::read);

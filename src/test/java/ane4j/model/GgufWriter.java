@@ -53,6 +53,21 @@ public final class GgufWriter {
         md.put(arch + ".attention.layer_norm_rms_epsilon", c.normEps());
         md.put("ane4j.seq_len", (long) c.seqLen());
         if (tok != null) tokenizer(md, tok);
+        // RoPE scaling as convert_hf_to_gguf.py writes it: linear as metadata, Llama 3's rule as the rope_freqs tensor
+        switch (c.ropeScaling()) {
+            case RopeScaling.None n -> { }
+            case RopeScaling.Linear l -> {
+                md.put(arch + ".rope.scaling.type", "linear");
+                md.put(arch + ".rope.scaling.factor", (float) l.factor());
+            }
+            case RopeScaling.Llama3 l -> w.tensor("rope_freqs.weight", new long[]{c.headDim() / 2}, Gguf.Type.F32,
+                    l.freqFactors(RopeScaling.baseFrequencies(c.ropeTheta(), c.headDim())));
+            case RopeScaling.Factors f -> {
+                float[] ff = new float[f.factors().size()];
+                for (int i = 0; i < ff.length; i++) ff[i] = f.factors().get(i);
+                w.tensor("rope_freqs.weight", new long[]{ff.length}, Gguf.Type.F32, ff);
+            }
+        }
         for (ParameterView v : p.layout().views()) {
             float[] x = p.get(v);
             boolean qk = arch.equals("llama") && (v.name().endsWith(".wq") || v.name().endsWith(".wk"));
