@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time to the first training step of a %%train cell, through a real Jupyter client (jupyter_client).
 
-    JUPYTER_PATH=... /usr/bin/python3 tools/bench_first_step.py [--kernel ane4j] [--repeat 3] [--idle 0,10]
+    JUPYTER_PATH=... /usr/bin/python3 tools/bench_first_step.py [--kernel ane4j] [--repeat 3] [--idle 0,10] [--prestart on,off]
 
 For each idle time: start a kernel, wait that long (a user reading the notebook), run
 
@@ -10,8 +10,9 @@ For each idle time: start a kernel, wait that long (a user reading the notebook)
     steps = 20
 
 and measure from the execute request to the first display that shows "step 1/" (the live progress line), and to the
-cell's end. Each repeat starts a fresh kernel (and with it a fresh worker JVM). Prints one line per run and the median
-and range per idle time. Not a test: the figures depend on the machine and its load (printed with them).
+cell's end. Each repeat starts a fresh kernel (and with it a fresh worker JVM). With --prestart on,off the kernels alternate
+between the default (the worker starts with the kernel) and -Dane4j.worker.prestart=false (through JAVA_TOOL_OPTIONS),
+side by side in one run. Prints one line per run and the median and range per idle time and mode. Not a test: the figures depend on the machine and its load (printed with them).
 """
 import argparse
 import os
@@ -32,8 +33,11 @@ def texts(msg):
     return out
 
 
-def one(kernel_name, idle):
-    with kernel(kernel_name) as (km, kc):
+def one(kernel_name, idle, prestart):
+    env = dict(os.environ)
+    if not prestart:
+        env["JAVA_TOOL_OPTIONS"] = (env.get("JAVA_TOOL_OPTIONS", "") + " -Dane4j.worker.prestart=false").strip()
+    with kernel(kernel_name, env) as (km, kc):
         time.sleep(idle)
         t0 = time.monotonic()
         msg_id = kc.execute(CELL)
@@ -60,18 +64,24 @@ def main():
     ap.add_argument("--kernel", default="ane4j")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--idle", default="0,10", help="seconds between the kernel's start and the cell, comma-separated")
+    ap.add_argument("--prestart", default="on", help="on, off or on,off (side by side)")
     a = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} at the start; kernel {a.kernel}; cell: {CELL!r}", flush=True)
+    modes = [m.strip() == "on" for m in a.prestart.split(",")]
     for idle in [float(x) for x in a.idle.split(",")]:
-        firsts, ends = [], []
+        firsts = {m: [] for m in modes}
+        ends = {m: [] for m in modes}
         for i in range(a.repeat):
-            first, end, setup = one(a.kernel, idle)
-            firsts.append(first)
-            ends.append(end)
-            print(f"idle {idle:4.0f} s  run {i + 1}: first step after {first:.2f} s, cell done after {end:.2f} s; "
-                  f"setup lines {len(setup)}: {setup[:3]}", flush=True)
-        print(f"idle {idle:4.0f} s  first step: median {statistics.median(firsts):.2f} s (range {min(firsts):.2f}–{max(firsts):.2f}); "
-              f"cell: median {statistics.median(ends):.2f} s; load {os.getloadavg()[0]:.1f}", flush=True)
+            for m in modes:
+                first, end, setup = one(a.kernel, idle, m)
+                firsts[m].append(first)
+                ends[m].append(end)
+                print(f"idle {idle:4.0f} s  prestart {'on ' if m else 'off'}  run {i + 1}: first step after {first:.2f} s, "
+                      f"cell done after {end:.2f} s; setup: {setup}", flush=True)
+        for m in modes:
+            f = firsts[m]
+            print(f"idle {idle:4.0f} s  prestart {'on ' if m else 'off'}  first step: median {statistics.median(f):.2f} s "
+                  f"(range {min(f):.2f}–{max(f):.2f}); cell: median {statistics.median(ends[m]):.2f} s; load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ failures = []
 
 
 @contextlib.contextmanager
-def kernel(name):
-    """A started kernel of the kernelspec `name`: (manager, client), shut down when the block ends, failed or not."""
-    km, kc = start_new_kernel(kernel_name=name, startup_timeout=60)
+def kernel(name, env=None):
+    """A started kernel of the kernelspec `name` (with `env`, else this environment): (manager, client), shut down when the
+    block ends, failed or not."""
+    km, kc = start_new_kernel(kernel_name=name, startup_timeout=60, **({"env": env} if env is not None else {}))
     try:
         yield km, kc
     finally:

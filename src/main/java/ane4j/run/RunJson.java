@@ -65,10 +65,19 @@ public final class RunJson {
         return m;
     }
 
-    /** The ane4j checkout the launcher ran from ({@code -Dane4j.home}), else the working directory's: commit and dirty flag; null without git. */
-    static Map<String, Object> git() {
+    private static final Map<Path, java.util.Optional<Map<String, Object>>> GIT = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * The ane4j checkout the launcher ran from ({@code -Dane4j.home}), else the working directory's: commit and dirty flag;
+     * null without git. Asked once per checkout and process (two git processes: a notebook's worker asks while it warms up).
+     */
+    public static Map<String, Object> git() {
         String home = System.getProperty("ane4j.home");
         Path dir = Path.of(home != null ? home : "").toAbsolutePath();
+        return GIT.computeIfAbsent(dir, d -> java.util.Optional.ofNullable(askGit(d))).orElse(null);
+    }
+
+    private static Map<String, Object> askGit(Path dir) {
         if (!gitRunsWithoutADialog()) return null;
         String commit = run(dir, "git", "rev-parse", "HEAD");
         if (commit == null || !commit.matches("[0-9a-f]{40}")) return null;

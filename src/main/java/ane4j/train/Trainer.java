@@ -76,11 +76,13 @@ public final class Trainer implements AutoCloseable {
 
     /**
      * Prepares what a run with the default settings reads first, the embedded corpus's tokenizer and the training stream
-     * of the default seed, so that a worker started ahead of its first run (the notebook's) has them ready; the run that
+     * of the default seed (and the checkout's commit the run record names, the BLAS library), so that a worker started ahead of its first run (the notebook's) has them ready; the run that
      * asks for them meanwhile waits for this instead of drawing them again.
      */
     public static void warmUp() {
         EmbeddedCorpus.train(TrainOptions.of(Map.of()).seed(), TrainingSetup.EMBEDDED_TRAIN_TOKENS);
+        RunJson.git();   // and the checkout's commit for the run record
+        ane4j.blas.Blas.get();   // and the CPU's BLAS, loaded and chosen
     }
 
     /** A run that locks its run folder for this process (a second run on it is refused). */
