@@ -14,6 +14,7 @@ import ane4j.mil.grad.Grad;
 import ane4j.model.ParameterView;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -23,7 +24,7 @@ import java.util.Map;
 /**
  * One training step of any MIL graph, the ANE's way (issue 31): the graph is differentiated once ({@link Grad#split}),
  * its forward and its backward are compiled once each on the backend, and every step runs forward → backward on the
- * backend while the weight gradients of matmul/linear are formed on the CPU by sgemm from the saved activations and the
+ * backend while the weight gradients of matmul/linear/conv are formed on the CPU by sgemm from the saved activations and the
  * upstream gradients the backward returns (as the hand-written kernels do; {@code cpuWeights=false} keeps them in MIL).
  * Parameters are ordinary inputs of both programs (no weight files), refreshed from the flat parameter array each step.
  *
@@ -131,14 +132,15 @@ public final class GraphStep implements AutoCloseable {
 
     /**
      * Forward and backward on one batch: adds d loss / d params into {@code grads} (flat layout) and returns the loss
-     * (a loss of several elements is differentiated as their sum, and its mean returned).
+     * (a loss of several elements is differentiated as their sum, unless {@code data} holds its upstream gradient
+     * {@code d_<loss>}, and its mean returned).
      */
     public float forwardBackward(float[] params, float[] grads, Map<String, TensorBuffer> data) {
         Map<String, TensorBuffer> in = inputs(params, data);
         Map<String, TensorBuffer> fo = forward.evaluate(in);
         Map<String, TensorBuffer> bin = new LinkedHashMap<>();
         for (TensorSpec s : backward.inputs()) {
-            TensorBuffer b = s.name().equals("d_" + loss) ? ones(s.type()) : fo.containsKey(s.name()) ? fo.get(s.name()) : in.get(s.name());
+            TensorBuffer b = s.name().equals("d_" + loss) ? data.getOrDefault(s.name(), ones(s.type())) : fo.containsKey(s.name()) ? fo.get(s.name()) : in.get(s.name());
             if (b == null) throw new IllegalStateException("[graph] no value for backward input " + s.name());
             bin.put(s.name(), b);
         }
@@ -163,10 +165,17 @@ public final class GraphStep implements AutoCloseable {
             float[] d = bo.get("d_" + p).toFloatArray();
             for (int i = 0; i < d.length; i++) grads[v.offset() + i] += d[i];
         }
-        // weight gradients of matmul/linear on the CPU: dW += gᵀ·x (transposed) or xᵀ·g, over the flattened rows R
+        // weight gradients of matmul/linear on the CPU: dW += gᵀ·x (transposed) or xᵀ·g, over the flattened rows R;
+        // of conv: im2col and sgemm (ConvWeightGrad)
         for (Grad.CpuGrad c : split.cpuGrads()) {
             ParameterView v = byName.get(c.param());
             TensorBuffer gb = bo.get(c.upstream()), xb = fo.containsKey(c.activation()) ? fo.get(c.activation()) : in.get(c.activation());
+            if (c.isConv()) {
+                int[] w = paramTypes.get(c.param()).shape();
+                ConvWeightGrad.accumulate(xb.toFloatArray(), xb.type().shape(), gb.toFloatArray(), gb.type().shape(),
+                        Arrays.copyOfRange(w, 2, w.length), c.conv(), grads, v.offset());
+                continue;
+            }
             int n = gb.type().dim(-1), k = xb.type().dim(-1), r = (int) (gb.count() / n);
             float[] g = gb.toFloatArray(), x = xb.toFloatArray();
             if (c.transposed()) Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, n, k, r, 1f, g, 0, n, x, 0, k, 1f, grads, v.offset(), k);
