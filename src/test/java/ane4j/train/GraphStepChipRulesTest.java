@@ -27,7 +27,7 @@ class GraphStepChipRulesTest {
         ModelConfig c = ModelConfig.parse("stories15m");
         List<String> names = new ParameterLayout(c).views().stream().map(v -> LlamaGraph.inputName(v.name())).toList();
         try (GraphStep step = new GraphStep(LlamaGraph.build(c, DType.FP16, 512f), "loss", names, new RefBackend(RefBackend.Options.ANE_LIKE), true)) {
-            for (Program p : List.of(step.split().forward(), step.split().backward()))
+            for (Program p : List.of(step.forwardProgram(), step.backwardProgram()))
                 for (String chip : List.of("m4", "m5")) {
                     List<Violation> errors = ChipRules.errors(ChipRules.check(MilWriter.write(p, ane4j.mil.Dialect.IOS18), p, Chip.parse(chip)));
                     assertEquals(List.of(), errors.stream().map(Violation::format).toList(), p.main().name() + " on " + chip);
