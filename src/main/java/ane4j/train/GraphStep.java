@@ -4,9 +4,12 @@ import ane4j.backend.Backend;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
+import ane4j.backend.ref.RefBackend;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;
 import ane4j.blas.Transpose;
+import ane4j.chip.Chip;
+import ane4j.chip.ProgramSplit;
 import ane4j.mil.Program;
 import ane4j.mil.TensorType;
 import ane4j.mil.Value;
@@ -55,6 +58,15 @@ public final class GraphStep implements AutoCloseable {
      *               one input each. Either gives the same bits; parameters of mixed dtypes are always separate inputs.
      */
     public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed) {
+        this(graph, loss, params, backend, cpuWeights, packed, null);
+    }
+
+    /**
+     * @param splitFor null, or the chip whose rules the programs must obey: each program is cut at op boundaries
+     *                 ({@link ProgramSplit}) into parts that break no error rule of that chip, run on {@code backend},
+     *                 and parts no cut can make legal (a tensor past the axis cap), run on the reference backend (the CPU)
+     */
+    public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor) {
         this.loss = loss;
         // embedding lookups (gather of a parameter by data indices) run on the CPU: the ANE refuses gathers with run-time
         // indices (chip rule runtime-gather); their outputs become inputs of the programs and their gradients come back
@@ -86,9 +98,10 @@ public final class GraphStep implements AutoCloseable {
         this.backwardProgram = packing == null ? split.backward() : packing.rewrite(split.backward());
         this.packedBuffer = packing == null ? null : TensorBuffer.allocate(packing.type());
         for (ParameterView v : views) offsets.put(v.name(), v.offset());
-        Kernel f = backend.compile(forwardProgram, "forward");
+        Backend cpu = backend instanceof RefBackend r ? new RefBackend(r.options().withChip(null)) : new RefBackend(RefBackend.Options.ANE_LIKE);
+        Kernel f = splitFor == null ? backend.compile(forwardProgram, "forward") : new SplitKernel(forwardProgram, splitFor, Integer.MAX_VALUE, backend, cpu, "forward");
         try {
-            this.backward = backend.compile(backwardProgram, "backward");
+            this.backward = splitFor == null ? backend.compile(backwardProgram, "backward") : new SplitKernel(backwardProgram, splitFor, Integer.MAX_VALUE, backend, cpu, "backward");
         } catch (RuntimeException e) {
             f.close();
             throw e;
@@ -155,6 +168,9 @@ public final class GraphStep implements AutoCloseable {
 
     /** The backward program compiled. */
     public Program backwardProgram() { return backwardProgram; }
+
+    /** The compiled forward and backward: {@link SplitKernel}s when split for a chip. */
+    public List<Kernel> kernels() { return List.of(forward, backward); }
 
     /** The layout of the packed parameter input, or null when the parameters are separate inputs. */
     public PackedParams packing() { return packing; }

@@ -1,0 +1,139 @@
+package ane4j.train;
+
+import ane4j.backend.BackendException;
+import ane4j.backend.Kernel;
+import ane4j.backend.TensorBuffer;
+import ane4j.backend.TensorSpec;
+import ane4j.backend.ref.RefBackend;
+import ane4j.chip.Chip;
+import ane4j.chip.ChipRules;
+import ane4j.chip.ProgramSplit;
+import ane4j.chip.Violation;
+import ane4j.mil.DType;
+import ane4j.mil.Dialect;
+import ane4j.mil.Mil;
+import ane4j.mil.MilParser;
+import ane4j.mil.MilWriter;
+import ane4j.mil.Op;
+import ane4j.mil.Program;
+import ane4j.mil.TensorType;
+import ane4j.model.Rng;
+import org.junit.jupiter.api.Test;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import static ane4j.mil.Mil.fp16;
+import static ane4j.mil.Mil.int32;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Programs too large for the ANE cut at op boundaries ({@link ProgramSplit}): an MLP with a 20000-class head, whose
+ * [8, 20000] logits break M1–M3's axis cap of 16384 (chip rule axis-cap), trained through {@link GraphStep}: every ANE
+ * part of its forward and backward passes the M1 rules (what `ane4j mil check --chip m1` checks), the reference
+ * backend emulating M1 refuses the unsplit programs and runs the split ones, and a step gives the same bits as the
+ * unsplit programs on the plain reference backend.
+ */
+class ProgramSplitTest {
+    static final int B = 8, IN = 64, HID = 128, K = 20000;
+
+    static Program wideHead() {
+        return Mil.program().function("main", f -> {
+            var x = f.input("x", fp16(B, IN));
+            var labels = f.input("labels", int32(B));
+            var w1 = f.input("w1", fp16(HID, IN));
+            var b1 = f.input("b1", fp16(HID));
+            var w2 = f.input("w2", fp16(K, HID));
+            var h = f.relu(f.linear(x, w1, b1));
+            f.output(f.named("loss", f.crossEntropyLabels(f.linear(h, w2, null), labels)));
+        }).build();
+    }
+
+    static final List<String> PARAMS = List.of("w1", "b1", "w2");
+
+    static Map<String, TensorBuffer> batch() {
+        Rng r = new Rng(7);
+        TensorBuffer x = TensorBuffer.allocate(TensorType.of(DType.FP16, B, IN)), y = TensorBuffer.allocate(TensorType.of(DType.INT32, B));
+        for (int i = 0; i < B * IN; i++) x.set(i, r.nextFloat() * 2 - 1);
+        for (int i = 0; i < B; i++) y.set(i, (i * 4099) % K);
+        return Map.of("x", x, "labels", y);
+    }
+
+    static float[] params(int size) {
+        Rng r = new Rng(11);
+        float[] p = new float[size];
+        for (int i = 0; i < size; i++) p[i] = (r.nextFloat() * 2 - 1) * 0.1f;
+        return p;
+    }
+
+    @Test
+    void everyAnePartPassesTheM1Rules() {
+        try (GraphStep step = new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), true)) {
+            for (Program p : List.of(step.forwardProgram(), step.backwardProgram())) {
+                assertTrue(!errors(p, Chip.M1).isEmpty(), p.main().name() + " breaks no M1 rule unsplit: the test graph is not wide enough");
+                List<ProgramSplit.Part> parts = ProgramSplit.split(p, Chip.M1);
+                long ane = parts.stream().filter(x -> x.where() == ProgramSplit.Where.ANE).count();
+                assertTrue(ane >= 1 && ane < parts.size(), p.main().name() + ": " + parts.stream().map(x -> x.where() + " " + x.function().operations().size()).toList());
+                int ops = 0;
+                for (ProgramSplit.Part part : parts) {
+                    // the part as MIL text, parsed back: what `ane4j mil check --chip m1` reads
+                    Program reparsed = MilParser.parse(MilWriter.write(part.program(), Dialect.IOS18));
+                    if (part.where() == ProgramSplit.Where.ANE) assertEquals(List.of(), errors(reparsed, Chip.M1), part.function().name());
+                    ops += (int) part.function().operations().stream().filter(o -> o.op() != Op.CONST).count();
+                    assertTrue(!part.outputs().isEmpty(), part.function().name() + " has no output");
+                }
+                // every op of the program is in exactly one part
+                assertEquals(p.main().operations().stream().filter(o -> o.op() != Op.CONST).count(), ops, p.main().name() + " ops");
+                // nothing to cut where the program fits (M4: 65536-wide axes)
+                assertEquals(List.of(), errors(p, Chip.M4));
+                assertEquals(1, ProgramSplit.split(p, Chip.M4).size());
+            }
+        }
+    }
+
+    @Test
+    void splitStepGivesTheSameBitsAndTheM1EmulationAcceptsIt() {
+        RefBackend m1 = new RefBackend(RefBackend.Options.ANE_LIKE.withChip(Chip.M1));
+        // the reference backend emulating M1 refuses the unsplit programs, as Apple's compiler would
+        BackendException e = assertThrows(BackendException.class, () -> new GraphStep(wideHead(), "loss", PARAMS, m1, true).close());
+        assertTrue(e.getMessage().contains("axis-cap"), e.getMessage());
+        float[][] grads = new float[2][];
+        float[] loss = new float[2];
+        for (int split = 0; split < 2; split++)
+            try (GraphStep step = split == 1 ? new GraphStep(wideHead(), "loss", PARAMS, m1, true, true, Chip.M1)
+                    : new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), true)) {
+                grads[split] = new float[step.size()];
+                loss[split] = step.forwardBackward(params(step.size()), grads[split], batch());
+                if (split == 1) assertTrue(step.kernels().get(0) instanceof SplitKernel sk && sk.parts().size() > 1);
+            }
+        assertEquals(Float.floatToIntBits(loss[0]), Float.floatToIntBits(loss[1]), "loss " + loss[0] + " vs " + loss[1]);
+        assertArrayEquals(grads[0], grads[1], 0f);
+        assertTrue(Math.abs(grads[1][0]) + Math.abs(grads[1][grads[1].length - 1]) > 0 || java.util.stream.IntStream.range(0, grads[1].length).anyMatch(i -> grads[1][i] != 0));
+    }
+
+    @Test
+    void anOpBudgetCutsConsecutiveAneParts() {
+        try (GraphStep step = new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), true)) {
+            Program p = step.forwardProgram();
+            RefBackend ref = new RefBackend(RefBackend.Options.ANE_LIKE);
+            try (Kernel whole = ref.compile(p); SplitKernel parts = new SplitKernel(p, Chip.M4, 3, ref, ref, "forward")) {
+                assertTrue(parts.parts().size() >= 4, "parts: " + parts.parts().size());
+                for (ProgramSplit.Part part : parts.parts())
+                    assertTrue(part.function().operations().stream().filter(o -> o.op() != Op.CONST).count() <= 3, part.function().name());
+                Map<String, TensorBuffer> in = new LinkedHashMap<>(batch());
+                for (TensorSpec s : whole.inputs()) if (!in.containsKey(s.name())) in.put(s.name(), TensorBuffer.random(s.type(), 5, 0.1f));
+                Map<String, TensorBuffer> a = whole.evaluate(in), b = parts.evaluate(in);
+                assertEquals(a.keySet(), b.keySet());
+                for (String n : a.keySet()) assertArrayEquals(a.get(n).toFloatArray(), b.get(n).toFloatArray(), 0f, n);
+            }
+        }
+    }
+
+    private static List<String> errors(Program p, Chip chip) {
+        return ChipRules.errors(ChipRules.check(p, chip)).stream().map(Violation::format).toList();
+    }
+}
