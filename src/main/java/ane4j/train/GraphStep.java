@@ -4,11 +4,13 @@ import ane4j.backend.Backend;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
+import ane4j.backend.ane.AneBackend;
 import ane4j.backend.ref.RefBackend;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;
 import ane4j.blas.Transpose;
 import ane4j.chip.Chip;
+import ane4j.chip.ChipRules;
 import ane4j.chip.ProgramSplit;
 import ane4j.mil.Program;
 import ane4j.mil.TensorType;
@@ -62,9 +64,11 @@ public final class GraphStep implements AutoCloseable {
     }
 
     /**
-     * @param splitFor null, or the chip whose rules the programs must obey: each program is cut at op boundaries
-     *                 ({@link ProgramSplit}) into parts that break no error rule of that chip, run on {@code backend},
-     *                 and parts no cut can make legal (a tensor past the axis cap), run on the reference backend (the CPU)
+     * @param splitFor the chip whose rules the programs must obey, or null for the backend's own (the ANE's family, or
+     *                 the chip the reference backend emulates; none otherwise): a program that breaks an error rule of
+     *                 it is cut at op boundaries ({@link ProgramSplit}) into parts that break none, run on
+     *                 {@code backend}, and parts no cut can make legal (a tensor past the axis cap), run on the
+     *                 reference backend (the CPU); a program that breaks none is compiled whole
      */
     public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor) {
         this.loss = loss;
@@ -98,10 +102,10 @@ public final class GraphStep implements AutoCloseable {
         this.backwardProgram = packing == null ? split.backward() : packing.rewrite(split.backward());
         this.packedBuffer = packing == null ? null : TensorBuffer.allocate(packing.type());
         for (ParameterView v : views) offsets.put(v.name(), v.offset());
-        Backend cpu = backend instanceof RefBackend r ? new RefBackend(r.options().withChip(null)) : new RefBackend(RefBackend.Options.ANE_LIKE);
-        Kernel f = splitFor == null ? backend.compile(forwardProgram, "forward") : new SplitKernel(forwardProgram, splitFor, Integer.MAX_VALUE, backend, cpu, "forward");
+        Chip chip = splitFor != null ? splitFor : chipOf(backend);
+        Kernel f = compile(forwardProgram, "forward", backend, chip);
         try {
-            this.backward = splitFor == null ? backend.compile(backwardProgram, "backward") : new SplitKernel(backwardProgram, splitFor, Integer.MAX_VALUE, backend, cpu, "backward");
+            this.backward = compile(backwardProgram, "backward", backend, chip);
         } catch (RuntimeException e) {
             f.close();
             throw e;
@@ -168,6 +172,20 @@ public final class GraphStep implements AutoCloseable {
 
     /** The backward program compiled. */
     public Program backwardProgram() { return backwardProgram; }
+
+    /** {@code program} compiled whole, or as its {@link ProgramSplit} parts when it breaks an error rule of {@code chip}. */
+    private static Kernel compile(Program program, String name, Backend backend, Chip chip) {
+        if (chip == null || ChipRules.errors(ChipRules.check(program, chip)).isEmpty()) return backend.compile(program, name);
+        Backend cpu = backend instanceof RefBackend r ? new RefBackend(r.options().withChip(null)) : new RefBackend(RefBackend.Options.ANE_LIKE);
+        return new SplitKernel(program, chip, Integer.MAX_VALUE, backend, cpu, name);
+    }
+
+    /** The chip family whose rules {@code backend} enforces, or null. */
+    static Chip chipOf(Backend backend) {
+        if (backend instanceof RefBackend r) return r.options().chip();
+        if (backend instanceof AneBackend a && a.isAvailable()) return Chip.fromSubType(a.aneSubType()).orElse(null);
+        return null;
+    }
 
     /** The compiled forward and backward: {@link SplitKernel}s when split for a chip. */
     public List<Kernel> kernels() { return List.of(forward, backward); }
