@@ -32,7 +32,8 @@ import java.util.Map;
  * backend while the weight gradients of matmul/linear/conv are formed on the CPU by sgemm from the saved activations and the
  * upstream gradients the backward returns (as the hand-written kernels do; {@code cpuWeights=false} keeps them in MIL).
  * Parameters travel as columns of one packed input of both programs ({@link PackedParams}; no weight files, one compile
- * each), refreshed from the flat parameter array each step.
+ * each), refreshed from the flat parameter array each step. A program that breaks an error rule of the chip runs as
+ * its {@link ProgramSplit} parts ({@link SplitKernel}).
  *
  * <p>Parameters live in one flat float array laid out by {@link #views()} (rank 1 or 2; a conv weight [O, I, K…] is
  * the matrix [O, I·ΠK]), so {@link AdamW}, clipping and checkpoints work on it as on the preset models.
