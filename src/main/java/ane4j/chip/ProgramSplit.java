@@ -70,8 +70,8 @@ public final class ProgramSplit {
                 int before = cpu.size();
                 for (Violation v : errors) {
                     // a value of this part: its op moves (its readers follow if the value still breaks the rule as an
-                    // input of the next ANE part); an input of the part: the ops that read it move
-                    boolean isInput = p.inputs().contains(v.value());
+                    // input of the next ANE part); an input or a constant of the part: the ops that read it move
+                    boolean isInput = p.inputs().contains(v.value()) || consts.containsKey(v.value());
                     for (Operation o : p.function().operations()) {
                         if (o.op() == Op.CONST) continue;
                         boolean defines = o.outputs().stream().anyMatch(x -> x.name().equals(v.value()));

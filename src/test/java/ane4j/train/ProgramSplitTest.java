@@ -138,6 +138,27 @@ class ProgramSplitTest {
         }
     }
 
+    /** A constant past the cap: the ops reading it go to the CPU (with a copy of it), the rest stays on the ANE. */
+    @Test
+    void theReadersOfAWideConstantGoToTheCpu() {
+        float[] wide = new float[20000];
+        for (int i = 0; i < wide.length; i++) wide[i] = (i % 7) * 0.01f;
+        Program p = Mil.program().function("main", f -> {
+            var x = f.input("x", fp16(4, 64));
+            var s = f.reduceSum(f.tensor(fp16(20000), wide), false, 0);
+            f.output(f.named("y", f.add(f.relu(x), s)));
+        }).build();
+        assertTrue(!errors(p, Chip.M1).isEmpty());
+        List<ProgramSplit.Part> parts = ProgramSplit.split(p, Chip.M1);
+        assertEquals(List.of(ProgramSplit.Where.CPU, ProgramSplit.Where.ANE), parts.stream().map(ProgramSplit.Part::where).toList());
+        assertEquals(List.of(), errors(parts.get(1).program(), Chip.M1));
+        RefBackend ref = new RefBackend(RefBackend.Options.ANE_LIKE);
+        try (Kernel whole = ref.compile(p); SplitKernel split = new SplitKernel(p, Chip.M1, Integer.MAX_VALUE, new RefBackend(RefBackend.Options.ANE_LIKE.withChip(Chip.M1)), ref, "main")) {
+            Map<String, TensorBuffer> in = Map.of("x", TensorBuffer.random(TensorType.of(DType.FP16, 4, 64), 3, 1f));
+            assertArrayEquals(whole.evaluate(in).get("y").toFloatArray(), split.evaluate(in).get("y").toFloatArray(), 0f);
+        }
+    }
+
     private static List<String> errors(Program p, Chip chip) {
         return ChipRules.errors(ChipRules.check(p, chip)).stream().map(Violation::format).toList();
     }
