@@ -44,7 +44,7 @@ public final class ProgramSplit {
 
     /**
      * The parts of {@code program}'s main function on {@code chip}; one ANE part when it breaks no error rule and has at
-     * most {@code maxOps} ops (constants not counted).
+     * most {@code maxOps} ops (constants and views of the inputs not counted).
      */
     public static List<Part> split(Program program, Chip chip, int maxOps) {
         if (maxOps < 1) throw new IllegalArgumentException("[split] maxOps is " + maxOps + "; give at least 1");
@@ -59,9 +59,9 @@ public final class ProgramSplit {
             }
         }
         // the chip decides: move every op an error names (or that reads a value an error names) to the CPU, re-cut, repeat
-        Set<Operation> cpu = new HashSet<>();
+        Set<Operation> cpu = new HashSet<>(), views = views(f, ops, consts);
         while (true) {
-            List<Part> parts = cut(program, f, ops, consts, cpu, maxOps);
+            List<Part> parts = cut(program, f, ops, consts, views, cpu, maxOps);
             boolean moved = false;
             for (Part p : parts) {
                 if (p.where() != Where.ANE) continue;
@@ -87,11 +87,22 @@ public final class ProgramSplit {
         }
     }
 
-    /** Consecutive runs of ANE or CPU ops (ANE runs cut every maxOps ops) as parts with their interfaces. */
-    private static List<Part> cut(Program program, Function f, List<Operation> ops, Map<String, Operation> consts, Set<Operation> cpu, int maxOps) {
+    /**
+     * Consecutive runs of ANE or CPU ops (ANE runs cut every maxOps ops) as parts with their interfaces. Views of the
+     * program's inputs ({@code views}: slices, reshapes and concats of inputs and constants, such as the parameters
+     * rebuilt from a packed input) are copied into every part that reads them, as constants are, rather than handed
+     * from part to part.
+     */
+    private static List<Part> cut(Program program, Function f, List<Operation> ops, Map<String, Operation> consts, Set<Operation> views,
+                                  Set<Operation> cpu, int maxOps) {
+        Map<String, Operation> viewOf = new HashMap<>();
+        Map<Operation, Integer> index = new HashMap<>();
+        for (int i = 0; i < ops.size(); i++) index.put(ops.get(i), i);
+        for (Operation o : views) if (!cpu.contains(o)) for (Value v : o.outputs()) viewOf.put(v.name(), o);
         List<List<Operation>> runs = new ArrayList<>();
         List<Where> where = new ArrayList<>();
         for (Operation o : ops) {
+            if (viewOf.containsKey(o.outputs().get(0).name())) continue;
             Where w = cpu.contains(o) ? Where.CPU : Where.ANE;
             boolean fresh = runs.isEmpty() || where.get(where.size() - 1) != w || (w == Where.ANE && runs.get(runs.size() - 1).size() >= maxOps);
             if (fresh) {
@@ -100,37 +111,76 @@ public final class ProgramSplit {
             }
             runs.get(runs.size() - 1).add(o);
         }
-        // which run reads each value, to know what a run must hand on
+        // each run with the views it reads (transitively), in program order; what it defines and what it reads
+        List<List<Operation>> bodies = new ArrayList<>();
+        List<Set<String>> defined = new ArrayList<>(), needed = new ArrayList<>();
+        for (List<Operation> run : runs) {
+            Set<Operation> body = new HashSet<>(run);
+            List<Operation> stack = new ArrayList<>(run);
+            while (!stack.isEmpty())
+                for (Value v : reads(stack.remove(stack.size() - 1))) {
+                    Operation view = viewOf.get(v.name());
+                    if (view != null && body.add(view)) stack.add(view);
+                }
+            List<Operation> ordered = new ArrayList<>(body);
+            ordered.sort(java.util.Comparator.comparingInt(index::get));
+            Set<String> def = new HashSet<>(), need = new LinkedHashSet<>();
+            for (Operation o : ordered) for (Value v : o.outputs()) def.add(v.name());
+            for (Operation o : ordered) for (Value v : reads(o)) if (!def.contains(v.name())) need.add(v.name());
+            bodies.add(ordered);
+            defined.add(def);
+            needed.add(need);
+        }
         Set<String> fnOutputs = new HashSet<>();
         for (Value v : f.outputs()) fnOutputs.add(v.name());
         List<Part> parts = new ArrayList<>();
         for (int i = 0; i < runs.size(); i++) {
-            List<Operation> run = runs.get(i);
-            Set<String> defined = new HashSet<>();
-            for (Operation o : run) for (Value v : o.outputs()) defined.add(v.name());
+            List<Operation> body = bodies.get(i);
             // inputs: values read here, defined neither here nor by a constant
             LinkedHashSet<Value> in = new LinkedHashSet<>();
             LinkedHashSet<Operation> needConsts = new LinkedHashSet<>();
-            for (Operation o : run)
+            for (Operation o : body)
                 for (Value v : reads(o)) {
-                    if (defined.contains(v.name())) continue;
+                    if (defined.get(i).contains(v.name())) continue;
                     if (consts.containsKey(v.name())) needConsts.add(consts.get(v.name()));
                     else in.add(v);
                 }
             // outputs: values defined here that a later run or the caller reads
             Set<String> later = new HashSet<>(fnOutputs);
-            for (int j = i + 1; j < runs.size(); j++) for (Operation o : runs.get(j)) for (Value v : reads(o)) later.add(v.name());
+            for (int j = i + 1; j < runs.size(); j++) later.addAll(needed.get(j));
             List<Value> out = new ArrayList<>();
-            for (Operation o : run) for (Value v : o.outputs()) if (later.contains(v.name())) out.add(v);
+            for (Operation o : runs.get(i)) for (Value v : o.outputs()) if (later.contains(v.name())) out.add(v);
             if (out.isEmpty()) continue;   // nothing of it is read (dead ops)
-            List<Operation> body = new ArrayList<>(needConsts);
-            body.addAll(run);
-            String name = f.name() + "_part" + i;
-            Function fn = new Function(name, List.copyOf(in), body, out);
+            List<Operation> all = new ArrayList<>(needConsts);
+            all.addAll(body);
+            String name = f.name() + "_part" + parts.size();
+            Function fn = new Function(name, List.copyOf(in), all, out);
             parts.add(new Part(new Program(Map.of(name, fn), program.weights()), where.get(i),
                     in.stream().map(Value::name).toList(), out.stream().map(Value::name).toList()));
         }
         return parts;
+    }
+
+    /**
+     * The ops copied into every part that reads them, whose values are no output of the program: slices, reshapes and
+     * concats computed from the program's inputs and constants alone (through other such ops), and any op computed from
+     * constants alone (a part of those only would have no input).
+     */
+    private static Set<Operation> views(Function f, List<Operation> ops, Map<String, Operation> consts) {
+        Set<String> inputs = new HashSet<>(), fnOutputs = new HashSet<>(), viewValues = new HashSet<>(), constValues = new HashSet<>(consts.keySet());
+        for (Value v : f.inputs()) inputs.add(v.name());
+        for (Value v : f.outputs()) fnOutputs.add(v.name());
+        Set<Operation> views = new LinkedHashSet<>();
+        for (Operation o : ops) {
+            if (o.outputs().stream().anyMatch(v -> fnOutputs.contains(v.name()))) continue;
+            boolean fromConstants = reads(o).stream().allMatch(v -> constValues.contains(v.name()));
+            boolean view = (o.op() == Op.SLICE_BY_SIZE || o.op() == Op.RESHAPE || o.op() == Op.CONCAT)
+                    && reads(o).stream().allMatch(v -> inputs.contains(v.name()) || constValues.contains(v.name()) || viewValues.contains(v.name()));
+            if (!fromConstants && !view) continue;
+            views.add(o);
+            for (Value v : o.outputs()) (fromConstants ? constValues : viewValues).add(v.name());
+        }
+        return views;
     }
 
     private static List<Value> reads(Operation o) {
