@@ -523,6 +523,9 @@ CASES = {
     "mlp": c_mlp,
     "cnn": c_cnn,
     "attention": c_attention,
+    # conv weight gradients on the CPU (GraphStepConvTest): every geometry parameter at once, and three spatial dims
+    "conv2d_all": c_conv([2, 6, 9, 8], [4, 3, 3, 2], bias=True, strides=[2, 3], dil=[2, 1], groups=2, pad_type="custom", pad=[2, 1, 0, 3]),
+    "conv3d": c_conv([1, 2, 4, 5, 4], [3, 2, 2, 3, 2], strides=[1, 2, 1], dil=[1, 1, 2], pad_type="same"),
 }
 
 

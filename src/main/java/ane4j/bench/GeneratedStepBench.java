@@ -79,13 +79,13 @@ final class GeneratedStepBench {
         r.put("steps", steps);
         r.put("tokensPerSecond", s / (msPerStep / 1e3));
         r.put("compileMs", compileMs);
-        r.put("forwardOps", step.split().forward().main().operations().size());
-        r.put("backwardOps", step.split().backward().main().operations().size());
+        r.put("forwardOps", step.forwardProgram().main().operations().size());
+        r.put("backwardOps", step.backwardProgram().main().operations().size());
         r.put("cpuWeightGradients", step.split().cpuGrads().size());
         r.put("firstLoss", firstLoss);
         r.put("lastLoss", lastLoss);
         r.note(String.format(Locale.ROOT, "generated: forward %d ops, backward %d ops, %d weight gradients by sgemm on the CPU; compare with --kernels hand (the default)",
-                step.split().forward().main().operations().size(), step.split().backward().main().operations().size(), step.split().cpuGrads().size()));
+                step.forwardProgram().main().operations().size(), step.backwardProgram().main().operations().size(), step.split().cpuGrads().size()));
         r.chart(new BenchResult.ChartSpec(true, "phase", List.of("ms"), "ms per step"));
         return r;
     }

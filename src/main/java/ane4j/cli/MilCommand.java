@@ -28,19 +28,19 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code ane4j mil check FILE.mil [--weights DIR | --no-weights] [--chip m1…m5]}, {@code mil fmt FILE.mil [--dialect ios16|ios18]},
- * {@code mil run}, {@code mil grad} and {@code mil emit --model NAME [--weights dynamic|static] [--os 26|27] --out DIR}.
+ * {@code mil run}, {@code mil grad}, {@code mil split} and {@code mil emit --model NAME [--weights dynamic|static] [--os 26|27] --out DIR}.
  */
-@Command(name = "mil", description = "MIL programs: mil check FILE.mil, mil fmt FILE.mil, mil run FILE.mil --input x=x.npy --output DIR, mil grad FILE.mil --loss L --wrt A,B --out DIR, mil emit --model NAME --out DIR")
+@Command(name = "mil", description = "MIL programs: mil check FILE.mil, mil fmt FILE.mil, mil run FILE.mil --input x=x.npy --output DIR, mil grad FILE.mil --loss L --wrt A,B --out DIR, mil split FILE.mil --chip m1 --out DIR, mil emit --model NAME --out DIR")
 final class MilCommand implements Callable<Integer> {
     @Mixin Cli.HelpOption help;
 
     @Override
-    public Integer call() { throw new CliException("expected 'check', 'fmt', 'run', 'grad' or 'emit' (usage: ane4j mil check FILE.mil)"); }
+    public Integer call() { throw new CliException("expected 'check', 'fmt', 'run', 'grad', 'split' or 'emit' (usage: ane4j mil check FILE.mil)"); }
 
     /** The {@code mil} command with its three subcommands. */
     static CommandLine commandLine(PrintStream out, PrintStream err) {
         return new CommandLine(new MilCommand()).addSubcommand(new Check(out, err)).addSubcommand(new Fmt(out, err))
-                .addSubcommand(new MilRunCommand(out)).addSubcommand(new MilGradCommand(out)).addSubcommand(new Emit(out));
+                .addSubcommand(new MilRunCommand(out)).addSubcommand(new MilGradCommand(out)).addSubcommand(new MilSplitCommand(out)).addSubcommand(new Emit(out));
     }
 
     @Command(name = "emit", sortOptions = false, sortSynopsis = false, description = {"Write every training kernel of a model as it would be handed to",

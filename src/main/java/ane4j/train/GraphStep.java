@@ -4,9 +4,14 @@ import ane4j.backend.Backend;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
+import ane4j.backend.ane.AneBackend;
+import ane4j.backend.ref.RefBackend;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;
 import ane4j.blas.Transpose;
+import ane4j.chip.Chip;
+import ane4j.chip.ChipRules;
+import ane4j.chip.ProgramSplit;
 import ane4j.mil.Program;
 import ane4j.mil.TensorType;
 import ane4j.mil.Value;
@@ -14,6 +19,7 @@ import ane4j.mil.grad.Grad;
 import ane4j.model.ParameterView;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -23,9 +29,11 @@ import java.util.Map;
 /**
  * One training step of any MIL graph, the ANE's way (issue 31): the graph is differentiated once ({@link Grad#split}),
  * its forward and its backward are compiled once each on the backend, and every step runs forward → backward on the
- * backend while the weight gradients of matmul/linear are formed on the CPU by sgemm from the saved activations and the
+ * backend while the weight gradients of matmul/linear/conv are formed on the CPU by sgemm from the saved activations and the
  * upstream gradients the backward returns (as the hand-written kernels do; {@code cpuWeights=false} keeps them in MIL).
- * Parameters are ordinary inputs of both programs (no weight files), refreshed from the flat parameter array each step.
+ * Parameters travel as columns of one packed input of both programs ({@link PackedParams}; no weight files, one compile
+ * each), refreshed from the flat parameter array each step. A program that breaks an error rule of the chip runs as
+ * its {@link ProgramSplit} parts ({@link SplitKernel}).
  *
  * <p>Parameters live in one flat float array laid out by {@link #views()} (rank 1 or 2; a conv weight [O, I, K…] is
  * the matrix [O, I·ΠK]), so {@link AdamW}, clipping and checkpoints work on it as on the preset models.
@@ -45,6 +53,25 @@ public final class GraphStep implements AutoCloseable {
      * @param params the inputs to train (float inputs of the graph), in the order of the flat layout
      */
     public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights) {
+        this(graph, loss, params, backend, cpuWeights, true);
+    }
+
+    /**
+     * @param packed the parameters travel as columns of one packed input ({@link PackedParams}, the default); false:
+     *               one input each. Either gives the same bits; parameters of mixed dtypes are always separate inputs.
+     */
+    public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed) {
+        this(graph, loss, params, backend, cpuWeights, packed, null);
+    }
+
+    /**
+     * @param splitFor the chip whose rules the programs must obey, or null for the backend's own (the ANE's family, or
+     *                 the chip the reference backend emulates; none otherwise): a program that breaks an error rule of
+     *                 it is cut at op boundaries ({@link ProgramSplit}) into parts that break none, run on
+     *                 {@code backend}, and parts no cut can make legal (a tensor past the axis cap), run on the
+     *                 reference backend (the CPU); a program that breaks none is compiled whole
+     */
+    public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor) {
         this.loss = loss;
         // embedding lookups (gather of a parameter by data indices) run on the CPU: the ANE refuses gathers with run-time
         // indices (chip rule runtime-gather); their outputs become inputs of the programs and their gradients come back
@@ -67,14 +94,39 @@ public final class GraphStep implements AutoCloseable {
             offset += v.size();
         }
         this.size = offset;
-        Kernel f = backend.compile(split.forward(), "forward");
+        // the parameters the programs read, packed as columns of one input (when they share a dtype)
+        Map<String, TensorType> inputParams = new LinkedHashMap<>();
+        for (Value v : g.main().inputs()) if (paramTypes.containsKey(v.name())) inputParams.put(v.name(), v.type());
+        boolean oneDtype = inputParams.values().stream().map(TensorType::dtype).distinct().count() == 1;
+        this.packing = packed && oneDtype ? PackedParams.plan(freshName(g, "params"), inputParams) : null;
+        this.forwardProgram = packing == null ? split.forward() : packing.rewrite(split.forward());
+        this.backwardProgram = packing == null ? split.backward() : packing.rewrite(split.backward());
+        this.packedBuffer = packing == null ? null : TensorBuffer.allocate(packing.type());
+        for (ParameterView v : views) offsets.put(v.name(), v.offset());
+        Chip chip = splitFor != null ? splitFor : chipOf(backend);
+        Kernel f = compile(forwardProgram, "forward", backend, chip);
         try {
-            this.backward = backend.compile(split.backward(), "backward");
+            this.backward = compile(backwardProgram, "backward", backend, chip);
         } catch (RuntimeException e) {
             f.close();
             throw e;
         }
         this.forward = f;
+    }
+
+    private final PackedParams packing;
+    private final Program forwardProgram, backwardProgram;
+    private final TensorBuffer packedBuffer;
+    private final Map<String, Integer> offsets = new HashMap<>();
+
+    /** {@code base}, or base_1, base_2 … when the graph has a value of that name. */
+    private static String freshName(Program g, String base) {
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (Value v : g.main().inputs()) names.add(v.name());
+        for (ane4j.mil.Operation o : g.main().operations()) for (Value v : o.outputs()) names.add(v.name());
+        String n = base;
+        for (int i = 1; names.contains(n); i++) n = base + "_" + i;
+        return n;
     }
 
     /** An embedding lookup done on the CPU: output[j, :] = param[indices[j], :]. */
@@ -116,9 +168,35 @@ public final class GraphStep implements AutoCloseable {
 
     public Grad.Split split() { return split; }
 
+    /** The forward program compiled (the split's, with the parameters packed unless asked otherwise). */
+    public Program forwardProgram() { return forwardProgram; }
+
+    /** The backward program compiled. */
+    public Program backwardProgram() { return backwardProgram; }
+
+    /** {@code program} compiled whole, or as its {@link ProgramSplit} parts when it breaks an error rule of {@code chip}. */
+    private static Kernel compile(Program program, String name, Backend backend, Chip chip) {
+        if (chip == null || ChipRules.errors(ChipRules.check(program, chip)).isEmpty()) return backend.compile(program, name);
+        Backend cpu = backend instanceof RefBackend r ? new RefBackend(r.options().withChip(null)) : new RefBackend(RefBackend.Options.ANE_LIKE);
+        return new SplitKernel(program, chip, Integer.MAX_VALUE, backend, cpu, name);
+    }
+
+    /** The chip family whose rules {@code backend} enforces, or null. */
+    static Chip chipOf(Backend backend) {
+        if (backend instanceof RefBackend r) return r.options().chip();
+        if (backend instanceof AneBackend a && a.isAvailable()) return Chip.fromSubType(a.aneSubType()).orElse(null);
+        return null;
+    }
+
+    /** The compiled forward and backward: {@link SplitKernel}s when split for a chip. */
+    public List<Kernel> kernels() { return List.of(forward, backward); }
+
+    /** The layout of the packed parameter input, or null when the parameters are separate inputs. */
+    public PackedParams packing() { return packing; }
+
     /** The data inputs the forward takes (its inputs that are not parameters). */
     public List<TensorSpec> dataInputs() {
-        return forward.inputs().stream().filter(s -> !paramTypes.containsKey(s.name())).toList();
+        return forward.inputs().stream().filter(s -> !paramTypes.containsKey(s.name()) && (packing == null || !s.name().equals(packing.input()))).toList();
     }
 
     /** The forward alone (loss and saved activations) on one batch, e.g. for validation. */
@@ -131,14 +209,16 @@ public final class GraphStep implements AutoCloseable {
 
     /**
      * Forward and backward on one batch: adds d loss / d params into {@code grads} (flat layout) and returns the loss
-     * (a loss of several elements is differentiated as their sum, and its mean returned).
+     * (a loss of several elements is differentiated as their sum, unless {@code data} holds its upstream gradient
+     * {@code d_<loss>}, and its mean returned).
      */
     public float forwardBackward(float[] params, float[] grads, Map<String, TensorBuffer> data) {
         Map<String, TensorBuffer> in = inputs(params, data);
         Map<String, TensorBuffer> fo = forward.evaluate(in);
         Map<String, TensorBuffer> bin = new LinkedHashMap<>();
         for (TensorSpec s : backward.inputs()) {
-            TensorBuffer b = s.name().equals("d_" + loss) ? ones(s.type()) : fo.containsKey(s.name()) ? fo.get(s.name()) : in.get(s.name());
+            TensorBuffer b = s.name().equals("d_" + loss) ? data.getOrDefault(s.name(), ones(s.type())) : fo.containsKey(s.name()) ? fo.get(s.name())
+                    : in.containsKey(s.name()) ? in.get(s.name()) : packing != null && s.name().equals(packing.input()) ? packed(params) : null;
             if (b == null) throw new IllegalStateException("[graph] no value for backward input " + s.name());
             bin.put(s.name(), b);
         }
@@ -163,10 +243,18 @@ public final class GraphStep implements AutoCloseable {
             float[] d = bo.get("d_" + p).toFloatArray();
             for (int i = 0; i < d.length; i++) grads[v.offset() + i] += d[i];
         }
-        // weight gradients of matmul/linear on the CPU: dW += gᵀ·x (transposed) or xᵀ·g, over the flattened rows R
+        // weight gradients of matmul/linear on the CPU: dW += gᵀ·x (transposed) or xᵀ·g, over the flattened rows R;
+        // of conv: im2col and sgemm (ConvWeightGrad)
         for (Grad.CpuGrad c : split.cpuGrads()) {
             ParameterView v = byName.get(c.param());
             TensorBuffer gb = bo.get(c.upstream()), xb = fo.containsKey(c.activation()) ? fo.get(c.activation()) : in.get(c.activation());
+            if (xb == null) xb = paramBuffer(c.activation(), params);   // the activation is itself a parameter (packed)
+            if (c.isConv()) {
+                int[] w = paramTypes.get(c.param()).shape();
+                ConvWeightGrad.accumulate(xb.toFloatArray(), xb.type().shape(), gb.toFloatArray(), gb.type().shape(),
+                        Arrays.copyOfRange(w, 2, w.length), c.conv(), grads, v.offset());
+                continue;
+            }
             int n = gb.type().dim(-1), k = xb.type().dim(-1), r = (int) (gb.count() / n);
             float[] g = gb.toFloatArray(), x = xb.toFloatArray();
             if (c.transposed()) Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, n, k, r, 1f, g, 0, n, x, 0, k, 1f, grads, v.offset(), k);
@@ -193,7 +281,8 @@ public final class GraphStep implements AutoCloseable {
         }
         for (TensorSpec s : forward.inputs()) {
             if (in.containsKey(s.name())) continue;
-            if (paramTypes.containsKey(s.name())) {
+            if (packing != null && s.name().equals(packing.input())) in.put(s.name(), packed(params));
+            else if (paramTypes.containsKey(s.name())) {
                 ParameterView v = views.stream().filter(w -> w.name().equals(s.name())).findFirst().orElseThrow();
                 TensorBuffer b = paramBuffers.get(s.name());
                 b.copyFrom(params, v.offset(), 0, v.size());
@@ -205,6 +294,20 @@ public final class GraphStep implements AutoCloseable {
             }
         }
         return in;
+    }
+
+    /** One parameter as a tensor of its own type (values rounded to its dtype as the programs see them). */
+    private TensorBuffer paramBuffer(String name, float[] params) {
+        ParameterView v = view(name);
+        TensorBuffer b = paramBuffers.get(name);
+        b.copyFrom(params, v.offset(), 0, v.size());
+        return b;
+    }
+
+    /** The packed parameter input, refreshed from the flat array. */
+    private TensorBuffer packed(float[] params) {
+        packing.pack(params, offsets, packedBuffer);
+        return packedBuffer;
     }
 
     private ParameterView view(String name) {

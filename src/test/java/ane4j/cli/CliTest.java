@@ -33,7 +33,7 @@ class CliTest {
         oneLine(run("mil", "run", "a.mil", "--input", "x=x.npy"), Cli.FAILED, "ane4j mil: [cli] no --output; give --output DIR (ane4j mil run --help)");
         oneLine(run("mil", "check"), Cli.FAILED, "ane4j mil: [cli] missing FILE.mil; usage: ane4j mil check [-h] [--weights=DIR] [--no-weights] "
                 + "[--chip=m1|m2|m3|m4|m5] FILE.mil");
-        oneLine(run("mil", "lint", "a.mil"), Cli.FAILED, "ane4j mil: [cli] unknown command 'lint' for ane4j mil; use one of check, fmt, run, grad, emit (ane4j mil --help)");
+        oneLine(run("mil", "lint", "a.mil"), Cli.FAILED, "ane4j mil: [cli] unknown command 'lint' for ane4j mil; use one of check, fmt, run, grad, split, emit (ane4j mil --help)");
         oneLine(run("frobnicate"), Cli.USAGE, "ane4j: unknown command 'frobnicate' (try: ane4j help)");
         oneLine(run("bench", "step", "--steps"), Cli.FAILED, "ane4j bench: [bench] option --steps needs a value");
     }
@@ -59,7 +59,7 @@ class CliTest {
             for (var o : c.getValue().getCommandSpec().options()) assertTrue(r.out().contains(o.longestName()), c.getKey() + " --help lacks " + o.longestName());
             checked.add(c.getKey());
         }
-        assertEquals(List.of("ane4j", "ane4j generate", "ane4j export", "ane4j eval", "ane4j mil", "ane4j mil check", "ane4j mil fmt", "ane4j mil run", "ane4j mil grad", "ane4j mil emit", "ane4j doctor", "ane4j bench"), checked);
+        assertEquals(List.of("ane4j", "ane4j generate", "ane4j export", "ane4j eval", "ane4j mil", "ane4j mil check", "ane4j mil fmt", "ane4j mil run", "ane4j mil grad", "ane4j mil split", "ane4j mil emit", "ane4j doctor", "ane4j bench"), checked);
         Result top = run();
         assertEquals(0, top.code());
         for (String cmd : List.of("train", "generate", "export", "mil", "doctor", "bench")) assertTrue(top.out().contains("  " + cmd + " "), top.out());

@@ -4,6 +4,7 @@ import ane4j.mil.Arg;
 import ane4j.mil.DType;
 import ane4j.mil.Dialect;
 import ane4j.mil.Function;
+import ane4j.mil.Literal;
 import ane4j.mil.FunctionBuilder;
 import ane4j.mil.Mil;
 import ane4j.mil.MilException;
@@ -89,7 +90,7 @@ public final class Grad {
 
     private final Function fn;
     private final Sites sites;
-    /** Weight gradients of matmul/linear on the CPU (the training split), else all in MIL. */
+    /** Weight gradients of matmul/linear/conv on the CPU (the training split), else all in MIL. */
     private boolean cpuWeights;
     private final List<CpuGrad> cpuGrads = new ArrayList<>();
     private final Set<String> forwardValues = new HashSet<>();
@@ -206,6 +207,12 @@ public final class Grad {
         return p;
     }
 
+    private static int[] filled(int n, int v) {
+        int[] a = new int[n];
+        Arrays.fill(a, v);
+        return a;
+    }
+
     private boolean isNonDifferentiable(Operation o) {
         return o.outputs().stream().noneMatch(v -> v.dtype().isFloat());
     }
@@ -231,11 +238,26 @@ public final class Grad {
     /**
      * A weight gradient formed on the CPU (BLAS) from a saved activation and an upstream gradient, both [R, ·] after
      * flattening the leading dims: {@code transposed} dW = gᵀ·x (linear, and matmul(x, W, transpose_y=true)), else
-     * dW = xᵀ·g (matmul(x, W)). Contributions of several uses of one parameter add up.
+     * dW = xᵀ·g (matmul(x, W)); for a conv ({@code conv} set) x is [N, Cin, H…] and g [N, Cout, O…] and the CPU
+     * forms dW [Cout, Cin/G, K…] by im2col and sgemm. Contributions of several uses of one parameter add up.
      */
-    public record CpuGrad(String param, String activation, String upstream, boolean transposed) {}
+    public record CpuGrad(String param, String activation, String upstream, boolean transposed, ConvGeometry conv) {
+        public CpuGrad(String param, String activation, String upstream, boolean transposed) {
+            this(param, activation, upstream, transposed, null);
+        }
 
-    /** The CPU form of o's weight gradient, or null when it stays in MIL (a weight that is not a wrt input, batched or transposed x). */
+        /** Whether this is a conv's weight gradient ({@link #conv} set), else matmul/linear's. */
+        public boolean isConv() { return conv != null; }
+    }
+
+    /**
+     * What the CPU needs of a conv to form its weight gradient from x [N, Cin, H…] and g [N, Cout, O…] (the kernel
+     * size comes from the weight): per spatial dim the stride, the dilation and the padding before (the padding
+     * after is implied by the output size), and the groups.
+     */
+    public record ConvGeometry(int groups, int[] strides, int[] dilations, int[] padBefore) {}
+
+    /** The CPU form of o's weight gradient (matmul, linear, conv), or null when it stays in MIL (a weight that is not a wrt input, batched or transposed x). */
     private CpuGrad cpuGrad(Operation o, Set<String> wrt) {
         if (o.op() == Op.LINEAR) {
             Value w = o.value("weight"), x = o.value("x");
@@ -247,6 +269,23 @@ public final class Grad {
             if (!wrt.contains(w.name()) || w.rank() != 2 || x.rank() < 2 || o.literal("transpose_x").boolValue()) return null;
             return new CpuGrad(w.name(), x.name(), null, o.literal("transpose_y").boolValue());
         }
+        if (o.op() == Op.CONV) {
+            Value w = o.value("weight"), x = o.value("x");
+            if (!wrt.contains(w.name())) return null;
+            int spatial = x.rank() - 2;
+            int[] s = o.literal("strides") == null ? null : o.literal("strides").toInts(), d = o.literal("dilations") == null ? null : o.literal("dilations").toInts();
+            s = s == null ? filled(spatial, 1) : s;
+            d = d == null ? filled(spatial, 1) : d;
+            int[] in = new int[spatial], eff = new int[spatial], before = new int[spatial];
+            for (int i = 0; i < spatial; i++) {
+                in[i] = x.shape()[2 + i];
+                eff[i] = d[i] * (w.shape()[2 + i] - 1) + 1;
+            }
+            Literal pl = o.literal("pad");
+            int[] pads = ane4j.mil.Shapes.pads(o.literal("pad_type").stringValue(), pl == null ? new int[2 * spatial] : pl.toInts(), in, eff, s);
+            for (int i = 0; i < spatial; i++) before[i] = pads[2 * i];
+            return new CpuGrad(w.name(), x.name(), null, false, new ConvGeometry(o.literal("groups").intValue(), s, d, before));
+        }
         return null;
     }
 
@@ -254,7 +293,7 @@ public final class Grad {
      * The training split of a function, as the hand-written kernels do it: the forward program (outputs: the loss, then
      * the activations the backward needs), the backward program (inputs: the forward inputs it reads, those activations,
      * and d_&lt;loss&gt; when the loss has several elements; outputs: d_&lt;w&gt; of the weights whose gradients stay in MIL,
-     * then the upstream gradients g_&lt;op&gt; of the matmul/linear ops whose weight gradients the CPU forms, see
+     * then the upstream gradients g_&lt;op&gt; of the matmul/linear/conv ops whose weight gradients the CPU forms, see
      * {@link #cpuGrads}). Parameters are ordinary inputs: one compile of each program serves every step.
      */
     public record Split(Program forward, Program backward, List<String> savedInputs, List<String> savedActivations,
@@ -379,10 +418,10 @@ public final class Grad {
             CpuGrad cg = cpuWeights ? cpuGrad(o, wrt) : null;
             if (cg != null) {
                 // the weight's gradient is formed on the CPU from the activation (saved by the forward) and g (an output here)
-                ctx.elsewhere = Set.of(o.op() == Op.LINEAR ? "weight" : "y");
+                ctx.elsewhere = Set.of(o.op() == Op.MATMUL ? "y" : "weight");
                 String gName = "g_" + o.output().name();
                 upstreamOutputs.add(f.named(gName, f.identity(up.get(0))));
-                cpuGrads.add(new CpuGrad(cg.param(), cg.activation(), gName, cg.transposed()));
+                cpuGrads.add(new CpuGrad(cg.param(), cg.activation(), gName, cg.transposed(), cg.conv()));
                 if (!ctx.needs("x") && !ctx.needs("bias")) continue;
             }
             try {

@@ -22,25 +22,25 @@ import java.util.List;
 import java.util.Map;
 
 /** The cases of {@code golden/grad/grad.json} (tools/gen_grad_golden.py: PyTorch autograd) and how to run a program on them. */
-final class GradGolden {
+public final class GradGolden {
     private GradGolden() {}
 
-    record Tensor(DType dtype, int[] shape, float[] data) {
-        TensorType type() { return TensorType.of(dtype, shape); }
+    public record Tensor(DType dtype, int[] shape, float[] data) {
+        public TensorType type() { return TensorType.of(dtype, shape); }
 
-        TensorBuffer buffer() {
+        public TensorBuffer buffer() {
             TensorBuffer b = TensorBuffer.allocate(type());
             for (int i = 0; i < data.length; i++) b.set(i, data[i]);
             return b;
         }
     }
 
-    record Case(String id, String dtype, String mil, String loss, List<String> wrt, Map<String, Tensor> inputs,
+    public record Case(String id, String dtype, String mil, String loss, List<String> wrt, Map<String, Tensor> inputs,
                 Map<String, Tensor> expect, double atol, double rtol) {
         @Override public String toString() { return id; }
     }
 
-    static List<Case> load() {
+    public static List<Case> load() {
         try (InputStream in = GradGolden.class.getResourceAsStream("/golden/grad/grad.json")) {
             if (in == null) throw new IllegalStateException("[golden] golden/grad/grad.json is missing; regenerate with /usr/bin/python3 tools/gen_grad_golden.py");
             JsonObject root = JsonParser.parseReader(new InputStreamReader(in, StandardCharsets.UTF_8)).getAsJsonObject();
@@ -74,7 +74,7 @@ final class GradGolden {
     }
 
     /** Runs {@code p}'s main on the reference backend (fp16 values stored as fp16, as on the ANE) and returns every output. */
-    static Map<String, float[]> run(Program p, Map<String, Tensor> inputs) {
+    public static Map<String, float[]> run(Program p, Map<String, Tensor> inputs) {
         RefBackend ref = new RefBackend(RefBackend.Options.ANE_LIKE);
         try (Kernel k = ref.compile(p)) {
             Map<String, TensorBuffer> in = new LinkedHashMap<>();
