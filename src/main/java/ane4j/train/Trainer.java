@@ -9,7 +9,6 @@ import ane4j.run.StepHistory;
 import ane4j.run.SetupProgress;
 import ane4j.run.StepMetrics;
 import ane4j.backend.Backend;
-import ane4j.mil.DType;
 import ane4j.model.EmbeddedCorpus;
 import ane4j.model.ModelConfig;
 import ane4j.model.ParameterLayout;
@@ -216,7 +215,7 @@ public final class Trainer implements AutoCloseable {
     public long skippedUpdates() { return scaler.skippedUpdates(); }
 
     private TrainingStep newStep(Backend b) {
-        return new TrainingStep(config, b, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
+        return new TrainingStep(config, b, TrainingStep.Options.of(o, lora));
     }
 
     /** No backend was asked for: not in the options, {@code -Dane4j.backend} or {@code ANE4J_BACKEND}. */
