@@ -172,10 +172,10 @@ public final class TrainingStep implements AutoCloseable {
         LoraAdapters adapters = o.lora();
         if (adapters != null && !adapters.config().equals(config)) throw new IllegalArgumentException("[lora] the adapters are for model " + adapters.config().name() + ", not " + config.name());
         boolean loraInputs = adapters != null && !o.staticWeights();
-        this.gradCount = adapters == null ? new ParameterLayout(config).size() : adapters.size();
         this.threeStage = o.threeStage();
         this.c = config;
         this.layout = new ParameterLayout(config);
+        this.gradCount = adapters == null ? layout.size() : adapters.size();
         this.s = config.seqLen();
         this.d = config.dim();
         this.h = config.hiddenDim();
