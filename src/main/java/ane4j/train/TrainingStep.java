@@ -335,7 +335,7 @@ public final class TrainingStep implements AutoCloseable {
             attentionBackward(params, grads, l, a, g);    // dx2 → dq, dk, dv
             // LoRA: nothing below layer 0's projections trains (embedding and norms are frozen), so its input gradient is unused
             if (!lora.trainsBase() && l == 0) continue;
-            qkvInputBackward(params, grads, l, a, g);            // dq, dk, dv (+ dx2) → dy of layer l−1
+            qkvInputBackward(params, grads, l, a, g);     // dq, dk, dv (+ dx2) → dy of layer l−1
         }
         // every dW must land before the embedding scatter touches the (possibly tied) embedding gradient
         waitForDw();
