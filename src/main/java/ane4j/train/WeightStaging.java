@@ -16,6 +16,7 @@ import ane4j.train.TrainingStep.Phase;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -80,7 +81,7 @@ sealed interface WeightStaging extends AutoCloseable permits WeightStaging.Dynam
     }
 
     /** The weight segments of each weight-bearing kernel (and sdpaFwd's qkNorm weights, when the model has them). */
-    Map<Name, List<Segment>> SEGMENTS = new EnumMap<>(Map.of(
+    Map<Name, List<Segment>> SEGMENTS = Collections.unmodifiableMap(new EnumMap<>(Map.of(
             SDPA_FWD, List.of(new Segment("q", true), new Segment("k", true), new Segment("v", true)),
             WO_FWD, List.of(new Segment("o", true)),
             FFN_FUSED, List.of(new Segment("w1", true), new Segment("w3", true), new Segment("w2", false)),
@@ -88,7 +89,7 @@ sealed interface WeightStaging extends AutoCloseable permits WeightStaging.Dynam
             FFN_BWD_W13T, List.of(new Segment("w1", false), new Segment("w3", false)),
             WOT_BWD, List.of(new Segment("o", false)),
             Q_BWD, List.of(new Segment("q", false)),
-            KV_BWD, List.of(new Segment("k", false), new Segment("v", false))));
+            KV_BWD, List.of(new Segment("k", false), new Segment("v", false)))));
 
     // -----------------------------------------------------------------------------------------------------------------
     // dynamic weights: compiled once, the weights written into the kernels' inputs
