@@ -18,6 +18,7 @@ import java.util.stream.Stream;
 
 import static java.util.Map.entry;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -37,7 +38,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code Mil.grad}; {@code programs} (the MIL program library that bench, doctor and tests share) depends on {@code mil}
  * only; {@code run} (a run's paperwork: its settings table, folder, record, metrics) sits below {@code train}, which writes it;
  * {@code notebook.kernel} (the kernel's Jupyter protocol parts: cell queue, protocol fixes) depends on no ane4j package,
- * and {@code notebook} wires it.
+ * and {@code notebook} wires it;
+ * {@code train} sees backends through the SPI alone ({@code Backend.describeChip()} names the chip, so no concrete
+ * backend is imported), and {@code backend} may name {@code chip}'s families for that ({@code ChipDescription}).
  */
 class PackageLayersTest {
     static final Set<String> BELOW_SESSION = Set.of("mil", "mil.grad", "programs", "chip", "backend", "backend.ref", "backend.ane",
@@ -49,14 +52,14 @@ class PackageLayersTest {
             entry("mil.grad", Set.of("mil")),
             entry("programs", Set.of("mil")),
             entry("chip", Set.of("mil")),
-            entry("backend", Set.of("mil")),
+            entry("backend", Set.of("mil", "chip")),
             entry("backend.ref", Set.of("mil", "backend", "blas", "chip")),
             entry("backend.ane", Set.of("mil", "backend", "chip", "backend.ane.ffm")),
             entry("backend.ane.ffm", Set.of("mil", "backend")),
             entry("blas", Set.of()),
             entry("model", Set.of("mil", "blas")),
             entry("run", Set.of("model", "blas", "backend")),
-            entry("train", Set.of("mil", "mil.grad", "chip", "run", "backend", "backend.ref", "backend.ane", "backend.ane.ffm", "blas", "model")),
+            entry("train", Set.of("mil", "mil.grad", "chip", "run", "backend", "blas", "model")),
             entry("infer", Set.of("mil", "chip", "backend", "blas", "model", "run", "train")),
             entry("hub", Set.of("model")),
             entry("worker", Set.of("mil", "backend", "run", "train")),
@@ -175,6 +178,16 @@ class PackageLayersTest {
         // ffm uses the ANE's exceptions from backend, and nothing of backend.ane: no named exception to the table
         assertEquals(List.of("F.java: backend.ane.ffm → backend.ane (AneRuntime)"), breaks("F.java", "backend.ane.ffm",
                 "import ane4j.backend.AneException;\nimport ane4j.backend.FrameworkException;\nimport ane4j.backend.ane.AneRuntime;"));
+    }
+
+    /** The numerics and the run loop are written against the SPI: a concrete backend is the caller's choice. */
+    @Test
+    void trainImportsNoConcreteBackend() {
+        for (String pkg : List.of("train", "run", "model"))
+            for (String concrete : List.of("backend.ref", "backend.ane", "backend.ane.ffm"))
+                assertFalse(MAY_DEPEND_ON.get(pkg).contains(concrete), pkg + " may not depend on " + concrete + " (docs/DESIGN.md §2)");
+        assertEquals(List.of("T.java: train → backend.ref (RefBackend)", "T.java: train → backend.ane (AneBackend)"), breaks("T.java", "train",
+                "import ane4j.backend.Backend;\nimport ane4j.backend.ref.RefBackend;\nclass T { Object a = ane4j.backend.ane.AneBackend.class; }"));
     }
 
     @Test

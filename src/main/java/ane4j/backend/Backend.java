@@ -24,4 +24,10 @@ public interface Backend {
 
     /** The most compiles this backend allows ({@link Long#MAX_VALUE}: unlimited). */
     long compileBudget();
+
+    /**
+     * The chip this backend runs on or emulates, for the run's record and the loss-scale cap; never throws (what cannot
+     * be read is "unknown (why)"). A backend that knows nothing of chips keeps this default.
+     */
+    default ChipDescription describeChip() { return ChipDescription.UNKNOWN; }
 }

@@ -93,7 +93,8 @@ public final class StepBench {
         int[] tokens = new int[s], targets = new int[s];
 
         long c0 = System.nanoTime();
-        TrainingStep step = new TrainingStep(cfg, backend, storage.equals("fp16") ? DType.FP16 : DType.FP32, weights.equals("static"), false, lora);
+        TrainingStep step = new TrainingStep(cfg, backend, TrainingStep.Options.of(storage.equals("fp16") ? DType.FP16 : DType.FP32)
+                .withStaticWeights(weights.equals("static")).withLora(lora));
         step.stageWeights(p);
         double compileMs = (System.nanoTime() - c0) / 1e6;
 

@@ -1,7 +1,6 @@
 package ane4j.cli;
 
 import ane4j.backend.Backend;
-import ane4j.mil.DType;
 import ane4j.model.EmbeddedCorpus;
 import ane4j.model.Json;
 import ane4j.model.ModelConfig;
@@ -70,6 +69,7 @@ final class EvalCommand implements Callable<Integer> {
         if (o != null) {
             if (o.backend() != null) settings.put("backend", o.backend());
             settings.put("storage", o.storage());
+            settings.put("attention", o.attention());
         }
         if (backend != null) settings.put("backend", backend);
         if (storage != null) settings.put("storage", storage);
@@ -82,7 +82,7 @@ final class EvalCommand implements Callable<Integer> {
             Backend b = ane4j.run.RunSpec.newBackend(how);   // as ane4j train builds it
             long t0 = System.nanoTime();
             float loss;
-            try (TrainingStep step = new TrainingStep(c, b, how.storage().equals("fp32") ? DType.FP32 : DType.FP16, false, o != null && o.attention().equals("threestage"), lora)) {
+            try (TrainingStep step = new TrainingStep(c, b, TrainingStep.Options.of(how, lora))) {   // dynamic weights: validation compiles nothing per step
                 step.stageWeights(src.params().data());
                 loss = Validation.loss(step, src.params().data(), held, seq, windows);
             }

@@ -88,12 +88,20 @@ public final class TrainOptions {
     private void checkLora() {
         if (lora() == 0 && loraDropout() > 0)
             throw new IllegalArgumentException("[train] loraDropout = " + loraDropout() + " without lora: the dropout is on LoRA adapters' input; add lora = RANK (--lora RANK) or drop loraDropout");
-        if (lora() > 0 && loraDropout() > 0 && weights().equals("static"))
-            throw new IllegalArgumentException("[train] loraDropout = " + loraDropout() + " with weights = static: the adapters are merged into the baked weights, which cannot drop their input per step; use weights = dynamic (the default) for dropout");
+        if (lora() > 0) refuseDropoutWithStaticWeights(loraDropout(), weights().equals("static"));
         // without lora these would be ignored, and the run a full fine-tune nobody asked for
         for (String key : List.of("loraTargets", "loraAlpha"))
             if (lora() == 0 && !values.get(key).equals(CANONICAL_DEFAULTS.get(key)))
                 throw new IllegalArgumentException("[train] " + key + " = " + values.get(key) + " without lora: it is a setting of LoRA adapters, and this run would train every weight; add lora = RANK (--lora RANK) or drop " + key);
+    }
+
+    /**
+     * The one refusal of LoRA dropout with static weights, for these options and for a training step built without them
+     * (TrainingStep.Options): the adapters are merged into the baked weights, which cannot drop their input per step.
+     */
+    public static void refuseDropoutWithStaticWeights(float loraDropout, boolean staticWeights) {
+        if (loraDropout > 0 && staticWeights)
+            throw new IllegalArgumentException("[train] loraDropout = " + loraDropout + " with weights = static: the adapters are merged into the baked weights, which cannot drop their input per step; use weights = dynamic (the default) for dropout");
     }
 
     /** Options from key/value pairs (any spelling) over the defaults; unknown keys and bad values give a one-line error naming the key. */

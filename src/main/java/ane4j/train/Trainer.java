@@ -10,7 +10,6 @@ import ane4j.run.SetupProgress;
 import ane4j.run.StepMetrics;
 import ane4j.run.StopFlag;
 import ane4j.backend.Backend;
-import ane4j.mil.DType;
 import ane4j.model.EmbeddedCorpus;
 import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
@@ -121,7 +120,7 @@ public final class Trainer implements AutoCloseable {
         this.schedule = new LrSchedule(o.lr(), 0.1f * o.lr(), o.warmup(), o.steps());
         float initialScale = o.lossScale() > 0 ? o.lossScale() : LossScaler.DEFAULT_SCALE;
         // capped below the chip's fp16 cliffs (LossScaler.capFor); off the ANE, or before the chip is known, fp16's 65536
-        this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale, LossScaler.capFor(chipFamily(backend)));
+        this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale, LossScaler.capFor(backend.describeChip().family()));
         this.runId = Integer.toHexString((o.describe() + config.toFileText()).hashCode());
         // the run folder: nothing in it is touched before this process holds its lock
         this.folder = lockRunDir ? RunFolder.lock(o.runDir()) : null;
@@ -145,7 +144,7 @@ public final class Trainer implements AutoCloseable {
             this.step = built;
             this.backendName = used.name();
             step.stageWeights(params.data());
-            record.write(o, config, runId, used.name(), chip(used), nextStep > 0, started, inputs(), placement);
+            record.write(o, config, runId, used.name(), used.describeChip().text(), nextStep > 0, started, inputs(), placement);
             this.identity = RunFolder.Identity.of(o.runDir());
         } catch (RuntimeException | Error e) {
             if (folder != null) folder.close();
@@ -155,22 +154,11 @@ public final class Trainer implements AutoCloseable {
 
     private String backendName;
 
-    /** The chip family whose cliffs cap the loss scale: the ANE's, or the one the reference backend emulates; null otherwise. */
-    private static ane4j.chip.Chip chipFamily(Backend backend) {
-        try {
-            if ("ane".equals(backend.name()) && backend instanceof ane4j.backend.ane.AneBackend ane) return ane4j.chip.Chip.fromSubType(ane.aneSubType()).orElse(null);
-            if (backend instanceof ane4j.backend.ref.RefBackend ref && ref.options().chip() != null) return ref.options().chip();
-        } catch (RuntimeException e) {
-            return null;
-        }
-        return null;
-    }
-
     /** Updates skipped for a non-finite gradient in this process (also the "skipped" flag of each step's metrics). */
     public long skippedUpdates() { return scaler.skippedUpdates(); }
 
     private TrainingStep newStep(Backend b) {
-        return new TrainingStep(config, b, o.storage().equals("fp32") ? DType.FP32 : DType.FP16, o.weights().equals("static"), o.attention().equals("threestage"), lora);
+        return new TrainingStep(config, b, TrainingStep.Options.of(o, lora));
     }
 
     /** No backend was asked for: not in the options, {@code -Dane4j.backend} or {@code ANE4J_BACKEND}. */
@@ -189,18 +177,6 @@ public final class Trainer implements AutoCloseable {
 
     /** The backend the steps run on: the one given, or the reference backend after an automatic fallback. */
     public String backendName() { return backendName; }
-
-    /** The chip the backend runs on (the ANE's family and subtype) or emulates (the reference backend's -Dane4j.ref.chip). */
-    private static String chip(Backend backend) {
-        try {
-            // the name first: off macOS the ANE backend's class is never loaded here
-            if ("ane".equals(backend.name()) && backend instanceof ane4j.backend.ane.AneBackend ane) return ane.chip();
-            if (backend instanceof ane4j.backend.ref.RefBackend ref) return ref.options().chip() == null ? "none (reference backend, no chip emulated)" : ref.options().chip() + " (emulated by the reference backend)";
-        } catch (RuntimeException e) {
-            return "unknown (" + e.getMessage() + ")";
-        }
-        return "unknown";
-    }
 
     /** The run's input files for run.json; the embedded corpus as its token streams. */
     private List<RunJson.Input> inputs() {

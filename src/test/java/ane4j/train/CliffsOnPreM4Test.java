@@ -41,8 +41,8 @@ class CliffsOnPreM4Test {
         int[] x = Arrays.copyOf(toks, TINY.seqLen()), y = Arrays.copyOfRange(toks, 1, TINY.seqLen() + 1);
         List<String> log = new ArrayList<>();
         int cliffOnly = 0;
-        try (TrainingStep plain = new TrainingStep(TINY, new RefBackend(RefBackend.Options.ANE_LIKE), DType.FP16);
-             TrainingStep m3 = new TrainingStep(TINY, new RefBackend(RefBackend.Options.ANE_LIKE.withChip(Chip.M3)), DType.FP16)) {
+        try (TrainingStep plain = new TrainingStep(TINY, new RefBackend(RefBackend.Options.ANE_LIKE), TrainingStep.Options.of(DType.FP16));
+             TrainingStep m3 = new TrainingStep(TINY, new RefBackend(RefBackend.Options.ANE_LIKE.withChip(Chip.M3)), TrainingStep.Options.of(DType.FP16))) {
             plain.stageWeights(p.data());
             m3.stageWeights(p.data());
             for (float scale = 256; scale <= 1 << 24; scale *= 4) {

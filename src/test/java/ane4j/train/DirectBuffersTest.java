@@ -35,11 +35,11 @@ class DirectBuffersTest {
                 var opt = RefBackend.Options.ANE_LIKE.withFp32Storage(fp32Storage);
                 float[] direct = new float[layout.size()], packed = new float[layout.size()];
                 float lossDirect, lossPacked;
-                try (TrainingStep step = new TrainingStep(c, new RefBackend(opt), DType.FP16, false)) {
+                try (TrainingStep step = new TrainingStep(c, new RefBackend(opt), TrainingStep.Options.of(DType.FP16))) {
                     step.stageWeights(params);
                     lossDirect = step.forwardBackward(params, direct, g.i32("tokens"), g.i32("targets"), 256f);
                 }
-                try (TrainingStep step = new TrainingStep(c, new PackedOnly(new RefBackend(opt)), DType.FP16, false)) {
+                try (TrainingStep step = new TrainingStep(c, new PackedOnly(new RefBackend(opt)), TrainingStep.Options.of(DType.FP16))) {
                     step.stageWeights(params);
                     lossPacked = step.forwardBackward(params, packed, g.i32("tokens"), g.i32("targets"), 256f);
                 }

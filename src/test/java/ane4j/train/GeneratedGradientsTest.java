@@ -81,7 +81,7 @@ class GeneratedGradientsTest {
         float[] params = TrainingGoldenTest.params(g, layout), grads = new float[layout.size()];
         float scale = 256f * c.nLayers();
         float handLoss;
-        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.ANE_LIKE), DType.FP16)) {
+        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.ANE_LIKE), TrainingStep.Options.of(DType.FP16))) {
             step.stageWeights(params);
             handLoss = step.forwardBackward(params, grads, g.i32("tokens"), g.i32("targets"), scale);
         }

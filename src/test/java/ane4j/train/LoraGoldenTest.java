@@ -54,7 +54,7 @@ class LoraGoldenTest {
     void lossAndAdapterGradientsMatchPyTorchInFp32(String name) {
         Case k = load(name);
         float[] base = k.base().clone(), grads = new float[k.adapters().size()];
-        try (TrainingStep step = new TrainingStep(k.config(), new RefBackend(RefBackend.Options.FP32_STORAGE), DType.FP32, false, false, k.adapters())) {
+        try (TrainingStep step = new TrainingStep(k.config(), new RefBackend(RefBackend.Options.FP32_STORAGE), TrainingStep.Options.of(DType.FP32).withLora(k.adapters()))) {
             step.stageWeights(base);
             float loss = step.forwardBackward(base, grads, k.g().i32("tokens"), k.g().i32("targets"), 1f, 0);
             assertEquals(k.g().f32("loss")[0], loss, LOSS_TOL_FP32, "loss");
@@ -81,7 +81,7 @@ class LoraGoldenTest {
         Case k = load(name);
         float scale = 256f * k.config().nLayers();
         float[] grads = new float[k.adapters().size()];
-        try (TrainingStep step = new TrainingStep(k.config(), new RefBackend(RefBackend.Options.ANE_LIKE), DType.FP16, false, false, k.adapters())) {
+        try (TrainingStep step = new TrainingStep(k.config(), new RefBackend(RefBackend.Options.ANE_LIKE), TrainingStep.Options.of(DType.FP16).withLora(k.adapters()))) {
             step.stageWeights(k.base());
             float loss = step.forwardBackward(k.base(), grads, k.g().i32("tokens"), k.g().i32("targets"), scale, 0);
             assertEquals(k.g().f32("loss")[0], loss, LOSS_TOL_FP16, "loss");
@@ -106,7 +106,7 @@ class LoraGoldenTest {
         float[] base = k.base(), ad = k.adapters().data();
         float[] grads = new float[ad.length], m = new float[ad.length], v = new float[ad.length], losses = new float[10];
         AdamW adamw = new AdamW(k.meta("beta1"), k.meta("beta2"), k.meta("eps"), k.meta("weightDecay"));
-        try (TrainingStep step = new TrainingStep(k.config(), backend, io, false, false, k.adapters())) {
+        try (TrainingStep step = new TrainingStep(k.config(), backend, TrainingStep.Options.of(io).withLora(k.adapters()))) {
             for (int t = 0; t < losses.length; t++) {
                 step.stageWeights(base);
                 losses[t] = step.forwardBackward(base, grads, k.g().i32("tokens"), k.g().i32("targets"), lossScale, t);

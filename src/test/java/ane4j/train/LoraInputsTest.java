@@ -33,11 +33,11 @@ class LoraInputsTest {
         for (int t = 0; t < tokens.length; t++) { tokens[t] = rng.nextInt(96); targets[t] = t < 5 ? -1 : rng.nextInt(96); }
         float[] gIn = new float[ad.size()], gMerged = new float[ad.size()];
         float lossIn, lossMerged;
-        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.FP32_STORAGE), DType.FP32, false, threeStage, ad)) {
+        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.FP32_STORAGE), TrainingStep.Options.of(DType.FP32).withThreeStage(threeStage).withLora(ad))) {
             step.stageWeights(base);
             lossIn = step.forwardBackward(base, gIn, tokens, targets, 1f, 0);
         }
-        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.FP32_STORAGE), DType.FP32, true, threeStage, ad)) {
+        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.FP32_STORAGE), TrainingStep.Options.of(DType.FP32).withStaticWeights(true).withThreeStage(threeStage).withLora(ad))) {
             step.stageWeights(base);
             lossMerged = step.forwardBackward(base, gMerged, tokens, targets, 1f, 0);
         }
@@ -61,8 +61,8 @@ class LoraInputsTest {
         int[] tokens = new int[c.seqLen()], targets = new int[c.seqLen()];
         for (int t = 0; t < tokens.length; t++) { tokens[t] = rng.nextInt(96); targets[t] = rng.nextInt(96); }
         var ref = new RefBackend(RefBackend.Options.FP32_STORAGE);
-        try (TrainingStep p = new TrainingStep(c, ref, DType.FP32, false, false, plain);
-             TrainingStep d = new TrainingStep(c, ref, DType.FP32, false, false, dropped)) {
+        try (TrainingStep p = new TrainingStep(c, ref, TrainingStep.Options.of(DType.FP32).withLora(plain));
+             TrainingStep d = new TrainingStep(c, ref, TrainingStep.Options.of(DType.FP32).withLora(dropped))) {
             p.stageWeights(base);
             d.stageWeights(base);
             float noDropout = p.forwardLoss(base, tokens, targets);

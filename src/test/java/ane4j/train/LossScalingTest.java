@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 class LossScalingTest {
     static float[] grads(ModelConfig c, Parameters p, int[] x, int[] y, boolean fp32, float scale) {
         float[] g = new float[p.data().length];
-        try (TrainingStep s = new TrainingStep(c, new RefBackend(RefBackend.Options.ANE_LIKE.withFp32Storage(fp32)), fp32 ? DType.FP32 : DType.FP16)) {
+        try (TrainingStep s = new TrainingStep(c, new RefBackend(RefBackend.Options.ANE_LIKE.withFp32Storage(fp32)), TrainingStep.Options.of(fp32 ? DType.FP32 : DType.FP16))) {
             s.stageWeights(p.data());
             s.forwardBackward(p.data(), g, x, y, scale);
         }

@@ -23,12 +23,12 @@ class StaticWeightsTest {
         float[] dyn = new float[layout.size()], stat = new float[layout.size()];
         var fp32 = RefBackend.Options.FP32_STORAGE;
         float lossDyn, lossStat;
-        try (TrainingStep step = new TrainingStep(c, new RefBackend(fp32), DType.FP32, false)) {
+        try (TrainingStep step = new TrainingStep(c, new RefBackend(fp32), TrainingStep.Options.of(DType.FP32))) {
             step.stageWeights(params);
             lossDyn = step.forwardBackward(params, dyn, g.i32("tokens"), g.i32("targets"), 1f);
             assertEquals(10, step.compiles());
         }
-        try (TrainingStep step = new TrainingStep(c, new RefBackend(fp32), DType.FP32, true)) {
+        try (TrainingStep step = new TrainingStep(c, new RefBackend(fp32), TrainingStep.Options.of(DType.FP32).withStaticWeights(true))) {
             step.stageWeights(params);
             lossStat = step.forwardBackward(params, stat, g.i32("tokens"), g.i32("targets"), 1f);
             assertEquals(2 + 8 * c.nLayers(), step.compiles());
@@ -44,7 +44,7 @@ class StaticWeightsTest {
         ModelConfig c = TrainingGoldenTest.config(GoldenSafetensors.load("golden/train/llama.safetensors"));
         float[] params = new float[new ParameterLayout(c).size()];
         var budget = RefBackend.Options.FP32_STORAGE.withCompileBudget(2L + 8 * c.nLayers() + 3);
-        try (TrainingStep step = new TrainingStep(c, new RefBackend(budget), DType.FP32, true)) {
+        try (TrainingStep step = new TrainingStep(c, new RefBackend(budget), TrainingStep.Options.of(DType.FP32).withStaticWeights(true))) {
             step.stageWeights(params);
             var e = assertThrows(CompileBudgetExceededException.class, () -> step.stageWeights(params));
             assertEquals(2 + 8 * c.nLayers() + 3, e.budget());

@@ -48,7 +48,7 @@ class TrainingGoldenTest {
         ModelConfig c = config(g);
         ParameterLayout layout = new ParameterLayout(c);
         float[] params = params(g, layout), grads = new float[layout.size()];
-        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.FP32_STORAGE), DType.FP32, false, threeStage)) {
+        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.FP32_STORAGE), TrainingStep.Options.of(DType.FP32).withThreeStage(threeStage))) {
             step.stageWeights(params);
             float loss = step.forwardBackward(params, grads, g.i32("tokens"), g.i32("targets"), 1f);
             assertEquals(g.f32("loss")[0], loss, LOSS_TOL_FP32, "loss");
@@ -69,7 +69,7 @@ class TrainingGoldenTest {
         float[] expected = g.f32("losses");
         AdamW adamw = new AdamW(0.9f, 0.95f, 1e-8f, Float.parseFloat(g.metadata().get("weightDecay")));
         float lr = Float.parseFloat(g.metadata().get("lr"));
-        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.FP32_STORAGE), DType.FP32)) {
+        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.FP32_STORAGE), TrainingStep.Options.of(DType.FP32))) {
             for (int t = 0; t < expected.length; t++) {
                 step.stageWeights(params);
                 float loss = step.forwardBackward(params, grads, g.i32("tokens"), g.i32("targets"), 1f);
@@ -95,7 +95,7 @@ class TrainingGoldenTest {
         ParameterLayout layout = new ParameterLayout(c);
         float[] params = params(g, layout), grads = new float[layout.size()];
         float scale = 256f * c.nLayers();
-        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.ANE_LIKE), DType.FP16)) {
+        try (TrainingStep step = new TrainingStep(c, new RefBackend(RefBackend.Options.ANE_LIKE), TrainingStep.Options.of(DType.FP16))) {
             step.stageWeights(params);
             float loss = step.forwardBackward(params, grads, g.i32("tokens"), g.i32("targets"), scale);
             assertEquals(g.f32("loss")[0], loss, LOSS_TOL_FP16, "loss");

@@ -16,7 +16,7 @@ class TrainingStepInputTest {
         ModelConfig c = ModelConfig.parse("tiny");
         Parameters p = Parameters.init(c, 1);
         float[] grads = new float[p.data().length];
-        try (TrainingStep step = new TrainingStep(c, new RefBackend(), DType.FP16)) {
+        try (TrainingStep step = new TrainingStep(c, new RefBackend(), TrainingStep.Options.of(DType.FP16))) {
             step.stageWeights(p.data());
             int s = c.seqLen(), v = c.vocabSize();
             int[] tokens = new int[s], targets = new int[s];

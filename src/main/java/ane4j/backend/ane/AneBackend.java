@@ -4,6 +4,7 @@ import ane4j.backend.MacOs;
 import ane4j.backend.FrameworkException;
 import ane4j.backend.AneException;
 import ane4j.backend.BackendException;
+import ane4j.backend.ChipDescription;
 import ane4j.backend.CountingBackend;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorSpec;
@@ -165,6 +166,22 @@ public final class AneBackend extends CountingBackend {
     public String aneSubType() {
         requireAvailable();
         return Native.aneSubType();
+    }
+
+    /** The chip as the framework reports it ({@link #chip()}) and its family ({@link #aneSubType()}); what fails to read is "unknown (why)". */
+    @Override
+    public ChipDescription describeChip() {
+        ane4j.chip.Chip family;
+        try {
+            family = ane4j.chip.Chip.fromSubType(aneSubType()).orElse(null);
+        } catch (RuntimeException e) {
+            family = null;
+        }
+        try {
+            return new ChipDescription(family, chip());
+        } catch (RuntimeException e) {
+            return new ChipDescription(family, "unknown (" + e.getMessage() + ")");
+        }
     }
 
     /** The MIL text {@link #compile(Program, String)} sends for this function. */

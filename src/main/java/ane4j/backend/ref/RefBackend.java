@@ -2,6 +2,7 @@ package ane4j.backend.ref;
 
 import ane4j.backend.BackendException;
 import ane4j.backend.Backends;
+import ane4j.backend.ChipDescription;
 import ane4j.backend.CountingBackend;
 import ane4j.backend.Kernel;
 import ane4j.chip.Chip;
@@ -83,6 +84,13 @@ public final class RefBackend extends CountingBackend {
     @Override public String name() { return "ref"; }
 
     @Override public boolean isAvailable() { return true; }
+
+    /** The chip family this backend emulates ({@value #CHIP_PROPERTY}), or none. */
+    @Override
+    public ChipDescription describeChip() {
+        Chip c = options.chip();
+        return new ChipDescription(c, c == null ? "none (reference backend, no chip emulated)" : c + " (emulated by the reference backend)");
+    }
 
     @Override
     protected Kernel doCompile(Program program, String functionName) {

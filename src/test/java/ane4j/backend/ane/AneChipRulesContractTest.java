@@ -57,4 +57,15 @@ class AneChipRulesContractTest extends FakeRuntimeFixture {
         fake.setAneSubType("h16g");
         AneBackendContractTest.backend().compile(flatten()).close();
     }
+
+    /** The SPI's chip (run.txt's line, the loss-scale cap's family) is the one {@code _ANEDeviceInfo} reports. */
+    @Test
+    void describeChipIsTheReportedChip() {
+        fake.setAneSubType("h15g");
+        assertEquals(new ane4j.backend.ChipDescription(Chip.M3, "M3 (h15g)"), AneBackendContractTest.backend().describeChip());
+        fake.setAneSubType("h99");
+        var unknown = AneBackendContractTest.backend().describeChip();
+        assertNull(unknown.family(), "no family for an unknown sub-type: fp16's cap, no chip rules");
+        assertTrue(unknown.text().startsWith("unknown (h99)"), unknown.text());
+    }
 }

@@ -108,4 +108,11 @@ class RefChipEmulationTest {
         ref(Chip.M4).compile(flat).close();          // 32768 is within M4's 65536
         new RefBackend().compile(flat).close();      // no emulation, no rules
     }
+
+    /** The SPI names the emulated chip (run.txt's chip line, the loss-scale cap's family); without one, none. */
+    @Test
+    void describeChipNamesTheEmulatedFamily() {
+        assertEquals(new ane4j.backend.ChipDescription(Chip.M3, "M3 (emulated by the reference backend)"), ref(Chip.M3).describeChip());
+        assertEquals(new ane4j.backend.ChipDescription(null, "none (reference backend, no chip emulated)"), ref(null).describeChip());
+    }
 }
