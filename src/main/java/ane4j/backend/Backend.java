@@ -30,4 +30,10 @@ public interface Backend {
      * be read is "unknown (why)"). A backend that knows nothing of chips keeps this default.
      */
     default ChipDescription describeChip() { return ChipDescription.UNKNOWN; }
+
+    /**
+     * A reference backend that enforces no chip's rules (this backend's storage where it is one): the parts of a split
+     * program that the chip cannot run are evaluated on it, on the CPU.
+     */
+    default Backend unconstrained() { return Backends.reference().unconstrained(); }
 }

@@ -4,8 +4,6 @@ import ane4j.backend.Backend;
 import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
-import ane4j.backend.ane.AneBackend;
-import ane4j.backend.ref.RefBackend;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;
 import ane4j.blas.Transpose;
@@ -177,15 +175,17 @@ public final class GraphStep implements AutoCloseable {
     /** {@code program} compiled whole, or as its {@link ProgramSplit} parts when it breaks an error rule of {@code chip}. */
     private static Kernel compile(Program program, String name, Backend backend, Chip chip) {
         if (chip == null || ChipRules.errors(ChipRules.check(program, chip)).isEmpty()) return backend.compile(program, name);
-        Backend cpu = backend instanceof RefBackend r ? new RefBackend(r.options().withChip(null)) : new RefBackend(RefBackend.Options.ANE_LIKE);
+        Backend cpu = backend.unconstrained();
         return new SplitKernel(program, chip, Integer.MAX_VALUE, backend, cpu, name);
     }
 
     /** The chip family whose rules {@code backend} enforces, or null. */
     static Chip chipOf(Backend backend) {
-        if (backend instanceof RefBackend r) return r.options().chip();
-        if (backend instanceof AneBackend a && a.isAvailable()) return Chip.fromSubType(a.aneSubType()).orElse(null);
-        return null;
+        try {
+            return backend.describeChip().family();
+        } catch (RuntimeException e) {
+            return null;   // a backend that cannot say (an ANE that is not available): no split
+        }
     }
 
     /** The compiled forward and backward: {@link SplitKernel}s when split for a chip. */

@@ -1,6 +1,7 @@
 package ane4j.backend.ref;
 
 import ane4j.backend.BackendException;
+import ane4j.backend.Backend;
 import ane4j.backend.Backends;
 import ane4j.backend.ChipDescription;
 import ane4j.backend.CountingBackend;
@@ -84,6 +85,9 @@ public final class RefBackend extends CountingBackend {
     @Override public String name() { return "ref"; }
 
     @Override public boolean isAvailable() { return true; }
+
+    @Override
+    public Backend unconstrained() { return new RefBackend(options.withChip(null)); }
 
     /** The chip family this backend emulates ({@value #CHIP_PROPERTY}), or none. */
     @Override
