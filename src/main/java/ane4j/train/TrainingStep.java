@@ -182,7 +182,8 @@ public final class TrainingStep implements AutoCloseable {
                 loraX = new float[maxIn * config.seqLen()];
             }
             loraDx = new float[maxIn * config.seqLen()];
-            loraPad = new float[new TrainingKernels.LoraInputs(r, lora.targets()).paddedRank() * Math.max(config.seqLen(), Math.max(config.qDim(), config.hiddenDim()))];
+            int widest = java.util.stream.Stream.concat(sdpaSlots.values().stream(), ffnSlots.values().stream()).mapToInt(TrainingKernels.LoraSlot::width).max().orElse(0);
+            loraPad = new float[new TrainingKernels.LoraInputs(r, lora.targets()).paddedRank() * Math.max(config.seqLen(), Math.max(widest, Math.max(config.qDim(), config.hiddenDim())))];
         }
         int toCompile = staticWeights ? all.size() - WEIGHTED.length : all.size(), compiling = 0;
         for (TrainingKernels.Spec k : all) {
@@ -334,13 +335,14 @@ public final class TrainingStep implements AutoCloseable {
     private void stageLayer(TensorBuffer in, String kernel, ParameterLayout.Layer w, float[] params) {
         switch (kernel) {
             case "sdpaFwd" -> {
-                parallel(() -> stageTransposed(in, col(kernel, "wqT"), weight(params, w, "q")),                // channel d, column o ← wq[o, d]
-                        () -> stageTransposed(in, col(kernel, "wkT"), weight(params, w, "k")),
+                parallel(() -> stageHeads(in, kernel, "wqT", weight(params, w, "q")),                          // channel d, column o ← wq[o, d]
+                        () -> stageHeads(in, kernel, "wkT", weight(params, w, "k")),
                         () -> stageTransposed(in, col(kernel, "wvT"), weight(params, w, "v")));
                 if (c.qkNorm()) {
-                    int hd = c.headDim(), at = col(kernel, "qkNorm");
-                    in.writeColumns(0, 1, at, hd, params, w.qNorm().offset(), hd);
-                    in.writeColumns(0, 1, at + hd, hd, params, w.kNorm().offset(), hd);
+                    int hd = c.headDim();
+                    PackedLayout.Range norms = specs.get(kernel).input().get("qkNorm");           // two heads, padded or not
+                    in.writeColumns(0, 1, norms.at(0), hd, params, w.qNorm().offset(), hd);
+                    in.writeColumns(0, 1, norms.at(hd), hd, params, w.kNorm().offset(), hd);
                     weightBytes.add(2L * hd * in.dtype().byteSize());
                 }
             }
@@ -415,6 +417,18 @@ public final class TrainingStep implements AutoCloseable {
             int r0 = b * STAGE_ROWS, n = Math.min(STAGE_ROWS, rows - r0);
             dst.writeColumns(r0, n, at, cols, params, m.offset() + r0 * cols, cols);
         });
+    }
+
+    /**
+     * Wqᵀ or Wkᵀ into segment {@code seg}: where the kernel's heads are padded (head dim not a multiple of 32, ane-audit-2
+     * R4) each head's HD columns at the start of its HDp, the zero columns after it written once with the constants.
+     */
+    private void stageHeads(TensorBuffer in, String kernel, String seg, Weight wt) {
+        PackedLayout.Range r = specs.get(kernel).input().get(seg);
+        if (!r.padded()) { stageTransposed(in, r.start(), wt); return; }
+        ParameterView m = wt.view();
+        for (int b = 0; b < r.blocks(); b++)                                                   // head b: rows [b·HD, (b+1)·HD) of W
+            stageTransposed(in, r.at(b * r.block()), new Weight(wt.array(), new ParameterView(m.name(), m.offset() + b * r.block() * m.cols(), new int[] {r.block(), m.cols()}, m.decay())));
     }
 
     /** Rows (or transposed columns) per parallel staging task. */
@@ -572,19 +586,20 @@ public final class TrainingStep implements AutoCloseable {
     private void loraInput(TensorBuffer in, String kernel, TrainingKernels.LoraSlot slot, int l, String target, float[] x, int inDim) {
         float[] u = loraForward(l, target, x, inDim);
         long t0 = System.nanoTime();
-        int r = lora.rank(), rp = new TrainingKernels.LoraInputs(r, lora.targets()).paddedRank(), oc = lora.b(l, target).rows();
+        int r = lora.rank(), rp = new TrainingKernels.LoraInputs(r, lora.targets()).paddedRank(), oc = lora.b(l, target).rows(), ocp = slot.width();
         float[] pad = loraPad, ad = lora.data();
         float sc = lora.scale();
         java.util.Arrays.fill(pad, 0, rp * Math.max(s, oc), 0f);
         for (int i = 0; i < r * s; i++) pad[i] = sc * u[i];
         in.writeColumns(slot.channel(), rp, col(kernel, slot.u()), s, pad, 0, s);
         activationBytes += (long) rp * s * in.dtype().byteSize();
-        // Bᵀ (r, OC): channel j, column o ← B[o, j]
+        // Bᵀ (r, OC): channel j, column slot.column(o) ← B[o, j] (q, k: zero columns after each padded head)
         int bo = lora.b(l, target).offset();
-        for (int o = 0; o < oc; o++) for (int j = 0; j < r; j++) pad[j * oc + o] = ad[bo + o * r + j];
-        java.util.Arrays.fill(pad, r * oc, rp * oc, 0f);
-        in.writeColumns(slot.channel(), rp, col(kernel, slot.bT()), oc, pad, 0, oc);
-        weightBytes.add((long) rp * oc * in.dtype().byteSize());
+        if (ocp != oc) java.util.Arrays.fill(pad, 0, r * ocp, 0f);
+        for (int o = 0; o < oc; o++) for (int j = 0; j < r; j++) pad[j * ocp + slot.column(o)] = ad[bo + o * r + j];
+        java.util.Arrays.fill(pad, r * ocp, rp * ocp, 0f);
+        in.writeColumns(slot.channel(), rp, col(kernel, slot.bT()), ocp, pad, 0, ocp);
+        weightBytes.add((long) rp * ocp * in.dtype().byteSize());
         add(Phase.IO, t0);
     }
 
@@ -710,11 +725,11 @@ public final class TrainingStep implements AutoCloseable {
                 CpuOps.tileKv(kTiled, a.kRope, c.nHeads(), c.nKvHeads(), c.headDim(), s);
                 CpuOps.tileKv(vTiled, a.vh, c.nHeads(), c.nKvHeads(), c.headDim(), s);
             }
-            var b1 = specs.get("sdpaBwd1").input();
-            bwd1In.copyFrom(a.qRope, 0, (long) b1.start("q") * s, q * s);
-            bwd1In.copyFrom(mha ? a.kRope : kTiled, 0, (long) b1.start("k") * s, q * s);
-            bwd1In.copyFrom(mha ? a.vh : vTiled, 0, (long) b1.start("v") * s, q * s);
-            bwd1In.copyFrom(da, 0, (long) b1.start("da") * s, q * s);
+            var b1 = specs.get("sdpaBwd1").input();                                     // head by head where its heads are padded (R4)
+            b1.writeChannels(bwd1In, "q", a.qRope, 0);
+            b1.writeChannels(bwd1In, "k", mha ? a.kRope : kTiled, 0);
+            b1.writeChannels(bwd1In, "v", mha ? a.vh : vTiled, 0);
+            b1.writeChannels(bwd1In, "da", da, 0);
             activationBytes += 4L * q * s * bwd1In.dtype().byteSize();
             add(Phase.IO, t2);
             TensorBuffer o1 = eval("sdpaBwd1", -1, bwd1In, Phase.BACKWARD_BACKEND);
@@ -723,7 +738,8 @@ public final class TrainingStep implements AutoCloseable {
             var b2 = specs.get("sdpaBwd2").input();
             read(o1, l1.start("dv"), mha ? g.dv : dvFull);
             if (!probsShared) bwd2In.copyChannels(o1, l1.start("probs"), b2.start("probs"), 2 * c.nHeads() * s);   // probs and dp, adjacent in both
-            bwd2In.copyChannels(bwd1In, b1.start("q"), b2.start("q"), 2 * q);                                       // q and k tiled, adjacent in both
+            PackedLayout.Range hq = b1.get("q");                                       // q and k tiled, adjacent in both; sdpaBwd2's heads unpadded
+            for (int i = 0; i < 2 * hq.blocks(); i++) bwd2In.copyChannels(bwd1In, hq.start() + i * hq.stride(), b2.start("q") + i * hq.block(), hq.block());
             activationBytes += ((probsShared ? 0 : 2L * c.nHeads() * s) + 2L * q) * s * bwd2In.dtype().byteSize();
             add(Phase.IO, t3);
             TensorBuffer o2 = eval("sdpaBwd2", -1, bwd2In, Phase.BACKWARD_BACKEND);
