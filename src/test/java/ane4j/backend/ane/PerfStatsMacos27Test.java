@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ane4j.backend.AneException;
-import ane4j.backend.ane.ffm.AneIOSurfaceObject;
 import ane4j.backend.ane.ffm.AneInMemoryModel;
 import ane4j.backend.ane.ffm.AneInMemoryModelDescriptor;
 import ane4j.backend.ane.ffm.AutoreleasePool;
@@ -13,7 +12,7 @@ import ane4j.backend.ane.ffm.FakeObjc;
 import ane4j.backend.ane.ffm.Foundation;
 import ane4j.backend.ane.ffm.IOSurfaces;
 import ane4j.backend.ane.ffm.ObjC;
-import java.lang.foreign.FunctionDescriptor;
+import ane4j.backend.ane.ffm.PerfStatsRequests;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -91,17 +90,8 @@ class PerfStatsMacos27Test {
             model.loadWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary());
             MemorySegment in = IOSurfaces.create(AneProgramContractTest.BYTES), out = IOSurfaces.create(AneProgramContractTest.BYTES);
             try {
-                MemorySegment request = (MemorySegment) objc.msgSend(FunctionDescriptor.of(ObjC.ID, ObjC.ID, ObjC.ID, ObjC.ID, ObjC.ID,
-                        ObjC.ID, ObjC.ID, ObjC.ID, ObjC.ID, ObjC.ID)).invokeExact(objc.cls("_ANERequest"),
-                        objc.sel("requestWithInputs:inputIndices:outputs:outputIndices:weightsBuffer:perfStats:procedureIndex:"),
-                        Foundation.array(List.of(AneIOSurfaceObject.objectWithIOSurface(in))), Foundation.array(List.of(Foundation.number(0))),
-                        Foundation.array(List.of(AneIOSurfaceObject.objectWithIOSurface(out))), Foundation.array(List.of(Foundation.number(0))),
-                        MemorySegment.NULL, Foundation.number(1), Foundation.number(0));
+                MemorySegment request = PerfStatsRequests.withPerfStats(in, out, Foundation.number(1));
                 model.evaluateWithQoS(AneInMemoryModel.QOS_DEFAULT, Foundation.emptyDictionary(), request);
-            } catch (RuntimeException | Error ex) {
-                throw ex;
-            } catch (Throwable t) {
-                throw new AssertionError(t);
             } finally {
                 try { model.unloadWithQoS(AneInMemoryModel.QOS_DEFAULT); } catch (AneException ignored) { }
                 IOSurfaces.release(in);
