@@ -21,33 +21,42 @@
 
  *
  * ---- What the fake models of Apple's framework, and where each rule was observed ----
- * (Numbers are labels of decompiled AppleNeuralEngine class dumps published in public repositories whose paths were
- *  not recorded; docs/ane-audit.md F1, F2 and F13 read them:
- *  _ANEInMemoryModelDescriptor 14176493954 and 10601026801, _ANEInMemoryModel 9864758886 and 58792041997,
- *  _ANEHashEncoding 10027707542. None of this was run on Apple hardware by ane4j.)
+ * Sources, named by the labels in brackets below (decompiled AppleNeuralEngine class dumps of iOS restore images,
+ * which carry the same framework classes as macOS; docs/ane-audit.md F1, F2 and F13 read them):
+ *  [desc-18.2]  EthanArbuckle/iPhone17-1_18.2_22C152_Restore,
+ *               System/Library/PrivateFrameworks/AppleNeuralEngine.framework/_ANEInMemoryModelDescriptor.m (iOS 18.2)
+ *  [model-26.1] EthanArbuckle/iPhone18-3_26.1_23B85_Restore,
+ *               System/Library/PrivateFrameworks/AppleNeuralEngine.framework/AppleNeuralEngine/_ANEInMemoryModel.m (iOS 26.1)
+ *  [model-26.1+] samhenrigold/iPhone18-3_26.1_23B85_Restore, the same path as _ANEInMemoryModel.mm (a fuller decompile
+ *               of the same build: compileWithQoS:, loadWithQoS:, unloadWithQoS:)
+ *  [hash-26.1]  EthanArbuckle/iPhone18-3_26.1_23B85_Restore,
+ *               System/Library/PrivateFrameworks/AppleNeuralEngine.framework/AppleNeuralEngine/_ANEHashEncoding.m
+ *  [cache-probe] m0at/ANEtransformers, tests/ane_cache_probe2.m (a public probe; its header comment states what its
+ *               first version found on its author's Mac)
+ * None of this was run on Apple hardware by ane4j.
  *
  * D1 modelWithMILText:weights:optionsPlist: returns nil when the MIL or the weights dictionary is nil
- *    (initWithNetworkText:... "if (v11 && v12)", 14176493954; maderix commit 20cd236 changed nil to @{}).
+ *    (initWithNetworkText:... "if (v11 && v12)", [desc-18.2]; maderix commit 20cd236 changed nil to @{}).
  * D2 ... and nil when an entry of the weights dictionary has no values ("Empty weights dictionary for index=%@",
- *    14176493954/10601026801). An empty dictionary @{} itself is accepted (maderix's weight-free programs pass it).
+ *    [desc-18.2], initWithNetworkText:...cold.1). An empty dictionary @{} itself is accepted (maderix's weight-free programs pass it).
  * D3 hexStringIdentifier is [NSString stringWithFormat:@"%@_%@_%@", networkTextHash, weightsHash, optionsPlistHash]
- *    (14176493954, 10601026801): each SHA-256 printed "%02X" (convertToHexString:length:, 10027707542); networkTextHash
+ *    ([desc-18.2] -hexStringIdentifier): each SHA-256 printed "%02X" (convertToHexString:length:, [hash-26.1]); networkTextHash
  *    over the MIL bytes; weightsHash = hexStringForDataArray: over the entries' allValues.firstObject in sorted key order,
  *    which hashes 4 zero bytes first (CC_SHA256_Update(&c, &data, 4), data = 0) then each object's -bytes/-length;
  *    optionsPlistHash over the plist's bytes, nil giving the hash of nothing. Keys sort as strcmp (NSString compare:
  *    on the ASCII keys ane4j writes; the comparator block itself is not in the dumps).
  * D4 an entry's allValues.firstObject / allKeys.firstObject is its "data" value when it has one: maderix's
- *    @{@"offset":@0, @"data":d} hashes and saves on hardware, and saveModelFiles (9864758886) writes
+ *    @{@"offset":@0, @"data":d} hashes and saves on hardware, and saveModelFiles ([model-26.1]) writes
  *    entry[allKeys.firstObject] to <dir>/<that key>, which is the <hex>/data file maderix PR #22 found after compile.
  *    A first value that is not NSData gets -bytes: NSInvalidArgumentException (an exception, rule X1).
- * D5 inMemoryModelWithDescriptor: copies the descriptor's identifier (initWithDesctiptor:, 9864758886/58792041997).
+ * D5 inMemoryModelWithDescriptor: copies the descriptor's identifier (initWithDesctiptor:, [model-26.1], [model-26.1+]).
  * C1 compileWithQoS:options:error: always compiles (saveModelFiles, then compileModel: with
- *    compilerOptionsWithOptions:isCompiledModelCached:0, 58792041997): saveModelFiles writes each entry's first value to
+ *    compilerOptionsWithOptions:isCompiledModelCached:0, [model-26.1+] compileWithQoS:options:error:): saveModelFiles writes each entry's first value to
  *    <dir>/<its key>, i.e. <dir>/data (D4); the compiler leaves net.plist (maderix PR #22 found both after compile).
- * A1 compiledModelExists asks aned ([sharedConnection compiledModelExistsMatchingHash:hexStringIdentifier], 9864758886,
- *    58792041997); BOOL(id,SEL) as the cache probe 54297209156 calls it.
+ * A1 compiledModelExists asks aned ([sharedConnection compiledModelExistsMatchingHash:hexStringIdentifier], [model-26.1]
+ *    -compiledModelExists); BOOL(id,SEL) as [cache-probe] calls it.
  * A2 aned keeps a compiled program by identifier after compile, across unload and outside the client process: the
- *    probe 54297209156 ("loadWithQoS works without compileWithQoS (1.5ms vs 14ms) because the aned daemon caches compiled
+ *    [cache-probe] header comment ("loadWithQoS works without compileWithQoS (1.5ms vs 14ms) because the aned daemon caches compiled
  *    programs keyed by hexStringIdentifier"; "persist across unload? (YES from probe1)"); across processes is what the
  *    daemon being a separate process implies and what that probe's phase 2 tests (its result is not published).
  *    Here: one directory per identifier under fake_set_daemon_dir / $FAKE_ANED_DIR.
@@ -57,7 +66,7 @@
  *    with isCompiledModelCached:NO; whether aned compiles then is unknown, so the fake fails that load (ane4j always
  *    compiles first in that case and never relies on either answer).
  * U1 unloadWithQoS:error: removes NSTemporaryDirectory()/<identifier> after unloadModel:, whether or not that succeeded
- *    (removeItemAtPath:localModelPath, 58792041997; docs/ane-audit.md F13).
+ *    (removeItemAtPath:localModelPath, [model-26.1+] unloadWithQoS:error:; docs/ane-audit.md F13).
  * K1 the compiler leak: compiles fail after about 119 per process (maderix README, tiny_train.m; 119-132 on M4, PR #23):
  *    fake_set_leak_after(n) fails compiles after n in this "process" (fake_new_process starts the count again). Loads
  *    from aned's cache are not counted (maderix PR #22 counts only real compiles: g_compile_count++ when !fromCache).
@@ -76,21 +85,33 @@
  *
  * ---- OS profiles: fake_set_macos(26 | 27), default 26 (or $FAKE_MACOS) ----
  * 26 is every rule above: the framework as macOS 15/26 shipped it (AppleNeuralEngine 370.x/380.x). 27 (382.x) adds
- * (sources in docs/macos27-ane.md, each a public code-index id; none was run on Apple hardware by ane4j):
+ * (sources in docs/macos27-ane.md; none was run on Apple hardware by ane4j). Labels:
+ *  [pmetal]     Epistates/pmetal, crates/pmetal-metal/src/ane/runtime.rs (the functions named; its comments cite
+ *               pmetal issue #34, whose thread is not in the index)
+ *  [ipsw-27]    blacktop/ipsw-diffs, the macOS 26 -> 27 diffs DYLIBS/AppleNeuralEngine.md (symbols and strings added to
+ *               AppleNeuralEngine.framework/Versions/A/AppleNeuralEngine) and DYLIBS/ANECompilerService.md (which now
+ *               calls verifyBundleAtPath:expectedHashes:error:); the release folder of those two files could not be
+ *               resolved from the index, whose snapshot of that repository is too large to fetch
+ *  [ipsw-382.100] blacktop/ipsw-diffs, DYLIBS/AppleNeuralEngine.md of the 382.15.1 -> 382.100 diff (cloneIfWritable:
+ *               ...useClone:); folder not resolved, as above
+ *  [q38]        a probe script of the "Q38" ANE engine (ane_w8a8 activation accuracy; M5 Max, macOS 27.0 26A428) in a
+ *               public repository the index could not name
+ *  [espresso-app] a verification note of a Swift app adding an Espresso ANE backend (M5 Max, macOS 27) in a public
+ *               repository the index could not name
  * H1 compileWithQoS: the compiler service re-hashes the bundle's files (+[_ANEHashEncoding verifyBundleAtPath:
- *    expectedHashes:error:], SHA-256 per file, ids 54829607393, 54842279997) and a program with two or more files under
- *    weights/ fails with Code=10: pmetal runtime.rs pack_weights (id 70521560714, "fails verifyBundleAtPath with a hash
- *    mismatch (Code=10; #34)"), "a program with more than one blob FILE fails verifyBundleAtPath: invalid model" (id
- *    68941834002, M5 Max, 27.0 26A428), Espresso "code 10, verifyBundleAtPath: invalid model" (id 60967909098). The
+ *    expectedHashes:error:], SHA-256 per file, [ipsw-27]) and a program with two or more files under
+ *    weights/ fails with Code=10: [pmetal] pack_weights ("fails verifyBundleAtPath with a hash
+ *    mismatch (Code=10; #34)"), "a program with more than one blob FILE fails verifyBundleAtPath: invalid model"
+ *    ([q38], M5 Max, 27.0 26A428), Espresso "code 10, verifyBundleAtPath: invalid model" ([espresso-app]). The
  *    NSError here: code 10, localizedDescription "verifyBundleAtPath: invalid model", NSUnderlyingError carrying the
  *    hash-mismatch string of C1 ("verifyBundleAtPath: hash mismatch for %@ in bundle %@ (TOCTOU?)"). The domain string is
  *    quoted by no source: "com.apple.appleneuralengine" is an assumption, and ane4j classifies on code + message only.
  * H2 -[_ANERequest validate] sends -count to perfStats: a non-nil perfStats that is not an array raises
- *    NSInvalidArgumentException at evaluate (pmetal perf_stats_request_supported, id 70521560714, citing pmetal #34).
+ *    NSInvalidArgumentException at evaluate ([pmetal] perf_stats_request_supported, citing pmetal #34).
  * H3 +[_ANECloneHelper bundleContainsSymlinkAtPath:]: a bundle holding a symbolic link is refused ("refusing model bundle
- *    containing a symbolic link", ids 54829607393, 68321577704).
- * H4 I/O rows are laid out with a 64-byte row stride (modelAttributes NetworkStatusList LiveInputList RowStride; pmetal
- *    AneTensorLayout, id 70521560714): for a tensor whose last axis is not a multiple of 64 bytes, evaluate reads row r of
+ *    containing a symbolic link", [ipsw-27]; [ipsw-382.100] adds cloneIfWritable:...useClone:).
+ * H4 I/O rows are laid out with a 64-byte row stride (modelAttributes NetworkStatusList LiveInputList RowStride; [pmetal]
+ *    AneTensorLayout and restride()): for a tensor whose last axis is not a multiple of 64 bytes, evaluate reads row r of
  *    an input from byte r * stride and writes row r of an output there, so a surface written packed is misread, silently.
  *
  * Pure test knobs (no Apple behaviour behind them): fake_set_fail_compile, fake_set_identifier, fake_set_throw and
@@ -99,7 +120,7 @@
  * Checks of what hardware-proven callers do (a deviation is reported through fake_error_*, not a model of Apple):
  * MIL as NSData and optionsPlist nil (maderix io.h, Orion ane_runtime.m), entries {offset: NSNumber, data: NSData}
  * under "@model_path/..." keys (maderix train.m:30-35), model.mil and the weight files in NSTemporaryDirectory()/<id>/
- * before compile (maderix io.h:105-115, the probe 54297209156), QoS 21 and @{} options, procedureIndex an NSNumber,
+ * before compile (maderix io.h:105-115, [cache-probe] prepopulate_tmpdir), QoS 21 and @{} options, procedureIndex an NSNumber,
  * selectors sent inside an autorelease pool, retain/release balance, equal surface sizes (Orion #2/#3). */
 #define _GNU_SOURCE   /* memmem */
 #include <stdint.h>
@@ -270,7 +291,7 @@ static fobj CLASSES[] = {
 };
 #define NCLASSES (int)(sizeof CLASSES / sizeof CLASSES[0])
 
-/* classes macOS 27 (382.x) added to AppleNeuralEngine (ids 54829607393, 68321577704, 54842279997; docs/macos27-ane.md
+/* classes macOS 27 (382.x) added to AppleNeuralEngine ([ipsw-27], [ipsw-382.100] in the legend; docs/macos27-ane.md
    C1, C5, C9): objc_getClass finds them only under the 27 profile, so doctor's capability fingerprint can be tested */
 static fobj CLASSES_27[] = {
     { .kind = K_CLASS, .immortal = 1, .clsName = "_ANEHashEncoding" },
@@ -530,7 +551,7 @@ static int remove_tree(const char *path) {
     return 1;
 }
 
-/* A2: aned keeps compiled programs by identifier, outside the client process (probe 54297209156: "loadWithQoS works
+/* A2: aned keeps compiled programs by identifier, outside the client process ([cache-probe]: "loadWithQoS works
    without compileWithQoS ... because the aned daemon caches compiled programs keyed by hexStringIdentifier"); here a
    directory per identifier under fake_set_daemon_dir (or $FAKE_ANED_DIR), so a second process sees it too. */
 static void daemon_path(const char *id, char *out, size_t n) { snprintf(out, n, "%s/%s", g_daemonDir, id); }
@@ -1002,7 +1023,7 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
         if (!ok) set_error(b, "fake: unload of a model that is not loaded");
         else o->state = 3;
         /* U1: unloadWithQoS removes localModelPath = NSTemporaryDirectory()/<identifier> after unloadModel:, whether
-           or not the unload succeeded (58792041997) */
+           or not the unload succeeded ([model-26.1+] unloadWithQoS:error:) */
         const char *t = g_tmpdir[0] ? g_tmpdir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
         char dir[4700]; snprintf(dir, sizeof dir, "%s/%s", t, o->hex);
         if (remove_tree(dir)) logf_("removeItemAtPath	%s			", dir);

@@ -45,6 +45,12 @@ public final class DoctorCommand implements Callable<Integer> {
     String model;
     @Option(names = "--json", paramLabel = "FILE", description = "also write the report as JSON") Path json;
     @Option(names = "--chip", paramLabel = "m1|m2|m3|m4|m5", description = "the chip whose rules are checked (default: this machine's)") String chipName;
+    @Option(names = "--worker", paramLabel = "auto|ane|ref|off", defaultValue = "auto",
+            description = "run the conv rung once more inside a supervised worker JVM, as training runs kernels (default ${DEFAULT-VALUE}: the backend doctor probes)")
+    String worker;
+
+    /** Whether the ANE backend was handed in by a caller (tests) rather than made here: auto then runs no worker. */
+    private boolean injected;
 
     private final PrintStream out, err;
 
@@ -123,6 +129,7 @@ public final class DoctorCommand implements Callable<Integer> {
             out.print(Cli.usage(d));
             return Cli.OK;
         }
+        d.injected = true;
         return d.run(ane, reason);
     }
 
@@ -162,19 +169,31 @@ public final class DoctorCommand implements Callable<Integer> {
                 ane.capabilities().forEach((k, v) -> b.append(b.isEmpty() ? "" : ", ").append(k).append(v ? " present" : " absent"));
                 return b + (ane.capabilities().get("_ANEHashEncoding") ? " (macOS 27's bundle hash check: kernels need ≤1 weight file)" : " (no bundle hash check)");
             }));
+        // the framework's own version (370.x with 15, 380.x with 26, 382.x with 27; docs/macos27-ane.md §3); absent off a Mac
+        String fw = HostContext.frameworkVersion(Path.of("/"));
+        if (fw != null || mac.isMac()) host.put("aneVersion", fw != null ? fw : "unknown (no Info.plist or version.plist under /" + HostContext.FRAMEWORK + ")");
+        host.put("context", HostContext.processContext());
         if (mac.isMac() || ane != null)
             host.put("macos27", mac.oneWeightFile() ? "one weight file per program (bundle hash check, Code=10): ane4j packs weights into weight.bin; I/O rows at a 64-byte stride"
                     : "rules of macOS 15/26: a weight file per weight, packed I/O rows");
         host.put("rules", chip == null ? "none (chip unknown; --chip m1..m5 picks a family)"
                 : chip + (ane == null ? " (the reference backend emulates it)" : " (checked, not enforced: the probes ask Apple's compiler)"));
         host.put("model", config.name());
+        List<Probes.Probe> ladder = Probes.ladder(config);
+        if (chip == Chip.M1 && mac.oneWeightFile()) {
+            // the backend refuses these before compiling (AneBackend.forThisMac); said here before the ladder, not per rung
+            List<String> several = ladder.stream().filter(p -> p.weightFiles() > 1).map(p -> p.name() + " (" + p.weightFiles() + " files)").toList();
+            host.put("refused", "M1 on macOS " + mac.version() + ": no weight layout is known to work for a program with 2 or more weight files "
+                    + "(macOS 27 refuses several files, Code=10; M1 misreads the blobs after the first of a packed file, chip rule packed-blob), "
+                    + "so ane4j refuses such programs before compiling" + (several.isEmpty() ? "" : ": " + String.join(", ", several))
+                    + "; the training kernels carry none");
+        }
         for (var e : host.entrySet()) out.printf(Locale.ROOT, "%-8s %s%n", e.getKey() + ":", e.getValue());
         if (ane == null) out.println("The ANE is not available here (" + reason + "); running the reference-backend half of the probes"
                 + (chip == null ? "." : ", emulating " + chip + "."));
         out.println();
 
         out.println(DoctorReport.header());
-        List<Probes.Probe> ladder = Probes.ladder(config);
         List<Result> results = new ArrayList<>();
         String stopped = null;
         for (Probes.Probe p : ladder) {
@@ -192,6 +211,8 @@ public final class DoctorCommand implements Callable<Integer> {
             out.println(DoctorReport.row(r, p.weightFiles()));
             out.flush();
         }
+        WorkerRun inWorker = workerRun(ane, ladder.get(0));
+        host.put("worker", inWorker.line());
         if (ane != null) host.put("dialectChoice", safe(ane::dialectChoice));   // settled by the ladder's compiles
         if (ane != null) {
             host.put("bundle", firstBundle == null ? "no program was compiled" : firstBundle);
@@ -214,7 +235,65 @@ public final class DoctorCommand implements Callable<Integer> {
             }
             out.println("report written to " + json);
         }
-        return report.passed() ? 0 : 1;
+        return report.passed() && inWorker.ok() ? 0 : 1;
+    }
+
+    /** The worker rung's outcome: ok (or not run), and its one line. */
+    record WorkerRun(boolean ok, String line) {}
+
+    /** {@code --worker}: which backend the worker runs the first rung on, or not at all. */
+    private WorkerRun workerRun(AneBackend ane, Probes.Probe first) {
+        String w = worker == null ? "auto" : worker.toLowerCase(Locale.ROOT);
+        String backend = switch (w) {
+            case "auto" -> injected ? null : ane != null ? "ane" : "ref";
+            case "ane", "ref" -> w;
+            case "off" -> null;
+            default -> throw new CliException("--worker " + worker + ": use auto, ane, ref or off");
+        };
+        if (backend == null) return new WorkerRun(true, "not run (" + (w.equals("off") ? "--worker off" : "a backend handed in by the caller; --worker ane|ref runs it") + ")");
+        return workerRung(first, ane4j.worker.Supervisor.Options.defaults().withBackend(backend).withRefStorage("fp16").withLog(line -> {}));
+    }
+
+    /**
+     * Runs {@code p} once inside a supervised worker (a child JVM, as {@code ane4j train} and notebooks run their kernels)
+     * and compares it with the reference backend here: macOS 27 restricts background access to the Neural Engine
+     * (docs/macos27-ane.md C10), and a rung that passes in this process but fails in the worker points there. Only the
+     * worker's public API ({@link ane4j.worker.Supervisor}); never thrown, one line either way.
+     */
+    static WorkerRun workerRung(Probes.Probe p, ane4j.worker.Supervisor.Options options) {
+        Map<String, TensorBuffer> in, want;
+        try (Kernel r = new RefBackend(RefBackend.Options.ANE_LIKE).compile(p.reference())) {
+            in = inputs(p, r);
+            want = r.evaluate(in);
+        } catch (RuntimeException e) {
+            return new WorkerRun(false, p.name() + " FAILED: reference: " + oneLine(e));
+        }
+        try (ane4j.worker.Supervisor s = new ane4j.worker.Supervisor(options)) {
+            long t0 = System.nanoTime();
+            ane4j.worker.RemoteKernel k = s.compile(p.program());
+            long t1 = System.nanoTime();
+            Map<String, TensorBuffer> kin = new LinkedHashMap<>(), got = new LinkedHashMap<>();
+            for (var e : in.entrySet()) {
+                TensorBuffer b = k.allocateInput(e.getKey());
+                b.copyFrom(e.getValue());
+                kin.put(e.getKey(), b);
+            }
+            for (var o : k.outputs()) got.put(o.name(), k.allocateOutput(o.name()));
+            k.evaluate(kin, got);
+            long t2 = System.nanoTime();
+            k.evaluate(kin, got);
+            long t3 = System.nanoTime();
+            OutputDiff d = diff(want, got);
+            boolean ok = d.within(OutputDiff.FP16_ATOL, OutputDiff.FP16_RTOL);
+            String where = "in a supervised worker (pid " + s.workerPid() + ", backend " + s.status().backend() + ")";
+            k.close();
+            return new WorkerRun(ok, String.format(Locale.ROOT, "%s %s %s: compile %.1f ms, evaluate %.2f ms, max|err| %.3g%s", p.name(),
+                    ok ? "ok" : "DIFFERS", where, ms(t1 - t0), ms(t3 - t2), d.maxAbs(),
+                    ok ? "" : " (outside fp16 tolerance; in this process the same rung is in the table above)"));
+        } catch (RuntimeException e) {
+            return new WorkerRun(false, p.name() + " FAILED in a supervised worker: " + oneLine(e)
+                    + " (if it passed in this process above: on macOS 27 the background restriction, docs/macos27-ane.md C10)");
+        }
     }
 
     /**

@@ -242,7 +242,8 @@ final class DoctorReport {
     List<String> verdict() {
         List<String> v = new ArrayList<>();
         v.add("ane4j doctor: chip " + host.get("chip") + (chip != null && !aneAvailable ? " (rules and cliffs of " + chip + " emulated)" : "") + ", " + host.get("os") + ", JDK " + host.get("jdk") + ", model " + host.get("model")
-                + (aneAvailable ? ", dialect " + String.valueOf(host.getOrDefault("dialectChoice", host.get("dialect"))).replaceFirst(":.*", "") : ""));
+                + (aneAvailable ? ", dialect " + String.valueOf(host.getOrDefault("dialectChoice", host.get("dialect"))).replaceFirst(":.*", "") : "")
+                + (host.containsKey("aneVersion") ? ", AppleNeuralEngine " + host.get("aneVersion").replaceFirst(" \\(CFBundleVersion.*", "") : ""));
         if (!aneAvailable) v.add("ANE not available (" + reason + "): only the reference half ran");
         List<Result> rungs = rungs();
         List<Result> ok = rungs.stream().filter(Result::passed).toList();
@@ -254,6 +255,10 @@ final class DoctorReport {
         List<String> odd = results.stream().filter(r -> r.kind() == Probes.Kind.PROBE && r.status() != Status.OK && r.status() != Status.NOT_RUN)
                 .map(r -> r.probe() + " " + r.status()).toList();
         v.add("probes: " + (odd.isEmpty() ? "all matched the reference" : String.join(", ", odd)));
+        // where the process ran (macOS 27 restricts background ANE access, docs/macos27-ane.md C10) and the worker rung
+        if (host.containsKey("context")) v.add("context: " + host.get("context"));
+        if (host.containsKey("worker")) v.add("worker: " + host.get("worker"));
+        if (host.containsKey("refused")) v.add("refused before compiling: " + host.get("refused"));
         return v;
     }
 

@@ -80,7 +80,8 @@ final class LoraPath {
         for (float[][] set : g) for (String t : adapters.targets()) set[index(t)] = new float[r * s];
         dxAdapter = new float[maxIn * s];
         dxQkv = new float[d * s];
-        pad = new float[paddedRank * Math.max(s, Math.max(c.qDim(), c.hiddenDim()))];
+        int widest = slots.values().stream().flatMap(m -> m.values().stream()).mapToInt(LoraSlot::width).max().orElse(0);   // q, k: padded heads
+        pad = new float[paddedRank * Math.max(s, Math.max(widest, Math.max(c.qDim(), c.hiddenDim())))];
     }
 
     private static int index(String target) { return TrainOptions.LORA_TARGETS.indexOf(target); }
@@ -139,19 +140,20 @@ final class LoraPath {
             LoraSlot slot = e.getValue();
             float[] ut = project(l, target, x, inDim);
             try (var _ = timer.phase(Phase.IO)) {
-                int r = adapters.rank(), rp = paddedRank, oc = adapters.b(l, target).rows();
+                int r = adapters.rank(), rp = paddedRank, oc = adapters.b(l, target).rows(), ocp = slot.width();
                 float[] ad = adapters.data();
                 float sc = adapters.scale();
                 Arrays.fill(pad, 0, rp * Math.max(s, oc), 0f);
                 for (int i = 0; i < r * s; i++) pad[i] = sc * ut[i];
                 in.writeColumns(slot.channel(), rp, layout.start(slot.u()), s, pad, 0, s);
                 activationBytes += (long) rp * s * in.dtype().byteSize();
-                // Bᵀ (r, OC): channel j, column o ← B[o, j]
+                // Bᵀ (r, OC): channel j, column slot.column(o) ← B[o, j] (q, k: zero columns after each padded head, R4)
                 int bo = adapters.b(l, target).offset();
-                for (int o = 0; o < oc; o++) for (int j = 0; j < r; j++) pad[j * oc + o] = ad[bo + o * r + j];
-                Arrays.fill(pad, r * oc, rp * oc, 0f);
-                in.writeColumns(slot.channel(), rp, layout.start(slot.bT()), oc, pad, 0, oc);
-                weightBytes += (long) rp * oc * in.dtype().byteSize();
+                if (ocp != oc) Arrays.fill(pad, 0, r * ocp, 0f);
+                for (int o = 0; o < oc; o++) for (int j = 0; j < r; j++) pad[j * ocp + slot.column(o)] = ad[bo + o * r + j];
+                Arrays.fill(pad, r * ocp, rp * ocp, 0f);
+                in.writeColumns(slot.channel(), rp, layout.start(slot.bT()), ocp, pad, 0, ocp);
+                weightBytes += (long) rp * ocp * in.dtype().byteSize();
             }
         }
     }

@@ -23,8 +23,8 @@ import java.util.List;
  * Causal masking is an explicit add of a mask (−65504 above the diagonal): the ANE ignores the mask of
  * scaled_dot_product_attention (docs/ane-facts.md §5.5).
  * <p>
- * No kernel carries a weight file (a BLOBFILE constant) in dynamic-weights mode: the RoPE tables, the rotation, the
- * causal mask and the head pads are {@link Constant}s, column (or channel) regions of the packed input that the caller
+ * No kernel carries a weight file (a BLOBFILE constant) in dynamic-weights mode: the RoPE tables, the rotation and the
+ * causal mask are {@link Constant}s, column (or channel) regions of the packed input that the caller
  * writes once into every input set it allocates ({@link Spec#writeConstants}), like the weights, never per step. macOS 27
  * fails the compile of a program with two or more weight files (Code=10 {@code verifyBundleAtPath}; docs/macos27-ane.md
  * C2), and an input region is a layout that works on every OS and chip. The values are the same fp16/fp32 numbers the
@@ -38,9 +38,19 @@ import java.util.List;
  * <li>GQA by slicing KV heads on axis 1 and concatenating copies: rustane {@code tile_kv_heads} (M4);
  * <li>RoPE rotation by reshape/slice/concat: maderix and rustane (M4), where the axis fits; the ±1 permutation matmul
  *     beyond it: described by rustane PR #9 (M3 Ultra), run by no code we could open ({@link #provenRotation});
- * <li>head dims padded to a multiple of 32 by an in-graph width concat of zeros (stories15m): no hardware-run kernel
- *     does this (ane-audit-2 R4, not yet changed); QK-norm as reduce_sum/pow/mul: no hardware-run ANE kernel we could open.
+ * <li>head dims that are not a multiple of 32 (stories15m: 48) padded through the staged inputs, not in the graph
+ *     (ane-audit-2 R4): Wqᵀ and Wkᵀ are staged with zero columns after each head ({@link PackedLayout.Builder#addPadded}),
+ *     so the q and k projections come out of the matmul as whole padded heads, and sdpaBwd1's q, k, v and dA regions
+ *     hold zero channels after each head; the RoPE tables and rotation have zero columns there. No kernel concatenates
+ *     on the width axis at a head boundary any more; the padded heads leave as channels (a slice on the head-dim axis
+ *     after the transpose to channels, {@link #fromHeads}). Zero columns in a matmul operand are maderix's
+ *     dynamic-weight layout itself; padding a head this way ran on no hardware we know of. QK-norm as
+ *     reduce_sum/pow/mul: no hardware-run ANE kernel we could open.
  * </ul>
+ * Every pad position is an exact zero, so each head-dim contraction adds the same products and zeros, and the outputs
+ * drop the pads: the forward (and the loss) is the same bits as with the in-graph concat; sdpaBwd1's score product now
+ * reads its operands transposed in place, which BLAS may sum in another order (last-bit differences in the gradients
+ * on the reference backend). Checked against PyTorch by TrainingGoldenTest (heads of 8 and 16) and HeadPaddingTest.
  */
 public final class TrainingKernels {
     /**
@@ -56,8 +66,12 @@ public final class TrainingKernels {
             this(name, program, input, output, List.of());
         }
 
-        /** Writes every constant into {@code in}, an input of this kernel: once per allocated or bound input set. */
+        /**
+         * Writes every constant into {@code in}, an input of this kernel, and zeros the pads of its head-padded segments:
+         * once per allocated or bound input set.
+         */
         public void writeConstants(ane4j.backend.TensorBuffer in) {
+            input.zeroPads(in);
             for (Constant k : constants) in.writeColumns(k.channel(), k.rows(), k.column(), k.cols(), k.values(), 0, k.cols());
         }
     }
@@ -88,9 +102,14 @@ public final class TrainingKernels {
 
     /**
      * Where one target's LoRA inputs sit in a LoRA variant's input: u (r, S) in columns of segment {@code u}, Bᵀ (r, OC)
-     * in the first OC columns of segment {@code bT}, both in channels [channel, channel + r) (zeros up to the padded rank).
+     * in the first {@code width} columns of segment {@code bT}, both in channels [channel, channel + r) (zeros up to the
+     * padded rank). Column o of Bᵀ sits at {@link #column(int) column(o)}: q's and k's Bᵀ have the zero columns of their
+     * padded heads ({@code block} values every {@code stride}), as their projections do.
      */
-    public record LoraSlot(String u, String bT, int channel) {}
+    public record LoraSlot(String u, String bT, int channel, int width, int block, int stride) {
+        /** The column, within the Bᵀ region, of output o. */
+        public int column(int o) { return o / block * stride + o % block; }
+    }
 
     /**
      * The training kernels by name: the ten of every step, and {@link #ATTN_VALUES} of three-stage attention only.
@@ -222,49 +241,44 @@ public final class TrainingKernels {
      * attention the first block is the scaled scores (NH·S, S) instead of attnOut.
      */
     public Spec sdpaFwd() {
-        var in = new PackedLayout.Builder().add("xnorm", s).add("wqT", q).add("wkT", kv).add("wvT", kv);
-        if (c.qkNorm()) in.add("qkNorm", 2 * hd);
+        var in = heads(heads(new PackedLayout.Builder().add("xnorm", s), "wqT", nh), "wkT", nkv).add("wvT", kv);
+        if (c.qkNorm()) heads(in, "qkNorm", 2);
         java.util.Map<String, LoraSlot> slots = addLoraSegments(in, "sdpaFwd");
         var out = new PackedLayout.Builder().add(threeStage ? "scores" : "attn", threeStage ? nh * s : q).add("qRope", q).add("kRope", kv).add("v", kv);
         if (c.qkNorm()) out.add("qRaw", q).add("kRaw", kv);
         Consts k = new Consts(in, d);
-        k.add("ropeCos", RopeTables.cos(c));
-        k.add("ropeSin", RopeTables.sin(c));
+        k.add("ropeCos", padHeads(RopeTables.cos(c), s));                              // (S, HDp), zero pad columns
+        k.add("ropeSin", padHeads(RopeTables.sin(c), s));
         if (!provenRotation()) k.add("ropeRotation", rotation());
-        if (hdp != hd) {
-            k.add("headPad", new float[nh * s * (hdp - hd)]);
-            if (nkv != nh) k.add("headPadKv", new float[nkv * s * (hdp - hd)]);
-        }
         if (!threeStage) k.add("mask", RopeTables.causalMask(s));
         PackedLayout input = in.columns(d), output = out.channels(s);
         List<Constant> constants = k.placed(input);
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, d, 1, input.width()));
             Value xnT = activationT(f, x, d, 0);                                       // (1,1,S,D)
-            Value qAll = withLora(f, x, input, slots.get("q"), project(f, xnT, x, input, "wqT", d, q), q);    // (1,1,S,Q)
-            Value kAll = withLora(f, x, input, slots.get("k"), project(f, xnT, x, input, "wkT", d, kv), kv);  // (1,1,S,KV)
-            Value vAll = withLora(f, x, input, slots.get("v"), project(f, xnT, x, input, "wvT", d, kv), kv);  // (1,1,S,KV)
-            Value qh = toHeads(f, qAll, nh), kh = toHeads(f, kAll, nkv), vh = toHeads(f, vAll, nkv);  // (1,NH,S,HD)
+            // q and k come out of the matmuls as whole heads of HDp (zero columns after HD where Wqᵀ, Wkᵀ were staged so)
+            Value qAll = withLora(f, x, input, slots.get("q"), project(f, xnT, x, input, "wqT", d, nh * hdp), nh * hdp);   // (1,1,S,NH·HDp)
+            Value kAll = withLora(f, x, input, slots.get("k"), project(f, xnT, x, input, "wkT", d, nkv * hdp), nkv * hdp); // (1,1,S,NKV·HDp)
+            Value vAll = withLora(f, x, input, slots.get("v"), project(f, xnT, x, input, "wvT", d, kv), kv);                // (1,1,S,KV)
+            Value qh = toHeads(f, qAll, nh, hdp), kh = toHeads(f, kAll, nkv, hdp), vh = toHeads(f, vAll, nkv, hd);  // (1,n,S,HDp), v (1,NKV,S,HD)
             Value qn = qh, kn = kh;
             if (c.qkNorm()) {
-                int col = input.start("qkNorm");
-                Value qw = staticWeights != null ? f.weight("qNorm", t(1, 1, 1, hd), staticWeights.apply("qNorm"))
-                        : f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col}, new int[] {1, 1, 1, hd}), 1, 1, 1, hd);
-                Value kw = staticWeights != null ? f.weight("kNorm", t(1, 1, 1, hd), staticWeights.apply("kNorm"))
-                        : f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, col + hd}, new int[] {1, 1, 1, hd}), 1, 1, 1, hd);
+                PackedLayout.Range norms = input.get("qkNorm");                              // qNorm, kNorm: a padded head each
+                Value qw = staticWeights != null ? f.weight("qNorm", t(1, 1, 1, hdp), padHeads(staticWeights.apply("qNorm"), 1))
+                        : f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, norms.at(0)}, new int[] {1, 1, 1, hdp}), 1, 1, 1, hdp);
+                Value kw = staticWeights != null ? f.weight("kNorm", t(1, 1, 1, hdp), padHeads(staticWeights.apply("kNorm"), 1))
+                        : f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, norms.at(hd)}, new int[] {1, 1, 1, hdp}), 1, 1, 1, hdp);
                 qn = headNorm(f, qh, qw);
                 kn = headNorm(f, kh, kw);
             }
-            Value cos = constant(f, x, constants, "ropeCos", 1, 1, s, hd);
-            Value sin = constant(f, x, constants, "ropeSin", 1, 1, s, hd);
-            Value rotation = provenRotation() ? null : constant(f, x, constants, "ropeRotation", 1, 1, hdp, hd);
-            Value padQ = hdp == hd ? null : constant(f, x, constants, "headPad", 1, nh, s, hdp - hd);
-            Value padKv = hdp == hd || nkv == nh ? padQ : constant(f, x, constants, "headPadKv", 1, nkv, s, hdp - hd);
-            Value qr = rope(f, qn, padQ, cos, sin, rotation), kr = rope(f, kn, padKv, cos, sin, rotation);
-            Value qp = padded(f, qr, padQ), kp = padded(f, tileHeads(f, kr), padQ);                  // (1,NH,S,HDp)
+            Value cos = constant(f, x, constants, "ropeCos", 1, 1, s, hdp);
+            Value sin = constant(f, x, constants, "ropeSin", 1, 1, s, hdp);
+            Value rotation = provenRotation() ? null : constant(f, x, constants, "ropeRotation", 1, 1, hdp, hdp);
+            Value qr = rope(f, qn, cos, sin, rotation), kr = rope(f, kn, cos, sin, rotation);         // (1,n,S,HDp)
+            Value kp = tileHeads(f, kr);                                                              // (1,NH,S,HDp)
             Value first = threeStage
-                    ? f.reshape(f.mul(f.matmul(qp, kp, false, true), scale()), 1, nh * s, 1, s)            // (1,NH·S,1,S)
-                    : fromHeads(f, attention(f, qp, kp, tileHeads(f, vh), constant(f, x, constants, "mask", 1, 1, s, s)), q);   // (1,Q,1,S)
+                    ? f.reshape(f.mul(f.matmul(qr, kp, false, true), scale()), 1, nh * s, 1, s)            // (1,NH·S,1,S)
+                    : fromHeads(f, attention(f, qr, kp, tileHeads(f, vh), constant(f, x, constants, "mask", 1, 1, s, s)), q);   // (1,Q,1,S)
             Value y = f.concat(1, c.qkNorm()
                     ? new Value[] {first, fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv), fromHeads(f, qh, q), fromHeads(f, kh, kv)}
                     : new Value[] {first, fromHeads(f, qr, q), fromHeads(f, kr, kv), fromHeads(f, vh, kv)});
@@ -280,7 +294,7 @@ public final class TrainingKernels {
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, input.channels(), 1, s));
             Value probs = f.reshape(channels(f, x, 0, nh * s), 1, nh, s, s);           // (1,NH,S,S)
-            Value vh = channelHeads(f, x, input.start("v"));                           // (1,NH,S,HD)
+            Value vh = channelHeads(f, x, input.get("v"));                             // (1,NH,S,HD)
             f.output(f.named(OUTPUT, fromHeads(f, f.matmul(probs, vh), q)));
         }).build();
         return new Spec("attnValues", p, input, output);
@@ -331,22 +345,21 @@ public final class TrainingKernels {
 
     /** (qRope, kTiled, vTiled, da) each (Q,S) → concat(dv Q, probs NH·S, dp NH·S): probs recomputed, dV = Pᵀ·dA, dP = dA·Vᵀ. */
     public Spec sdpaBwd1() {
-        var in = new PackedLayout.Builder().add("q", q).add("k", q).add("v", q).add("da", q);
+        var in = heads(heads(heads(heads(new PackedLayout.Builder(), "q", nh), "k", nh), "v", nh), "da", nh);   // zero channels after each head
         Consts k = new Consts(in, 0);
         k.add("mask", RopeTables.causalMask(s));
-        if (hdp != hd) k.add("headPad", new float[nh * s * (hdp - hd)]);
         PackedLayout input = in.channels(s);
         List<Constant> constants = k.placed(input);
         PackedLayout output = new PackedLayout.Builder().add("dv", q).add("probs", nh * s).add("dp", nh * s).channels(s);
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, input.channels(), 1, s));
-            Value qh = channelHeads(f, x, input.start("q")), kh = channelHeads(f, x, input.start("k"));
-            Value vh = channelHeads(f, x, input.start("v")), dah = channelHeads(f, x, input.start("da"));
-            Value pad = hdp == hd ? null : constant(f, x, constants, "headPad", 1, nh, s, hdp - hd);
-            Value scores = f.matmul(padded(f, qh, pad), padded(f, kh, pad), false, true);               // (1,NH,S,S)
+            Value qh = channelHeads(f, x, input.get("q")), kh = channelHeads(f, x, input.get("k"));     // (1,NH,S,HDp)
+            Value vh = channelHeads(f, x, input.get("v")), dah = channelHeads(f, x, input.get("da"));
+            Value scores = f.matmul(qh, kh, false, true);                                                // (1,NH,S,S)
             Value probs = f.softmax(f.add(f.mul(scores, scale()), constant(f, x, constants, "mask", 1, 1, s, s)), -1);
-            Value dv = f.matmul(probs, dah, true, false);                                                // (1,NH,S,HD)
-            Value dp = f.matmul(padded(f, dah, pad), padded(f, vh, pad), false, true);                   // (1,NH,S,S)
+            // dV from dA's HD channels per head (the pads are not a contraction here): the same product, so the same bits
+            Value dv = f.matmul(probs, channelHeads(f, x, input.get("da"), hd), true, false);           // (1,NH,S,HD)
+            Value dp = f.matmul(dah, vh, false, true);                                                   // (1,NH,S,S)
             Value y = f.concat(1, fromHeads(f, dv, q), f.reshape(probs, 1, nh * s, 1, s), f.reshape(dp, 1, nh * s, 1, s));
             f.output(f.named(OUTPUT, y));
         }).build();
@@ -361,7 +374,7 @@ public final class TrainingKernels {
             Value x = f.input(INPUT, t(1, input.channels(), 1, s));
             Value probs = f.reshape(channels(f, x, input.start("probs"), nh * s), 1, nh, s, s);         // (1,NH,S,S)
             Value dp = f.reshape(channels(f, x, input.start("dp"), nh * s), 1, nh, s, s);
-            Value qh = channelHeads(f, x, input.start("q")), kh = channelHeads(f, x, input.start("k"));
+            Value qh = channelHeads(f, x, input.get("q")), kh = channelHeads(f, x, input.get("k"));
             Value rowDot = f.reduceSum(f.mul(probs, dp), true, -1);                                       // (1,NH,S,1)
             Value ds = f.mul(f.mul(f.sub(dp, rowDot), probs), scale());                                  // (1,NH,S,S)
             Value dq = f.matmul(ds, kh, false, false);                                                   // (1,NH,S,HD)
@@ -402,7 +415,7 @@ public final class TrainingKernels {
     /** The projections of a kernel that can take LoRA inputs, with their output widths. */
     private java.util.Map<String, Integer> loraOutputs(String kernel) {
         var m = new java.util.LinkedHashMap<String, Integer>();
-        if (kernel.equals("sdpaFwd")) { m.put("q", q); m.put("k", kv); m.put("v", kv); }
+        if (kernel.equals("sdpaFwd")) { m.put("q", nh * hdp); m.put("k", nkv * hdp); m.put("v", kv); }   // q, k: padded heads
         else if (kernel.equals("ffnFused")) { m.put("w1", h); m.put("w3", h); }
         return m;
     }
@@ -425,8 +438,13 @@ public final class TrainingKernels {
         if (perRegion == 0)
             throw new IllegalArgumentException("[lora] rank " + lora.rank() + " takes " + rp + " channels in the kernels (a multiple of 32, for the matmul contraction), more than "
                     + c.name() + "'s dim " + d + "; use a rank of at most " + d / 32 * 32);
-        for (int i = 0; i < adapted.size(); i++)
-            slots.put(adapted.get(i), new LoraSlot("loraU" + i / perRegion, "loraBT" + i / perRegion, i % perRegion * rp));
+        var widths = loraOutputs(kernel);
+        for (int i = 0; i < adapted.size(); i++) {
+            String t = adapted.get(i);
+            boolean paddedHeads = (t.equals("q") || t.equals("k")) && hdp != hd;
+            int w = widths.get(t);
+            slots.put(t, new LoraSlot("loraU" + i / perRegion, "loraBT" + i / perRegion, i % perRegion * rp, w, paddedHeads ? hd : w, paddedHeads ? hdp : w));
+        }
         return slots;
     }
 
@@ -449,7 +467,7 @@ public final class TrainingKernels {
         int rp = lora.paddedRank();
         Value u = f.sliceBySize(x, new int[] {0, slot.channel(), 0, in.start(slot.u())}, new int[] {1, rp, 1, s});
         Value uT = f.transpose(f.reshape(u, 1, 1, rp, s), 0, 1, 3, 2);                  // (1,1,S,rp)
-        Value bT = f.reshape(f.sliceBySize(x, new int[] {0, slot.channel(), 0, in.start(slot.bT())}, new int[] {1, rp, 1, oc}), 1, 1, rp, oc);
+        Value bT = f.reshape(f.sliceBySize(x, new int[] {0, slot.channel(), 0, in.start(slot.bT())}, new int[] {1, rp, 1, oc}), 1, 1, rp, oc);   // oc = slot.width()
         return f.add(proj, f.matmul(uT, bT));                                           // (1,1,S,OC)
     }
 
@@ -466,7 +484,10 @@ public final class TrainingKernels {
 
     /** The [IC, OC] block of segment {@code seg} as (1,1,IC,OC): sliced from the input, or a BLOBFILE constant when static. */
     private Value weightBlock(FunctionBuilder f, Value x, PackedLayout in, String seg, int ic, int oc) {
-        if (staticWeights != null) return f.weight(seg, t(1, 1, ic, oc), staticWeights.apply(seg));
+        if (staticWeights != null) {
+            float[] w = staticWeights.apply(seg);
+            return f.weight(seg, t(1, 1, ic, oc), w.length == ic * oc ? w : padHeads(w, ic));      // Wqᵀ, Wkᵀ: zero columns after each head
+        }
         return f.reshape(f.sliceBySize(x, new int[] {0, 0, 0, in.start(seg)}, new int[] {1, ic, 1, oc}), 1, 1, ic, oc);
     }
 
@@ -475,24 +496,52 @@ public final class TrainingKernels {
         return f.reshape(f.transpose(y, 0, 1, 3, 2), 1, channels, 1, s);
     }
 
-    /** (1,1,S,n·HD) → (1,n,S,HD). */
-    private Value toHeads(FunctionBuilder f, Value y, int heads) {
-        Value t = f.transpose(y, 0, 1, 3, 2);                                           // (1,1,n·HD,S)
-        return f.transpose(f.reshape(t, 1, heads, hd, s), 0, 1, 3, 2);
+    /** (1,1,S,n·W) → (1,n,S,W), W = HD or the padded HDp. */
+    private Value toHeads(FunctionBuilder f, Value y, int heads, int w) {
+        Value t = f.transpose(y, 0, 1, 3, 2);                                           // (1,1,n·W,S)
+        return f.transpose(f.reshape(t, 1, heads, w, s), 0, 1, 3, 2);
     }
 
-    /** (1,n,S,HD) → (1,n·HD,1,S). */
+    /**
+     * (1,n,S,W) → (1,n·HD,1,S): padded heads (W = HDp) drop their zero columns, as a slice of the first HD rows of each
+     * head once it is transposed to (1,n,HDp,S), rows of S values at offset 0 (no width-axis op at a head boundary).
+     */
     private Value fromHeads(FunctionBuilder f, Value heads, int width) {
-        return f.reshape(f.transpose(heads, 0, 1, 3, 2), 1, width, 1, s);
+        int n = heads.shape()[1], w = heads.shape()[3];
+        Value t = f.transpose(heads, 0, 1, 3, 2);                                       // (1,n,W,S)
+        if (w != hd) t = f.sliceBySize(t, new int[] {0, 0, 0, 0}, new int[] {1, n, hd, s});
+        return f.reshape(t, 1, width, 1, s);
     }
 
     private Value channels(FunctionBuilder f, Value x, int from, int count) {
         return f.sliceBySize(x, new int[] {0, from, 0, 0}, new int[] {1, count, 1, s});
     }
 
-    /** Channels [from, from+Q) of x as (1,NH,S,HD). */
-    private Value channelHeads(FunctionBuilder f, Value x, int from) {
-        return f.transpose(f.reshape(channels(f, x, from, q), 1, nh, hd, s), 0, 1, 3, 2);
+    /** Channel segment r of x (NH heads, padded or not) as (1,NH,S,W), W = r.size / NH. */
+    private Value channelHeads(FunctionBuilder f, Value x, PackedLayout.Range r) {
+        return channelHeads(f, x, r, r.size() / nh);
+    }
+
+    /** The first w channels of each head of segment r as (1,NH,S,w): a slice on the channel axis of (1,NH,W,S), before the transpose. */
+    private Value channelHeads(FunctionBuilder f, Value x, PackedLayout.Range r, int w) {
+        int stride = r.size() / nh;
+        Value heads = f.reshape(channels(f, x, r.start(), r.size()), 1, nh, stride, s);   // (1,NH,W,S)
+        if (w != stride) heads = f.sliceBySize(heads, new int[] {0, 0, 0, 0}, new int[] {1, nh, w, s});
+        return f.transpose(heads, 0, 1, 3, 2);
+    }
+
+    /** Adds segment {@code name} of n heads: n·HD plain, or n heads of HD each followed by HDp − HD zeros (R4). */
+    private PackedLayout.Builder heads(PackedLayout.Builder b, String name, int n) {
+        return hdp == hd ? b.add(name, n * hd) : b.addPadded(name, n, hd, hdp);
+    }
+
+    /** m (rows, n·HD) row-major → (rows, n·HDp) with zero columns after each head (m itself when HD is a multiple of 32). */
+    private float[] padHeads(float[] m, int rows) {
+        if (hdp == hd) return m;
+        int n = m.length / rows / hd;
+        float[] out = new float[rows * n * hdp];
+        for (int r = 0; r < rows * n; r++) System.arraycopy(m, r * hd, out, r * hdp, hd);
+        return out;
     }
 
     /**
@@ -504,18 +553,17 @@ public final class TrainingKernels {
         int group = nh / nkv;
         if (group == 1) return kvHeads;
         Value[] kvHead = new Value[nkv];
-        for (int j = 0; j < nkv; j++) kvHead[j] = f.sliceBySize(kvHeads, new int[] {0, j, 0, 0}, new int[] {1, 1, s, hd});   // (1,1,S,HD)
+        int w = kvHeads.shape()[3];
+        for (int j = 0; j < nkv; j++) kvHead[j] = f.sliceBySize(kvHeads, new int[] {0, j, 0, 0}, new int[] {1, 1, s, w});    // (1,1,S,W)
         Value[] copies = new Value[nh];
         for (int i = 0; i < nh; i++) copies[i] = kvHead[i / group];
-        return f.concat(1, copies);                                                     // (1,NH,S,HD)
+        return f.concat(1, copies);                                                     // (1,NH,S,W)
     }
 
-    /** (1,n,S,HD) → (1,n,S,HDp) with zero columns (adds exact zeros to every head-dim contraction). */
-    private Value padded(FunctionBuilder f, Value x, Value pad) {
-        return pad == null ? x : f.concat(3, x, pad);
-    }
-
-    /** RMSNorm over the head dimension (QK-norm): x (1,n,S,HD), w (1,1,1,HD). */
+    /**
+     * RMSNorm over the head dimension (QK-norm): x (1,n,S,HDp), w (1,1,1,HDp); the pad columns add zeros to the sum of
+     * squares (the mean still divides by HD) and stay zero (w is zero there).
+     */
     private Value headNorm(FunctionBuilder f, Value x, Value w) {
         Value ms = f.mul(f.reduceSum(f.mul(x, x), true, -1), 1f / hd);                 // (1,n,S,1) mean of squares
         Value r = f.pow(f.add(ms, c.normEps()), -0.5f);
@@ -534,28 +582,32 @@ public final class TrainingKernels {
      * stories110m) reshape to (1,n,S·HD/2,2), slice the pair and concat (−odd, even) on axis 3. Used where that axis fits
      * {@link #ROTATION_AXIS_CAP}; beyond it (stories42m: S·HD/2 = 32768) the ±1 permutation matmul, which only rustane PR
      * #9 describes (M3 Ultra) and no code we could open runs. Half-style RoPE (qwen3) has no pair reshape: its proven-style
-     * form is two half slices and a concat on axis 3 (HD/2 columns, 64-byte aligned for HD ≥ 64).
+     * form is two half slices and a concat on axis 3 (HD/2 columns, 64-byte aligned for HD ≥ 64). On padded heads the
+     * pairs are taken over HDp (the pad pairs rotate zeros); the half form would need a concat at HD/2 and HD, the odd
+     * width offsets R4 removes, so padded half-style heads take the permutation matmul.
      */
-    private boolean provenRotation() { return !matmulRotation && (long) s * hd / 2 <= ROTATION_AXIS_CAP; }
+    private boolean provenRotation() {
+        return !matmulRotation && (hdp == hd || c.ropeStyle() == RopeStyle.INTERLEAVED) && (long) s * hdp / 2 <= ROTATION_AXIS_CAP;
+    }
 
     /** Tests only: the permutation matmul for every config, to compare the two rotations bit for bit. */
     boolean matmulRotation;
 
     /**
-     * RoPE on (1,n,S,HD) with cos/sin tables (1,1,S,HD): x·cos + rotate(x)·sin. rotate(x) is the reshape/slice/concat of
-     * maderix and rustane where the axis fits ({@link #provenRotation}), else x·P with the constant ±1 permutation P
-     * (HDp,HD) (rustane PR #9: a reshape to (1,n,S·HD/2,2) makes an axis over the cap, docs/ane-audit.md F6). Both exact: each output
-     * is one ±x term, so the two give the same bits.
+     * RoPE on (1,n,S,HDp) with cos/sin tables (1,1,S,HDp), zero in the pad columns: x·cos + rotate(x)·sin. rotate(x) is
+     * the reshape/slice/concat of maderix and rustane where the axis fits ({@link #provenRotation}), else x·P with the
+     * constant ±1 permutation P (HDp,HDp) (rustane PR #9: a reshape to (1,n,S·HD/2,2) makes an axis over the cap,
+     * docs/ane-audit.md F6). Both exact: each output is one ±x term, so the two give the same bits; pad columns stay zero.
      */
-    private Value rope(FunctionBuilder f, Value x, Value pad, Value cos, Value sin, Value rotation) {
-        int n = x.shape()[1];
+    private Value rope(FunctionBuilder f, Value x, Value cos, Value sin, Value rotation) {
+        int n = x.shape()[1], w = x.shape()[3];
         Value rotated;
-        if (rotation != null) rotated = f.matmul(padded(f, x, pad), rotation);           // (1,n,S,HD)
+        if (rotation != null) rotated = f.matmul(x, rotation);                             // (1,n,S,HDp)
         else if (c.ropeStyle() == RopeStyle.INTERLEAVED) {
-            Value pairs = f.reshape(x, 1, n, s * hd / 2, 2);                                // (1,n,S·HD/2,2)
-            Value even = f.sliceBySize(pairs, new int[] {0, 0, 0, 0}, new int[] {1, n, s * hd / 2, 1});
-            Value odd = f.sliceBySize(pairs, new int[] {0, 0, 0, 1}, new int[] {1, n, s * hd / 2, 1});
-            rotated = f.reshape(f.concat(3, f.mul(odd, -1f), even), 1, n, s, hd);          // (−x[2i+1], x[2i])
+            Value pairs = f.reshape(x, 1, n, s * w / 2, 2);                                 // (1,n,S·W/2,2)
+            Value even = f.sliceBySize(pairs, new int[] {0, 0, 0, 0}, new int[] {1, n, s * w / 2, 1});
+            Value odd = f.sliceBySize(pairs, new int[] {0, 0, 0, 1}, new int[] {1, n, s * w / 2, 1});
+            rotated = f.reshape(f.concat(3, f.mul(odd, -1f), even), 1, n, s, w);           // (−x[2i+1], x[2i])
         } else {
             Value lo = f.sliceBySize(x, new int[] {0, 0, 0, 0}, new int[] {1, n, s, hd / 2});
             Value hi = f.sliceBySize(x, new int[] {0, 0, 0, hd / 2}, new int[] {1, n, s, hd / 2});
@@ -564,15 +616,15 @@ public final class TrainingKernels {
         return f.add(f.mul(x, cos), f.mul(rotated, sin));
     }
 
-    /** P (HDp,HD) row-major with x·P = rotate(x): interleaved (−x[2i+1], x[2i]) or half (−x[i+HD/2], x[i]); rows ≥ HD zero. */
+    /** P (HDp,HDp) row-major with x·P = rotate(x): interleaved (−x[2i+1], x[2i]) or half (−x[i+HD/2], x[i]); pad rows and columns zero. */
     private float[] rotation() {
-        float[] p = new float[hdp * hd];
+        float[] p = new float[hdp * hdp];
         for (int i = 0; i < hd / 2; i++) {
             int a, b;                                                                   // rotated[a] = −x[b], rotated[b] = x[a]
             if (c.ropeStyle() == RopeStyle.INTERLEAVED) { a = 2 * i; b = 2 * i + 1; }
             else { a = i; b = i + hd / 2; }
-            p[b * hd + a] = -1f;
-            p[a * hd + b] = 1f;
+            p[b * hdp + a] = -1f;
+            p[a * hdp + b] = 1f;
         }
         return p;
     }

@@ -558,10 +558,11 @@ public final class TrainingStep implements AutoCloseable {
                 CpuOps.tileKv(kTiled, a.kRope, c.nHeads(), c.nKvHeads(), c.headDim(), s);
                 CpuOps.tileKv(vTiled, a.vh, c.nHeads(), c.nKvHeads(), c.headDim(), s);
             }
-            bwd1In.copyFrom(a.qRope, 0, (long) b1.start("q") * s, q * s);
-            bwd1In.copyFrom(mha ? a.kRope : kTiled, 0, (long) b1.start("k") * s, q * s);
-            bwd1In.copyFrom(mha ? a.vh : vTiled, 0, (long) b1.start("v") * s, q * s);
-            bwd1In.copyFrom(da, 0, (long) b1.start("da") * s, q * s);
+            // head by head where sdpaBwd1's heads are padded (R4)
+            b1.writeChannels(bwd1In, "q", a.qRope, 0);
+            b1.writeChannels(bwd1In, "k", mha ? a.kRope : kTiled, 0);
+            b1.writeChannels(bwd1In, "v", mha ? a.vh : vTiled, 0);
+            b1.writeChannels(bwd1In, "da", da, 0);
             activationBytes += 4L * q * s * bwd1In.dtype().byteSize();
         }
         // sdpaBwd1: probs, dV, dP
@@ -570,7 +571,8 @@ public final class TrainingStep implements AutoCloseable {
             read(o1, specs.get(SDPA_BWD1).output().start("dv"), mha ? g.dv : dvFull);
             int o1probs = specs.get(SDPA_BWD1).output().start("probs");
             if (!probsShared) bwd2In.copyChannels(o1, o1probs, b2.start("probs"), 2 * c.nHeads() * s);   // probs and dp, adjacent in both
-            bwd2In.copyChannels(bwd1In, b1.start("q"), b2.start("q"), 2 * q);                             // q and k tiled, adjacent in both
+            PackedLayout.Range hq = b1.get("q");                   // q and k tiled, adjacent in both; sdpaBwd2's heads unpadded
+            for (int i = 0; i < 2 * hq.blocks(); i++) bwd2In.copyChannels(bwd1In, hq.start() + i * hq.stride(), b2.start("q") + i * hq.block(), hq.block());
             activationBytes += ((probsShared ? 0 : 2L * c.nHeads() * s) + 2L * q) * s * bwd2In.dtype().byteSize();
         }
         // sdpaBwd2: dQ, dK

@@ -161,15 +161,21 @@ sealed interface WeightStaging extends AutoCloseable permits WeightStaging.Dynam
             List<Segment> segments = SEGMENTS.get(kernel);
             Parallel.forEach(segments.size(), i -> {
                 Segment seg = segments.get(i);
-                int at = specs.get(kernel).input().start(seg.name());
+                PackedLayout.Range r = specs.get(kernel).input().get(seg.name());
                 ParameterView m = LoraAdapters.baseMatrix(w, seg.target());
-                if (seg.transposed()) stageTransposed(in, at, params, m);
-                else stage(in, at, params, m);
+                if (seg.transposed() && r.padded())
+                    // Wqᵀ, Wkᵀ with heads padded (head dim not a multiple of 32, ane-audit-2 R4): head b's rows [b·HD, (b+1)·HD)
+                    // of W at the start of its HDp columns; the zero columns after it are written once with the constants
+                    for (int b = 0; b < r.blocks(); b++)
+                        stageTransposed(in, r.at(b * r.block()), params, new ParameterView(m.name(), m.offset() + b * r.block() * m.cols(), new int[] {r.block(), m.cols()}, m.decay()));
+                else if (seg.transposed()) stageTransposed(in, r.start(), params, m);
+                else stage(in, r.start(), params, m);
             });
             if (kernel == SDPA_FWD && c.qkNorm()) {
-                int hd = c.headDim(), at = specs.get(kernel).input().start("qkNorm");
-                in.writeColumns(0, 1, at, hd, params, w.qNorm().offset(), hd);
-                in.writeColumns(0, 1, at + hd, hd, params, w.kNorm().offset(), hd);
+                int hd = c.headDim();
+                PackedLayout.Range norms = specs.get(kernel).input().get("qkNorm");   // two heads, padded or not
+                in.writeColumns(0, 1, norms.at(0), hd, params, w.qNorm().offset(), hd);
+                in.writeColumns(0, 1, norms.at(hd), hd, params, w.kNorm().offset(), hd);
                 weightBytes.add(2L * hd * in.dtype().byteSize());
             }
         }

@@ -29,7 +29,7 @@ class CliTest {
         oneLine(run("generate", "--seed", "1.5"), Cli.FAILED, "ane4j generate: [cli] --seed 1.5 is not a whole number");
         oneLine(run("generate", "--top-p", "lots"), Cli.FAILED, "ane4j generate: [cli] --top-p lots is not a number");
         oneLine(run("doctor", "extra"), Cli.FAILED, "ane4j doctor: [cli] unexpected argument 'extra'; usage: ane4j doctor [-h] [--model=NAME] [--json=FILE] "
-                + "[--chip=m1|m2|m3|m4|m5] (ane4j doctor --help)");
+                + "[--chip=m1|m2|m3|m4|m5] [--worker=auto|ane|ref|off] (ane4j doctor --help)");
         oneLine(run("mil", "run", "a.mil", "--input", "x=x.npy"), Cli.FAILED, "ane4j mil: [cli] no --output; give --output DIR (ane4j mil run --help)");
         oneLine(run("mil", "check"), Cli.FAILED, "ane4j mil: [cli] missing FILE.mil; usage: ane4j mil check [-h] [--weights=DIR] [--no-weights] "
                 + "[--chip=m1|m2|m3|m4|m5] FILE.mil");

@@ -146,13 +146,45 @@ class DoctorCommandTest {
         var e = assertThrows(CliException.class, () -> run("--model", "gpt5"));
         assertTrue(e.getMessage().startsWith("[config] unknown model 'gpt5'"), e.getMessage());
         var u = assertThrows(CliException.class, () -> run("--frobnicate"));
-        assertEquals("[cli] unknown option --frobnicate; options: --model, --json, --chip (ane4j doctor --help)", u.getMessage());
+        assertEquals("[cli] unknown option --frobnicate; options: --model, --json, --chip, --worker (ane4j doctor --help)", u.getMessage());
         assertEquals("[cli] --json has no value; give --json FILE (or --json=FILE)", assertThrows(CliException.class, () -> run("--json")).getMessage());
         assertThrows(CliException.class, () -> run("--json"));
         var c = assertThrows(CliException.class, () -> run("--chip", "m9"));
         assertTrue(c.getMessage().startsWith("[chip] unknown chip 'm9'; use m1, m2, m3, m4 or m5"), c.getMessage());
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         assertEquals(1, Main.run(new String[] {"doctor", "--frobnicate"}, new PrintStream(new ByteArrayOutputStream()), new PrintStream(err)));
-        assertEquals("ane4j doctor: [cli] unknown option --frobnicate; options: --model, --json, --chip (ane4j doctor --help)", err.toString().strip());
+        assertEquals("ane4j doctor: [cli] unknown option --frobnicate; options: --model, --json, --chip, --worker (ane4j doctor --help)", err.toString().strip());
+    }
+
+    /** --worker ref: the conv rung once more inside a supervised worker JVM (macOS 27's background restriction, C10), in the verdict and the JSON. */
+    @Test
+    void theConvRungRunsOnceMoreInsideASupervisedWorker() throws Exception {
+        Path json = tmp.resolve("worker.json");
+        Run r = run("--model", "tiny", "--worker", "ref", "--json", json.toString());
+        assertEquals(0, r.code(), r.out());
+        String line = r.out().lines().filter(l -> l.startsWith("  worker: ")).findFirst().orElseThrow(() -> new AssertionError(r.out()));
+        assertTrue(line.matches("  worker: conv ok in a supervised worker \\(pid \\d+, backend ref\\): compile .*"), line);
+        assertTrue(Files.readString(json).contains("\"worker\": \"conv ok in a supervised worker (pid "), Files.readString(json));
+        assertTrue(r.out().lines().anyMatch(l -> l.startsWith("context: ") && l.contains("; parent ")), r.out());
+        // the default with a backend handed in (as here): no worker, said so
+        assertTrue(run("--model", "tiny").out().contains("  worker: not run (a backend handed in by the caller; --worker ane|ref runs it)"));
+    }
+
+    /** M1 on macOS 27: programs with 2 or more weight files are refused before compiling, said once before the ladder. */
+    @Test
+    void onM1UnderMacos27TheRefusalIsSaidBeforeTheLadder() {
+        System.setProperty(ane4j.backend.MacOs.PROPERTY, "27.0");
+        try {
+            Run r = run("--model", "tiny", "--chip", "m1", "--worker", "off");
+            String line = r.out().lines().filter(l -> l.startsWith("refused:")).findFirst().orElseThrow(() -> new AssertionError(r.out()));
+            assertTrue(line.contains("M1 on macOS 27.0: no weight layout is known to work for a program with 2 or more weight files"), line);
+            assertTrue(line.contains("a2-conv-chain (4 files)") && line.contains("; the training kernels carry none"), line);
+            assertTrue(r.out().indexOf(line) < r.out().indexOf(DoctorReport.header()), "before the ladder");
+            assertTrue(r.out().contains("  refused before compiling: M1 on macOS 27.0"), "in the verdict");
+            System.setProperty(ane4j.backend.MacOs.PROPERTY, "26.4");
+            assertTrue(run("--model", "tiny", "--chip", "m1", "--worker", "off").out().lines().noneMatch(l -> l.startsWith("refused:")), "26: several files compile");
+        } finally {
+            System.clearProperty(ane4j.backend.MacOs.PROPERTY);
+        }
     }
 }

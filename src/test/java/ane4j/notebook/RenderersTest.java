@@ -134,7 +134,7 @@ class RenderersTest {
         var h = new java.util.ArrayList<ane4j.run.StepMetrics>();
         float[] loss = {6.2f, 5.1f, 4.05f, 4.3f};
         for (int i = 0; i < 4; i++)
-            h.add(new ane4j.run.StepMetrics(300 + i, 304, loss[i], 1e-3f, 256, 1, true, false, 10, 1000 * (i + 1), Map.of(), 0, 0,
+            h.add(new ane4j.run.StepMetrics(300 + i, 304, loss[i], 1e-3f, 256, 1, i != 2, i == 2, 10, 1000 * (i + 1), Map.of(), 0, 0,
                     i == 1 ? 5.5f : i == 3 ? 5.25f : Float.NaN, 2));
         var s = TrainingSummary.of("finished", h, 304, 75.2, 1, java.nio.file.Path.of("runs/tiny-1"), null);
         String text = (String) renderer.render(s).getData(MIMEType.TEXT_PLAIN);
@@ -142,10 +142,15 @@ class RenderersTest {
                 run              finished at step 304/304 in 1:15 · 1 worker restart
                 train loss       4.3 (best 4.05 at step 303)
                 validation loss  5.25 at step 304 (best 5.25 at step 304)
+                skipped updates  1 of 4 steps (a non-finite gradient; the loss scale halves each time)
                 throughput       2500 tokens/s
                 run dir          runs/tiny-1
                 more             %train table (every step) · %train record (run record) · %train plot""", text);
         assertTrue(renderer.render(s).getData(MIMEType.TEXT_HTML).toString().contains("<th style=\"text-align:left\">train loss</th>"));
+        assertTrue(renderer.render(s).getData(MIMEType.TEXT_HTML).toString().contains("<th style=\"text-align:left\">skipped updates</th>"));
+        h.replaceAll(m -> new ane4j.run.StepMetrics(m.step(), 304, m.loss(), 1e-3f, 256, 1, true, false, 10, 1000, Map.of()));
+        assertTrue(TrainingSummary.of("finished", h, 304, 75.2, 1, java.nio.file.Path.of("runs/tiny-1"), null).toString()
+                .contains("\nskipped updates  0 of 4 steps\n"), "none skipped: said so, with no explanation");
     }
 
     @Test

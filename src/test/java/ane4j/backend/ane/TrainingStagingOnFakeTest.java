@@ -45,8 +45,10 @@ class TrainingStagingOnFakeTest extends FakeRuntimeFixture {
             var constants = k.constants().stream().map(TrainingKernels.Constant::segment).toList();
             for (var seg : in.segments().entrySet()) {
                 if (constants.contains(seg.getKey())) continue;   // RoPE tables, mask, pads: written once per input set, never per step
-                // column layouts: channels × segment columns; channel layouts (the weight-free kernels): segment channels × S
-                long elements = packedColumns ? (long) in.channels() * seg.getValue().size() : (long) seg.getValue().size() * in.width();
+                // column layouts: channels × segment columns; channel layouts (the weight-free kernels): segment channels × S;
+                // head-padded segments (head dims not ×32, R4): only the heads, the zero pads are written with the constants
+                int size = seg.getValue().logicalSize();
+                long elements = packedColumns ? (long) in.channels() * size : (long) size * in.width();
                 if (packedColumns && WEIGHT_SEGMENTS.contains(seg.getKey())) w += elements * 2;
                 else act += elements * 2;
             }
@@ -54,16 +56,21 @@ class TrainingStagingOnFakeTest extends FakeRuntimeFixture {
         return new long[] {act, w};
     }
 
-    static Path writeConfig(Path dir) throws Exception {
+    static Path writeConfig(Path dir) throws Exception { return writeConfig(dir, 64); }
+
+    /** stories15m's shape, small: 2 heads of dim/2 (64: heads of 32; 96: heads of 48, padded to 64 through the staged inputs). */
+    static Path writeConfig(Path dir, int dim) throws Exception {
         Files.createDirectories(dir);
-        Path f = dir.resolve("stories-small.conf");
-        Files.writeString(f, "preset = stories15m\ndim = 64\nhiddenDim = 192\nnLayers = 2\nnHeads = 2\nseqLen = 32\n");
+        Path f = dir.resolve("stories-small-" + dim + ".conf");
+        Files.writeString(f, "preset = stories15m\ndim = " + dim + "\nhiddenDim = 192\nnLayers = 2\nnHeads = 2\nseqLen = 32\n");
         return f;
     }
 
-    @Test
-    void perStepWritesAreTheActivationColumnsPlusTheWeightsOncePerUpdate() throws Exception {
-        Path conf = writeConfig(tmp);
+    /** dim 96: heads of 48, padded to 64 by zero columns in the staged Wqᵀ, Wkᵀ and zero channels in sdpaBwd1's input (R4). */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(ints = {64, 96})
+    void perStepWritesAreTheActivationColumnsPlusTheWeightsOncePerUpdate(int dim) throws Exception {
+        Path conf = writeConfig(tmp, dim);
         Map<String, String> opts = Map.of("model", conf.toString(), "steps", "4", "accum", "2", "warmup", "1", "checkpointEvery", "0");
         List<StepMetrics> onAne, onRef;
         ModelConfig config;
