@@ -12,6 +12,7 @@ while IFS=: read -r f l name; do
     training/m5result.md|benchmarks/ANE_BENCHMARK_REPORT.md) owner=maderix ;;
     docs/source/developer_guides/checkpoint.md) owner=peft ;;
     docs/gguf.md) owner=ggml ;;
+    DYLIBS/*.md) owner=ipsw-diffs ;;
     *) owner= ;;
   esac
   if [ -z "$owner" ]; then
