@@ -33,8 +33,8 @@ import java.util.function.Consumer;
  * Kernels live in the session's own worker. A training run uses that worker too when it fits its settings (backend,
  * reference storage, no compile budget of its own); otherwise it gets a worker of its own with those settings, closed
  * when the run ends. Runs resume after a stop from the checkpoint the worker writes when it stops; {@link
- * Training#parameters()} (and so {@code %generate}) reads the newest checkpoint of the run. A step limit smaller than
- * the rest of the run ({@code run(n)}) may be passed by one step: the stop reaches the worker at a step boundary.
+ * Training#parameters()} (and so {@code %generate}) reads the newest checkpoint of the run. A stop reaches the worker's
+ * trainer through the pipe, so a run may take one more step after it is asked to stop.
  */
 public final class WorkerSession implements Session {
     private final Supervisor.Options options;

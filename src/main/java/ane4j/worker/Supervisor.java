@@ -32,7 +32,7 @@ import java.util.function.Consumer;
 /**
  * Runs all backend work (compile, evaluate, train) in a child JVM, the worker, so that the ANE compiler's leak and
  * native faults never take the user's JVM down (docs/DESIGN.md §1). The worker is started on first use with this JVM's
- * java, class path and ane4j system properties. When it exits for a restart (its compile budget is spent; it
+ * java, class path and ane4j system properties (but for the backend's settings, which are its first frame). When it exits for a restart (its compile budget is spent; it
  * checkpointed training first) or dies (killed, native crash, out of memory), the next worker recompiles every live
  * kernel from the MIL text kept here, resumes training from the newest valid checkpoint, and the request in flight is
  * retried; the log gets one line saying so. After {@link Options#maxRetries} deaths in a row without progress it gives

@@ -36,8 +36,9 @@ import java.util.Map;
 
 /**
  * The worker JVM: owns one {@link Backend}, the compiled kernels and the training run, and serves the supervisor's
- * requests on stdin/stdout ({@code package-info}). Requests are handled one at a time on the main thread; training runs
- * on its own thread, one step at a time, so a checkpoint can be taken at any step boundary.
+ * requests on stdin/stdout ({@code package-info}). Its backend is built from the supervisor's first frame ({@code
+ * START}); requests are handled one at a time on the main thread; training runs on its own thread through {@code
+ * Trainer.run}, stopped by the run's stop flag (set by {@code STOP_TRAINING}) at an update boundary with a checkpoint.
  */
 public final class WorkerMain {
     /** Test hook: halt (as if killed) when training is about to run this step. */

@@ -59,9 +59,11 @@
  *
  * <h2>Restarts</h2>
  * The parent keeps the MIL text (and weight files) of every live kernel and the training run's options; the worker
- * keeps the backend, the compiled kernels and the training state. Training runs one step at a time on its own thread,
- * so the worker can checkpoint at a step boundary. When a compile would exceed the budget (CountingBackend refuses it
- * before any work), the worker checkpoints training and exits with RESTART_BUDGET. On any worker exit the next worker
+ * keeps the backend, the compiled kernels and the training state. Training runs on its own thread through the trainer's
+ * one loop ({@code Trainer.run}), which serves the run's stop flag at an update boundary with a checkpoint. When a
+ * compile would exceed the budget (CountingBackend refuses it before any work), the worker checkpoints training (the
+ * training thread where it is; a kernel's compile first stops training at its next update boundary) and exits with
+ * RESTART_BUDGET. On any worker exit the next worker
  * recompiles every live kernel, restarts training with {@code resume = true} (newest valid checkpoint), and the request
  * in flight is retried. A worker that made no progress (no new training step, no request answered) counts toward
  * {@code Options.maxRetries}; past it the supervisor gives up with the cause, and the next request starts afresh.
