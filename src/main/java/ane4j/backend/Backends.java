@@ -79,6 +79,13 @@ public final class Backends {
      */
     public record Settings(String choice, boolean fp32Storage, Long compileBudget) {}
 
+    /** Whether {@code -D}{@value #REF_STORAGE_PROPERTY} ({@code fp16} when unset) asks for fp32 storage; another value is refused in one line. */
+    public static boolean fp32StorageProperty() {
+        String s = System.getProperty(REF_STORAGE_PROPERTY, "fp16").strip();
+        if (!s.equals("fp16") && !s.equals("fp32")) throw new IllegalArgumentException("[ref] -D" + REF_STORAGE_PROPERTY + "=" + s + " must be fp16 or fp32");
+        return s.equals("fp32");
+    }
+
     /**
      * A new backend for these settings, never writing a system property: the implementation is loaded by name and given
      * the settings through its {@code (Backends.Settings)} constructor. Logs nothing.

@@ -201,7 +201,7 @@ public final class TrainingRun {
         int shownLine = 0, shownPlot = 0;
         String shownSetup = progressLine();
         Run.Changes changes = new Run.Changes();
-        try (AutoCloseable subscription = run.listen(changes)) {
+        try (Run.Subscription subscription = run.listen(changes)) {
             while (true) {
                 boolean alive = running();
                 run.drainMessages(System.out);
@@ -231,8 +231,6 @@ public final class TrainingRun {
                 if (n > shownPlot) due = Math.min(due, lastPlot + 1_000_000_000L - now2);
                 if (!changes.await(due == Long.MAX_VALUE ? -1 : Math.max(1, due / 1_000_000L))) stop();
             }
-        } catch (Exception e) {
-            throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
         } finally {
             Notebook.removeInterrupt(onInterrupt);
         }

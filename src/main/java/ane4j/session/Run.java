@@ -138,8 +138,13 @@ public final class Run {
         for (Trainer.Listener l : listeners) if (l instanceof Listener rl) rl.onState(s);
     }
 
+    /** A listener's registration: closing it removes the listener. */
+    public interface Subscription extends AutoCloseable {
+        @Override void close();
+    }
+
     /** Adds a listener for the rest of the run (resumes included); closing the result removes it. */
-    public AutoCloseable listen(Trainer.Listener l) {
+    public Subscription listen(Trainer.Listener l) {
         listeners.add(l);
         return () -> listeners.remove(l);
     }
@@ -276,7 +281,7 @@ public final class Run {
         long every = Math.max(1, options.steps() / 10), shown = 0;
         boolean interrupted = false;
         Changes changes = new Changes();
-        try (AutoCloseable subscription = listen(changes)) {
+        try (Subscription subscription = listen(changes)) {
             while (true) {
                 boolean alive = running();
                 drainMessages(out);
@@ -293,8 +298,6 @@ public final class Run {
                     stop();
                 }
             }
-        } catch (Exception e) {
-            throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
         }
         if (interrupted) Thread.currentThread().interrupt();
         return interrupted ? this : await();

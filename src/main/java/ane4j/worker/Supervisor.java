@@ -32,8 +32,8 @@ import java.util.function.Consumer;
 /**
  * Runs all backend work (compile, evaluate, train) in a child JVM, the worker, so that the ANE compiler's leak and
  * native faults never take the user's JVM down (docs/DESIGN.md §1). The worker is started on first use with this JVM's
- * java, class path and ane4j system properties (but for the backend's settings, which are its first frame). When it exits for a restart (its compile budget is spent; it
- * checkpointed training first) or dies (killed, native crash, out of memory), the next worker recompiles every live
+ * java, class path and ane4j system properties, but for the backend's settings, which are its first frame. When it
+ * exits for a restart (its compile budget is spent; it checkpointed training first) or dies (killed, native crash, out of memory), the next worker recompiles every live
  * kernel from the MIL text kept here, resumes training from the newest valid checkpoint, and the request in flight is
  * retried; the log gets one line saying so. After {@link Options#maxRetries} deaths in a row without progress it gives
  * up with an error naming the cause, and stays usable: the next request starts a fresh worker.
@@ -73,6 +73,8 @@ public final class Supervisor implements AutoCloseable {
             jvmOptions = List.copyOf(jvmOptions);
             systemProperties = Map.copyOf(systemProperties);
             if (maxRetries < 1) throw new IllegalArgumentException("[worker] maxRetries must be at least 1, got " + maxRetries);
+            if (refStorage != null && !refStorage.equals("fp16") && !refStorage.equals("fp32"))
+                throw new IllegalArgumentException("[worker] refStorage " + refStorage + " must be fp16 or fp32");
         }
 
         public static Options defaults() {
@@ -98,12 +100,9 @@ public final class Supervisor implements AutoCloseable {
          */
         public Backends.Settings backendSettings() {
             String choice = backend != null ? backend : System.getProperty(Backends.PROPERTY);
-            String storage = refStorage != null ? refStorage : System.getProperty(Backends.REF_STORAGE_PROPERTY, "fp16");
-            storage = storage.strip();
-            if (!storage.equals("fp16") && !storage.equals("fp32"))
-                throw new IllegalArgumentException("[ref] -D" + Backends.REF_STORAGE_PROPERTY + "=" + storage + " must be fp16 or fp32");
+            boolean fp32 = refStorage != null ? refStorage.equals("fp32") : Backends.fp32StorageProperty();
             Long budget = compileBudget != null ? compileBudget : CountingBackend.budgetProperty();
-            return new Backends.Settings(choice == null || choice.isBlank() ? null : choice.strip(), storage.equals("fp32"), budget);
+            return new Backends.Settings(choice == null || choice.isBlank() ? null : choice.strip(), fp32, budget);
         }
 
         public Options withLog(Consumer<String> l) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, l, hints); }

@@ -47,9 +47,7 @@ public final class RefBackend extends CountingBackend {
 
         /** From the system properties. */
         public static Options fromSystemProperties() {
-            String s = System.getProperty(STORAGE_PROPERTY, "fp16").strip();
-            if (!s.equals("fp16") && !s.equals("fp32"))
-                throw new IllegalArgumentException("[ref] -D" + STORAGE_PROPERTY + "=" + s + " must be fp16 or fp32");
+            boolean fp32 = Backends.fp32StorageProperty();
             String c = System.getProperty(CHIP_PROPERTY, "").strip();
             Chip chip;
             try {
@@ -57,7 +55,7 @@ public final class RefBackend extends CountingBackend {
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("[ref] -D" + CHIP_PROPERTY + "=" + c + ": " + e.getMessage().replace("[chip] ", ""));
             }
-            return new Options(s.equals("fp32"), Boolean.getBoolean(SDPA_MASK_PROPERTY), null, chip);
+            return new Options(fp32, Boolean.getBoolean(SDPA_MASK_PROPERTY), null, chip);
         }
 
         public Options withFp32Storage(boolean b) { return new Options(b, honorSdpaMask, compileBudget, chip); }
