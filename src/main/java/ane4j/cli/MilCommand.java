@@ -177,6 +177,23 @@ final class MilCommand implements Callable<Integer> {
         }
     }
 
+    /** A MIL file's text and parse, its weights read from {@code weights}/weights/… (null: the file's folder). */
+    record Source(String text, MilParser.Parsed parsed) {
+        Program program() { return parsed.program(); }
+    }
+
+    /** Reads and parses {@code mil} for a subcommand (grad, split): each failure is one line naming the file and, where known, line:col. */
+    static Source readSource(Path mil, Path weights) {
+        String text = read(mil);
+        try {
+            return new Source(text, MilParser.parseDetailed(text, weights != null ? weights : absoluteParent(mil)));
+        } catch (MilParseException e) {
+            throw new CliException(mil + (e.line() > 0 ? ":" : ": ") + e.getMessage());
+        } catch (MilException e) {
+            throw new CliException(mil + ": " + e.getMessage());
+        }
+    }
+
     private static String read(Path path) {
         try {
             return MilParser.readText(path);

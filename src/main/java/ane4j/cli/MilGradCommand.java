@@ -1,7 +1,6 @@
 package ane4j.cli;
 
 import ane4j.mil.MilException;
-import ane4j.mil.MilParseException;
 import ane4j.mil.MilParser;
 import ane4j.mil.MilWriter;
 import ane4j.mil.Program;
@@ -41,20 +40,9 @@ final class MilGradCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        String text;
-        try {
-            text = MilParser.readText(mil);
-        } catch (MilException e) {
-            throw new CliException(e.getMessage());
-        }
-        MilParser.Parsed parsed;
-        try {
-            parsed = MilParser.parseDetailed(text, weights != null ? weights : mil.toAbsolutePath().getParent());
-        } catch (MilParseException e) {
-            throw new CliException(mil + (e.line() > 0 ? ":" : ": ") + e.getMessage());
-        } catch (MilException e) {
-            throw new CliException(mil + ": " + e.getMessage());
-        }
+        MilCommand.Source source = MilCommand.readSource(mil, weights);
+        String text = source.text();
+        MilParser.Parsed parsed = source.parsed();
         Program grad;
         try {
             grad = Grad.program(parsed.program(), function, loss, wrt, text);

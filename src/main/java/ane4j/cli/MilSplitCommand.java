@@ -3,8 +3,6 @@ package ane4j.cli;
 import ane4j.chip.Chip;
 import ane4j.chip.ProgramSplit;
 import ane4j.mil.Dialect;
-import ane4j.mil.MilException;
-import ane4j.mil.MilParseException;
 import ane4j.mil.MilParser;
 import ane4j.mil.MilWriter;
 import ane4j.mil.Program;
@@ -48,14 +46,7 @@ final class MilSplitCommand implements Callable<Integer> {
             throw new CliException(e.getMessage().replace("[chip] ", ""));
         }
         if (maxOps != null && maxOps < 1) throw new CliException("[split] --max-ops " + maxOps + " must be at least 1");
-        MilParser.Parsed parsed;
-        try {
-            parsed = MilParser.parseDetailed(MilParser.readText(mil), weights != null ? weights : mil.toAbsolutePath().getParent());
-        } catch (MilParseException e) {
-            throw new CliException(mil + (e.line() > 0 ? ":" : ": ") + e.getMessage());
-        } catch (MilException e) {
-            throw new CliException(mil + ": " + e.getMessage());
-        }
+        MilParser.Parsed parsed = MilCommand.readSource(mil, weights).parsed();
         Program p = parsed.program();
         List<ProgramSplit.Part> parts = ProgramSplit.split(p, c, maxOps == null ? Integer.MAX_VALUE : maxOps);
         StringBuilder list = new StringBuilder();
