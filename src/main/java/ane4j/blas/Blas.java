@@ -113,26 +113,34 @@ public final class Blas {
         if (!JavaProbe.VECTOR.loaded()) return chosen(System.Logger.Level.INFO, nat.sgemm(),
                 "automatic, first library found; not calibrated" + javaReason());
         Sgemm java = JavaProbe.VECTOR.sgemm();
-        String key = BlasCache.key("calibration", CpuFeatures.current().key(), nat.sgemm().description());
-        Calibration cal = null;
-        String how = cache.problem().isEmpty() ? "cached in " + cache.file() : cache.problem();
-        if (!BlasCache.recalibrate()) {
-            try {
-                cal = cache.get(key).map(Calibration::decode).orElse(null);
-            } catch (IllegalArgumentException e) {
-                how = "cached value unreadable (" + e.getMessage() + ")";
-            }
-        }
-        if (cal == null) {
-            String before = how.startsWith("cached in") ? "" : how + ", ";
-            cal = Calibration.measure(nat.sgemm(), java);
-            cache.put(key, cal.encode());
+        // one decision per machine: the processes of a run (a worker and its restarts, the notebook) must route every
+        // product the same way, or a resumed run is not bit-identical; so the first process measures, under the cache's
+        // lock, and every later one reads what it measured
+        String key = BlasCache.key("calibration", CpuFeatures.current().key(), nat.identity());
+        BlasCache.Decision d = cache.decide(key, Blas::decodable, () -> Calibration.measure(nat.sgemm(), java).encode());
+        Calibration cal = Calibration.decode(d.value());
+        String cached = cache.problem().isEmpty() ? "cached in " + cache.file() : cache.problem();
+        String how = cached;
+        if (d.measured()) {
+            String before = d.discarded() != null ? "cached value unreadable (" + whyNotDecodable(d.discarded()) + "), "
+                    : cached.startsWith("cached in") ? "" : cached + ", ";
             how = before + String.format(Locale.ROOT, "calibrated in %.2f s at load average %.1f, %s", cal.seconds(), cal.loadAverage(),
                     cache.problem().isEmpty() ? "cached in " + cache.file() : cache.problem());
         }
         Sgemm s = route(nat.sgemm(), java, cal);
         return chosen(System.Logger.Level.INFO, s, "automatic: " + routeSummary(s, nat.sgemm()) + " ("
                 + cal.summary() + "; " + how + "; -D" + BlasCache.RECALIBRATE_PROPERTY + "=true measures again)");
+    }
+
+    private static boolean decodable(String calibration) { return whyNotDecodable(calibration) == null; }
+
+    private static String whyNotDecodable(String calibration) {
+        try {
+            Calibration.decode(calibration);
+            return null;
+        } catch (IllegalArgumentException e) {
+            return e.getMessage();
+        }
     }
 
     /** The native GEMM, the Java one, or the native one with the Java one for the classes the calibration gives it. */

@@ -58,13 +58,80 @@ final class BlasCache {
 
     synchronized Optional<String> get(String key) { return Optional.ofNullable(values.getProperty(key)); }
 
+    /** The value a process of this machine decided: cached and usable, or just measured (replacing {@code discarded}). */
+    record Decision(String value, boolean measured, String discarded) {}
+
+    /**
+     * The cached value of {@code key} if it is usable, else {@code measure}'s, saved. Under a lock on the file, which is
+     * read again first: processes that start together (a worker beside its notebook) measure once and agree, and no
+     * process's save drops another's keys. Without a usable file the value is measured for this process alone.
+     */
+    synchronized Decision decide(String key, java.util.function.Predicate<String> usable, java.util.function.Supplier<String> measure) {
+        try (FileLockHolder lock = FileLockHolder.acquire(file)) {
+            reload();
+            String old = BlasCache.recalibrate() ? null : values.getProperty(key);
+            if (old != null && usable.test(old)) return new Decision(old, false, null);
+            String v = measure.get();
+            values.setProperty(key, v);
+            save();
+            return new Decision(v, true, old);
+        }
+    }
+
+    private void reload() {
+        if (file == null || !Files.exists(file) || !problem.isEmpty()) return;
+        Properties now = new Properties();
+        try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            now.load(r);
+            values.putAll(now);
+        } catch (IOException | RuntimeException e) {
+            // kept what was read at start
+        }
+    }
+
+    /** An exclusive lock on {@code FILE.lock} beside the cache, or nothing where it cannot be had. */
+    private record FileLockHolder(java.nio.channels.FileChannel channel) implements AutoCloseable {
+        static FileLockHolder acquire(Path file) {
+            if (file == null) return new FileLockHolder(null);
+            try {
+                Path lock = file.resolveSibling(file.getFileName() + ".lock");
+                Files.createDirectories(lock.toAbsolutePath().getParent());
+                var ch = java.nio.channels.FileChannel.open(lock, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+                try {
+                    ch.lock();
+                } catch (IOException | RuntimeException e) {
+                    ch.close();
+                    return new FileLockHolder(null);
+                }
+                return new FileLockHolder(ch);
+            } catch (IOException | RuntimeException e) {
+                return new FileLockHolder(null);
+            }
+        }
+
+        @Override public void close() {
+            if (channel == null) return;
+            try {
+                channel.close();   // releases the lock
+            } catch (IOException e) {
+                // released when the process exits
+            }
+        }
+    }
+
     synchronized void put(String key, String value) {
-        values.setProperty(key, value);
-        save();
+        try (FileLockHolder lock = FileLockHolder.acquire(file)) {
+            reload();
+            values.setProperty(key, value);
+            save();
+        }
     }
 
     synchronized void remove(String key) {
-        if (values.remove(key) != null) save();
+        try (FileLockHolder lock = FileLockHolder.acquire(file)) {
+            reload();
+            if (values.remove(key) != null) save();
+        }
     }
 
     private void save() {

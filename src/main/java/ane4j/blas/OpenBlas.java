@@ -68,7 +68,8 @@ final class OpenBlas {
                         + (config.isEmpty() ? "" : ", " + config)
                         + (core.isEmpty() ? "" : ", core " + core + " (" + why + ")")
                         + (threads > 0 ? ", " + threads + " threads" + (parallel ? " split by ane4j" : "") : "") + ")";
-                return new Probe(new NativeSgemm("openblas", description, threads, parallel, symbol.get()), library);
+                String identity = "OpenBLAS (" + library + ", " + config + ", core " + core + ", " + threads + " threads)";
+                return new Probe(new NativeSgemm("openblas", description, threads, parallel, symbol.get()), library, identity);
             } catch (RuntimeException | LinkageError e) {
                 failures.add(library + ": " + e.getMessage());
             }

@@ -189,7 +189,7 @@ class BlasChoiceTest {
     }
 
     static String calibrationKey(Probe nat) {
-        return BlasCache.key("calibration", CpuFeatures.current().key(), nat.sgemm().description());
+        return BlasCache.key("calibration", CpuFeatures.current().key(), nat.identity());
     }
 
     static Calibration calibration(double smallK, double narrow, double large) {
