@@ -16,7 +16,6 @@ import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.run.StepMetrics;
 import ane4j.worker.Supervisor;
-import ane4j.worker.TrainingSession;
 import ane4j.worker.WorkerException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -180,7 +179,8 @@ public final class WorkerSession implements Session {
         private final StopFlag stop;              // the run's: the supervisor sends it on to the worker's trainer
         private volatile Supervisor own;          // the run's own worker, or null
         private volatile Supervisor used;         // the worker of the last run() call
-        private volatile TrainingSession session;
+        private volatile boolean running;         // a run() call is in progress in the worker
+        private volatile int restartsAtStart;     // the supervisor's restart count when it began
         private volatile boolean started;
         private volatile long done;
         private volatile int restartsBefore;
@@ -197,8 +197,7 @@ public final class WorkerSession implements Session {
         }
 
         boolean active() {
-            TrainingSession s = session;
-            return s != null && !s.isDone();
+            return running;
         }
 
         void message(String line) {
@@ -243,7 +242,8 @@ public final class WorkerSession implements Session {
             if (main.workerPid() < 0) listener.onSetup(SetupProgress.startingWorker());   // supervisor() starts it to learn its backend
             Supervisor s = supervisor();
             used = s;
-            Trainer.Listener l = new Trainer.Listener() {
+            java.util.concurrent.CompletableFuture<Void> end = new java.util.concurrent.CompletableFuture<>();
+            Supervisor.TrainingEvents l = new Supervisor.TrainingEvents() {
                 @Override public void onStep(StepMetrics m) {
                     out.add(m);
                     done = Math.max(done, m.step() + 1);
@@ -258,24 +258,30 @@ public final class WorkerSession implements Session {
                 @Override public void onSetup(SetupProgress p) {
                     listener.onSetup(p);
                 }
+
+                @Override public void onEnd(ane4j.run.RunState state, String error) {
+                    if (state == ane4j.run.RunState.FAILED) end.completeExceptionally(new WorkerException(error));
+                    else end.complete(null);
+                }
             };
-            TrainingSession ts;
             if (s == main) trainingInMain = this;
+            restartsAtStart = s.restarts();
+            running = true;
             try {
-                ts = s.startTraining(resuming ? LocalSession.resuming(options) : options, s.placement(), l, stop);
-            } catch (WorkerException e) {
-                throw budgetHint(e);
-            }
-            session = ts;
-            started = true;
-            if (stop.requested()) ts.stop();
-            try {
-                ts.await();
+                s.startTraining(resuming ? LocalSession.resuming(options) : options, s.placement(), l, stop);
+                started = true;
+                if (stop.requested()) s.stopTraining();
+                end.get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw budgetHint((WorkerException) e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new WorkerException("[worker] interrupted while waiting for training");
             } catch (WorkerException e) {
                 throw budgetHint(e);
             } finally {
-                restartsBefore += ts.status().restarts();
-                session = null;
+                restartsBefore += s.restarts() - restartsAtStart;
+                running = false;
                 stop.clear();   // served by the worker's trainer (or the run ended)
             }
             return out.list();
@@ -293,8 +299,8 @@ public final class WorkerSession implements Session {
         @Override
         public void requestStop() {
             stop.request();
-            TrainingSession ts = session;
-            if (ts != null) ts.stop();
+            Supervisor s = used;
+            if (running && s != null) s.stopTraining();
         }
 
         @Override public long stepsDone() { return done; }
@@ -357,8 +363,8 @@ public final class WorkerSession implements Session {
 
         @Override
         public int restarts() {
-            TrainingSession s = session;
-            return restartsBefore + (s == null ? 0 : s.status().restarts());
+            Supervisor s = used;
+            return restartsBefore + (running && s != null ? s.restarts() - restartsAtStart : 0);
         }
 
         @Override

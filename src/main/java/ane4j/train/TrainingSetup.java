@@ -103,7 +103,7 @@ public record TrainingSetup(ModelConfig config, Parameters params, Tokenizer tok
             throw e;
         }
         boolean validate = held != null && o.evalEvery() > 0 && !o.weights().equals("static");
-        // said at every start; a restart of the same run does not repeat them (TrainingSession, LocalSession)
+        // said at every start; a restart of the same run does not repeat them (Supervisor, LocalSession)
         if (held != null && o.evalEvery() > 0 && !validate)
             log.accept("[eval] weights = static: no validation during training (each would recompile every weight-bearing kernel); "
                     + "evaluate the run afterwards with ane4j eval --run " + o.runDir());

@@ -120,10 +120,10 @@ public final class Supervisor implements AutoCloseable {
 
     /**
      * What the supervisor knows: whether a worker runs (its pid, backend, compiles used of its budget), how often it was
-     * restarted, the live kernels, and the training run (null when none).
+     * restarted, the live kernels, and the state of the training run it carries or carried last (null when none).
      */
     public record Status(boolean running, long workerPid, String backend, long compileCount, long compileBudget,
-                         int restarts, int liveKernels, TrainingSession.Status training) {}
+                         int restarts, int liveKernels, RunState training) {}
 
     private final Options options;
     private final SharedMemory shared;
@@ -133,7 +133,7 @@ public final class Supervisor implements AutoCloseable {
     private final AtomicInteger kernelIds = new AtomicInteger();
     private final WorkerProcess.Events events = new Events();
     private volatile WorkerProcess worker;        // written under lock
-    private volatile TrainingSession training;    // written under lock
+    private volatile CarriedRun training;         // written under lock
     private volatile int restarts;
     private int streak;                           // deaths in a row without progress, under lock
     private volatile boolean closed;
@@ -325,37 +325,64 @@ public final class Supervisor implements AutoCloseable {
     // -----------------------------------------------------------------------------------------------------------------
     // training
 
-    /** Trains in the worker and blocks until the run ends; progress goes to {@code listener}. Returns one entry per step. */
-    public List<StepMetrics> train(TrainOptions o, Trainer.Listener listener) { return startTraining(o, listener).await(); }
-
     /**
-     * Starts a training run in the worker and returns at once. A run that is not a resume needs a run directory without
-     * checkpoints (a restart resumes from the newest one there).
+     * What a training run in the worker reports, in order, on one thread of the supervisor (so a listener may call the
+     * supervisor): each step once — a step that a restarted worker runs again is checked against its first run and not
+     * reported again — one-line messages, setup progress before step 1, and at last its end.
      */
-    public TrainingSession startTraining(TrainOptions o, Trainer.Listener listener) { return startTraining(o, placement(), listener); }
-
-    /**
-     * {@link #startTraining(TrainOptions, Trainer.Listener)} with the run layer's keys of where and how the run is placed
-     * (compileBudget, inProcess, heap → value as text), which the worker writes into the run record.
-     */
-    public TrainingSession startTraining(TrainOptions o, Map<String, String> placement, Trainer.Listener listener) {
-        return startTraining(o, placement, listener, new StopFlag());
+    public interface TrainingEvents extends Trainer.Listener {
+        /** The run ended: FINISHED, STOPPED (served a stop, with its checkpoint) or FAILED with {@code error}; after every step. */
+        void onEnd(RunState state, String error);
     }
 
-    /** {@link #startTraining(TrainOptions, Map, Trainer.Listener)} serving the run's {@code stop} flag (sent on to the worker's trainer). */
-    public TrainingSession startTraining(TrainOptions o, Map<String, String> placement, Trainer.Listener listener, StopFlag stop) {
+    /** Trains in the worker and blocks until the run ends; progress goes to {@code listener} (or null). Returns its steps. */
+    public List<StepMetrics> train(TrainOptions o, Trainer.Listener listener) {
+        ane4j.run.StepHistory steps = new ane4j.run.StepHistory();
+        java.util.concurrent.CompletableFuture<List<StepMetrics>> end = new java.util.concurrent.CompletableFuture<>();
+        Trainer.Listener l = listener != null ? listener : m -> {};
+        startTraining(o, placement(), new TrainingEvents() {
+            @Override public void onStep(StepMetrics m) {
+                steps.add(m);
+                l.onStep(m);
+            }
+
+            @Override public void onMessage(String line) { l.onMessage(line); }
+
+            @Override public void onSetup(ane4j.run.SetupProgress p) { l.onSetup(p); }
+
+            @Override public void onEnd(RunState state, String error) {
+                if (state == RunState.FAILED) end.completeExceptionally(new WorkerException(error));
+                else end.complete(steps.list());
+            }
+        }, new StopFlag());
+        try {
+            return end.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new WorkerException("[worker] interrupted while waiting for training");
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw (WorkerException) e.getCause();
+        }
+    }
+
+    /**
+     * Starts a training run in the worker and returns at once; the worker serves the run's {@code stop} flag, and
+     * {@code placement} (the run layer's compileBudget, inProcess, heap, as text) goes into its run record. A run that is
+     * not a resume needs a run directory without checkpoints (a restart resumes from the newest one there). This JVM
+     * holds the run folder from here to the run's end, across restarts.
+     */
+    public void startTraining(TrainOptions o, Map<String, String> placement, TrainingEvents events, StopFlag stop) {
         if (!o.resume() && !o.restartFromScratch()) {
             List<Path> old = Checkpoint.list(o.runDir().resolve("checkpoints"));
             if (!old.isEmpty())
                 throw new IllegalArgumentException("[train] " + o.runDir() + " already has checkpoints (newest " + old.getFirst().getFileName()
                         + "); set resume = true (--resume) to continue that run, restartFromScratch = true (--restart-from-scratch) to set them aside and start over, or use another runDir");
         }
-        TrainingSession s;
+        CarriedRun s;
         synchronized (lock) {
-            TrainingSession t = training;
-            if (t != null && t.isActive()) throw new IllegalStateException("[train] a run is already training in " + t.runDir() + "; stop() it or wait for it");
-            // this JVM holds the run folder for the whole run, across worker restarts; the session releases it at its end
-            s = new TrainingSession(this, o, placement, listener, stop, RunFolder.lock(o.runDir()));
+            CarriedRun t = training;
+            if (t != null && t.isActive()) throw new IllegalStateException("[train] a run is already training in " + t.options.runDir() + "; stop() it or wait for it");
+            s = new CarriedRun(o, placement, events, stop, RunFolder.lock(o.runDir()));
             training = s;
             WorkerProcess w = worker;
             if (w == null || !w.isAlive()) s.onSetup(ane4j.run.SetupProgress.startingWorker());
@@ -366,10 +393,20 @@ public final class Supervisor implements AutoCloseable {
                 throw e;
             }
         }
-        TrainingSession.Status st = s.status();
-        if (st.state() == RunState.FAILED) throw new WorkerException(st.error());
-        return s;
+        if (s.state == RunState.FAILED) throw new WorkerException(s.error);
     }
+
+    /** Sets the run's stop flag and asks the worker carrying it to checkpoint and stop at its next update boundary. */
+    public void stopTraining() {
+        CarriedRun s = training;
+        if (s == null) return;
+        s.stop.request();
+        WorkerProcess w = s.worker;
+        if (w != null && w.isAlive() && s.isActive()) w.post(Protocol.STOP_TRAINING, new byte[0]);
+    }
+
+    /** How often the worker was restarted (killed, died, or its compile budget spent) since this supervisor began. */
+    public int restarts() { return restarts; }
 
     /** This supervisor's placement of a run: in a worker, with its compile budget and heap ("" where the default applies). */
     public Map<String, String> placement() {
@@ -380,25 +417,19 @@ public final class Supervisor implements AutoCloseable {
         return m;
     }
 
-    void stopTraining(TrainingSession s) {
-        s.requestStop();
-        WorkerProcess w = s.worker();
-        if (w != null && w.isAlive() && s.isActive()) w.post(Protocol.STOP_TRAINING, new byte[0]);
-    }
-
     /** Starts training in {@code w} when a run is active and not yet there; returns the step it resumed at, or -1. */
     private long attachTraining(WorkerProcess w) throws WorkerProcess.DiedException {
-        TrainingSession s = training;
-        if (s == null || !s.isActive() || s.worker() == w) return -1;
-        Map<String, String> m = Protocol.toMap(s.options());
+        CarriedRun s = training;
+        if (s == null || !s.isActive() || s.worker == w) return -1;
+        Map<String, String> m = Protocol.toMap(s.options);
         m.put("resume", "true");   // the first start has no checkpoints (checked), so this is the same as a fresh start
         // setting the old run aside is for the first start only: a restarted worker resumes from this run's checkpoints
-        if (s.attachments() > 0) m.put("restartFromScratch", "false");
+        if (s.attachments > 0) m.put("restartFromScratch", "false");
         int id = w.newId();
         s.attach(w, id);
         try {
-            long step = w.call(id, Protocol.TRAIN, new Protocol.Writer().map(m).map(s.placement()).bytes(), options.requestTimeout()).reader().i64();
-            if (s.stopRequested()) w.post(Protocol.STOP_TRAINING, new byte[0]);
+            long step = w.call(id, Protocol.TRAIN, new Protocol.Writer().map(m).map(s.placement).bytes(), options.requestTimeout()).reader().i64();
+            if (s.stop.requested()) w.post(Protocol.STOP_TRAINING, new byte[0]);
             return step;
         } catch (WorkerProcess.DiedException e) {
             throw e;
@@ -456,8 +487,6 @@ public final class Supervisor implements AutoCloseable {
                     worker = null;
                     if (streak >= options.maxRetries()) giveUp(cause);
                     restarts++;
-                    TrainingSession s = training;
-                    if (s != null && s.isActive()) s.restarted();
                     if (streak > 0) sleep(100L << Math.min(streak - 1, 5));
                 }
                 long t0 = System.nanoTime();
@@ -508,7 +537,7 @@ public final class Supervisor implements AutoCloseable {
     private void giveUp(String cause) {
         int deaths = streak;
         streak = 0;
-        TrainingSession s = training;
+        CarriedRun s = training;
         String where = s != null && s.isActive() ? " at step " + (s.maxStep() + 1) : "";
         String hint = cause.contains("compile budget")
                 ? "; the budget cannot hold the live kernels plus one training update: raise it with " + options.hints().compileBudget()
@@ -529,7 +558,7 @@ public final class Supervisor implements AutoCloseable {
     private final class Events implements WorkerProcess.Events {
         @Override
         public void onEvent(WorkerProcess w, Protocol.Frame f) {
-            TrainingSession s = training;
+            CarriedRun s = training;
             if (s == null || !s.owns(f.id(), w)) return;
             Protocol.Reader r = f.reader();
             switch (f.type()) {
@@ -547,8 +576,8 @@ public final class Supervisor implements AutoCloseable {
 
         @Override
         public void onDeath(WorkerProcess w, String cause) {
-            TrainingSession s = training;
-            if (closed || s == null || !s.isActive() || s.worker() != w) return;
+            CarriedRun s = training;
+            if (closed || s == null || !s.isActive() || s.worker != w) return;
             // nobody may be waiting on a request: restart here so training continues
             Thread.ofPlatform().daemon().name("ane4j-supervisor-restart").start(() -> {
                 try {
@@ -570,10 +599,9 @@ public final class Supervisor implements AutoCloseable {
 
     public Status status() {
         WorkerProcess w = worker;
-        TrainingSession s = training;
-        int kernels;
-        kernels = live.size();
-        TrainingSession.Status ts = s == null ? null : s.status();
+        CarriedRun s = training;
+        int kernels = live.size();
+        RunState ts = s == null ? null : s.state;
         if (w != null && w.isAlive()) {
             try {
                 Protocol.Reader r = w.call(Protocol.STATUS, new byte[0], Duration.ofSeconds(30)).reader();
@@ -604,13 +632,118 @@ public final class Supervisor implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
-        TrainingSession s = training;
+        CarriedRun s = training;
         if (s != null) s.finish(RunState.STOPPED, "");
         shared.close();
         try {
             Runtime.getRuntime().removeShutdownHook(cleanup);
         } catch (IllegalStateException e) {
             // already shutting down: the hook runs anyway
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------------------------------
+
+    /**
+     * The training run this supervisor carries across worker restarts: what a new worker needs to take it up (its
+     * options and placement, the stop flag), which worker and request carry it now, and what keeps its events whole
+     * across restarts — the first loss of recent steps, to check and drop the steps a restarted worker runs again, and
+     * the setup notes already said. Events go to the run's listener in order on one thread.
+     */
+    private static final class CarriedRun {
+        private static final int REPLAY_WINDOW = 4096;
+        final TrainOptions options;
+        final Map<String, String> placement;
+        final StopFlag stop;
+        private final TrainingEvents events;
+        private final RunFolder folder;
+        // the first loss of each recent step; replays start at the last checkpoint, so checkpointEvery steps back (or
+        // REPLAY_WINDOW) is enough
+        private final TreeMap<Long, Float> firstLoss = new TreeMap<>();
+        private final java.util.Set<String> said = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        private final java.util.concurrent.ExecutorService delivery =
+                java.util.concurrent.Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("ane4j-train-events").factory());
+        volatile RunState state = RunState.RUNNING;
+        volatile String error;
+        volatile WorkerProcess worker;
+        volatile int attachments;
+        private volatile int requestId = -1;
+        private long maxStep = -1;
+
+        CarriedRun(TrainOptions options, Map<String, String> placement, TrainingEvents events, StopFlag stop, RunFolder folder) {
+            this.options = options;
+            this.placement = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(placement));
+            this.events = events;
+            this.stop = stop;
+            this.folder = folder;
+        }
+
+        boolean isActive() { return state == RunState.RUNNING; }
+
+        void attach(WorkerProcess w, int id) {
+            worker = w;
+            requestId = id;
+            attachments++;
+        }
+
+        boolean owns(int id, WorkerProcess w) { return id == requestId && w == worker; }
+
+        synchronized long maxStep() { return maxStep; }
+
+        /** A step from the worker; true when it is new (not a replay after a restart). */
+        boolean onStep(StepMetrics m) {
+            Float first;
+            synchronized (this) {
+                first = firstLoss.get(m.step());
+                if (first == null && m.step() <= maxStep - replayWindow()) return false;   // older than any replay: seen before
+                if (first == null) {
+                    firstLoss.put(m.step(), m.loss());
+                    maxStep = Math.max(maxStep, m.step());
+                    while (firstLoss.firstKey() <= maxStep - replayWindow()) firstLoss.pollFirstEntry();
+                }
+            }
+            if (first == null) {
+                deliver(() -> events.onStep(m));
+                return true;
+            }
+            if (Float.floatToRawIntBits(first) != Float.floatToRawIntBits(m.loss()))
+                onMessage("[worker] step " + m.step() + " replayed after a restart gave loss " + m.loss() + ", the first run " + first + ": the run is not deterministic");
+            return false;
+        }
+
+        /**
+         * The worker always starts training with {@code resume = true}: its "resumed from"/"no checkpoint" line is news only
+         * when the run asked for a resume, and only the first time (a restart says it in its own line). A restarted worker
+         * sets the run up again: the notes of that setup (e.g. "[eval] validation loss every …") were said at the start.
+         */
+        void onMessage(String line) {
+            boolean resumeLine = line.startsWith("[train] resumed from step") || line.startsWith("[train] no checkpoint in");
+            boolean hidden = resumeLine ? attachments > 1 || !options.resume() : !said.add(line) && attachments > 1;
+            if (!hidden) deliver(() -> events.onMessage(line));
+        }
+
+        /** Setup progress of the run's first start (a restart sets up again: that is told by its restart line). */
+        void onSetup(ane4j.run.SetupProgress p) {
+            if (attachments <= 1) deliver(() -> events.onSetup(p));
+        }
+
+        synchronized void finish(RunState s, String message) {
+            if (state != RunState.RUNNING) return;
+            error = s == RunState.FAILED ? message : null;
+            state = s;
+            folder.close();
+            deliver(() -> events.onEnd(s, message));   // after every step delivered before it
+            delivery.shutdown();
+        }
+
+        private long replayWindow() { return Math.max(REPLAY_WINDOW, 2L * options.checkpointEvery()); }
+
+        private void deliver(Runnable r) {
+            try {
+                delivery.execute(r);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                // the run has ended; late events are dropped
+            }
         }
     }
 }

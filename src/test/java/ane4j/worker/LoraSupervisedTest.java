@@ -40,10 +40,10 @@ class LoraSupervisedTest {
         var log = new WorkerTestSupport.Log();
         Path runDir = dir.resolve("supervised");
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(log))) {
-            TrainingSession session = s.startTraining(inWorker(refOpts, runDir), null);
+            WorkerTestSupport.Started session = WorkerTestSupport.start(s, inWorker(refOpts, runDir), null);
             int kills = 0;
             for (long killAt : new long[] {5, 13, 22}) {
-                while (!session.isDone() && session.status().nextStep() < killAt) Thread.sleep(2);
+                while (!session.isDone() && session.nextStep() < killAt) Thread.sleep(2);
                 long pid = s.workerPid();
                 if (session.isDone() || pid < 0) break;
                 ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);

@@ -27,14 +27,14 @@ class StopResumeRaceTest {
         var log = new WorkerTestSupport.Log();
         List<StepMetrics> all = new ArrayList<>();
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(log))) {
-            TrainingSession t = s.startTraining(TrainOptions.of(opts), null);
+            WorkerTestSupport.Started t = WorkerTestSupport.start(s, TrainOptions.of(opts), null);
             opts.put("resume", "true");
             for (int cycle = 0; cycle < 15 && !t.isDone(); cycle++) {
-                long at = t.status().nextStep();
-                while (t.status().nextStep() < at + 2 && !t.isDone()) Thread.sleep(1);
+                long at = t.nextStep();
+                while (t.nextStep() < at + 2 && !t.isDone()) Thread.sleep(1);
                 t.stop();
                 all.addAll(t.await(java.time.Duration.ofMinutes(1)));
-                t = s.startTraining(TrainOptions.of(opts), null);   // at once: no pause after TRAIN_END
+                t = WorkerTestSupport.start(s, TrainOptions.of(opts), null);   // at once: no pause after TRAIN_END
             }
             t.stop();
             all.addAll(t.await(java.time.Duration.ofMinutes(1)));

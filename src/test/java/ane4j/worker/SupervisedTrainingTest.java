@@ -100,14 +100,14 @@ class SupervisedTrainingTest {
         opts.put("runDir", runDir.toString());
         Path ckpts = runDir.resolve("checkpoints");
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(log))) {
-            TrainingSession session = s.startTraining(TrainOptions.of(opts), null);
+            WorkerTestSupport.Started session = WorkerTestSupport.start(s, TrainOptions.of(opts), null);
             Random rnd = new Random(11);
             int kills = 0, duringWrite = 0;
             long lastKillStep = -1;
             List<String> unloadable = new ArrayList<>();
             while (kills < 12 && !session.isDone()) {
                 // only kill a worker that got past the last kill point, so every restart makes progress
-                while (!session.isDone() && session.status().nextStep() <= lastKillStep + 1) Thread.sleep(2);
+                while (!session.isDone() && session.nextStep() <= lastKillStep + 1) Thread.sleep(2);
                 if (session.isDone()) break;
                 boolean inWrite = kills % 2 == 1;
                 Path fresh = inWrite ? awaitFreshTemp(ckpts, session) : null;
@@ -116,7 +116,7 @@ class SupervisedTrainingTest {
                 if (pid < 0 || session.isDone()) continue;
                 ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
                 RemoteKernelTest.waitDead(pid);
-                lastKillStep = session.status().nextStep() - 1;
+                lastKillStep = session.nextStep() - 1;
                 kills++;
                 if (fresh != null && Files.exists(fresh)) duringWrite++;
                 unloadable.addAll(unloadable(ckpts));
@@ -142,17 +142,17 @@ class SupervisedTrainingTest {
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(new WorkerTestSupport.Log()))) {
             // a listener may call the supervisor (a live plot asking for status): it must not block the channel
             List<Boolean> running = java.util.Collections.synchronizedList(new ArrayList<>());
-            TrainingSession first = s.startTraining(TrainOptions.of(opts), m -> running.add(s.status().running()));
-            while (first.status().nextStep() < 5 && !first.isDone()) Thread.sleep(2);
+            WorkerTestSupport.Started first = WorkerTestSupport.start(s, TrainOptions.of(opts), m -> running.add(s.status().running()));
+            while (first.nextStep() < 5 && !first.isDone()) Thread.sleep(2);
             first.stop();
             List<StepMetrics> h = new ArrayList<>(first.await(java.time.Duration.ofMinutes(1)));
-            assertEquals(RunState.STOPPED, first.status().state());
+            assertEquals(RunState.STOPPED, first.state);
             long stoppedAt = h.size();
             assertEquals(java.util.Collections.nCopies((int) stoppedAt, true), running);
             assertTrue(stoppedAt >= 5 && stoppedAt < 16, "stopped at " + stoppedAt);
             assertEquals(stoppedAt, Checkpoint.load(Checkpoint.list(runDir.resolve("checkpoints")).getFirst()).state().step());
             // a fresh run into the same directory is refused; a resume continues where it stopped
-            var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> s.startTraining(TrainOptions.of(opts), null));
+            var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> WorkerTestSupport.start(s, TrainOptions.of(opts), null));
             assertTrue(e.getMessage().contains("already has checkpoints"), e.getMessage());
             opts.put("resume", "true");
             List<StepMetrics> rest = s.train(TrainOptions.of(opts), null);
@@ -163,7 +163,7 @@ class SupervisedTrainingTest {
     }
 
     /** Waits until a checkpoint temp file appears that was not there before (a write in progress); null on timeout. */
-    static Path awaitFreshTemp(Path ckpts, TrainingSession session) throws IOException {
+    static Path awaitFreshTemp(Path ckpts, WorkerTestSupport.Started session) throws IOException {
         Set<Path> stale = new HashSet<>(temps(ckpts));
         long end = System.nanoTime() + 5_000_000_000L;
         while (System.nanoTime() < end && !session.isDone()) {

@@ -48,7 +48,7 @@ class SupervisorFailureTest {
             var e = assertThrows(WorkerException.class, () -> s.train(opts, null));
             assertEquals("[worker] gave up after 3 restarts without progress at step 8 (the worker failed (exit 1) each time)", e.getMessage());
             assertEquals(4, log.matching("worker restarted: failed (exit 1) — restored step 6, 0 kernels recompiled").size() + 1, log.lines.toString());
-            assertEquals(RunState.FAILED, s.status().training().state());
+            assertEquals(RunState.FAILED, s.status().training());
             // usable afterwards: a kernel compiles and evaluates in a fresh worker
             Program p = RemoteKernelTest.program(1f);
             RemoteKernel k = s.compile(p);

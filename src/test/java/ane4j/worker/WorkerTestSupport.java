@@ -51,4 +51,51 @@ final class WorkerTestSupport {
     static Supervisor.Options options(Log log) {
         return Supervisor.Options.defaults().withBackend("ref").withRefStorage("fp16").withHeap("512m").withLog(log);
     }
+
+    /** A run started on the supervisor's transport, watched as the run layer watches it: its steps, its end. */
+    static final class Started implements Supervisor.TrainingEvents {
+        private final Supervisor supervisor;
+        private final ane4j.train.Trainer.Listener listener;
+        private final List<ane4j.run.StepMetrics> steps = Collections.synchronizedList(new ArrayList<>());
+        private final java.util.concurrent.CompletableFuture<List<ane4j.run.StepMetrics>> end = new java.util.concurrent.CompletableFuture<>();
+        volatile ane4j.run.RunState state = ane4j.run.RunState.RUNNING;
+
+        private Started(Supervisor supervisor, ane4j.train.Trainer.Listener listener) {
+            this.supervisor = supervisor;
+            this.listener = listener != null ? listener : m -> {};
+        }
+
+        @Override public void onStep(ane4j.run.StepMetrics m) {
+            steps.add(m);
+            listener.onStep(m);
+        }
+
+        @Override public void onEnd(ane4j.run.RunState s, String error) {
+            state = s;
+            if (s == ane4j.run.RunState.FAILED) end.completeExceptionally(new WorkerException(error));
+            else end.complete(List.copyOf(steps));
+        }
+
+        long nextStep() {
+            synchronized (steps) { return steps.isEmpty() ? 0 : steps.getLast().step() + 1; }
+        }
+
+        boolean isDone() { return end.isDone(); }
+
+        void stop() { supervisor.stopTraining(); }
+
+        List<ane4j.run.StepMetrics> await(java.time.Duration timeout) throws Exception {
+            try {
+                return end.get(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw (WorkerException) e.getCause();
+            }
+        }
+    }
+
+    static Started start(Supervisor s, ane4j.run.TrainOptions o, ane4j.train.Trainer.Listener listener) {
+        Started run = new Started(s, listener);
+        s.startTraining(o, s.placement(), run, new ane4j.run.StopFlag());
+        return run;
+    }
 }
