@@ -29,8 +29,8 @@ final class StepKernels implements AutoCloseable {
     private final ModelConfig c;
     private final int s;
     private final Map<Name, Kernel> kernels = new EnumMap<>(Name.class);                 // compiled here (static weights: not the weighted ones)
-    private final Map<Name, TrainingKernels.Spec> specs = new EnumMap<>(Name.class);
-    private final Map<Name, TensorBuffer> outputs = new EnumMap<>(Name.class);
+    private final Map<Name, TrainingKernels.Spec> specs = new EnumMap<>(Name.class);      // each kernel's program and packed layouts
+    private final Map<Name, TensorBuffer> outputs = new EnumMap<>(Name.class);             // each kernel's output (C,S), reused by every evaluation
     private final WeightStaging staging;
     private final StepTimer timer;
     private int compiles;
