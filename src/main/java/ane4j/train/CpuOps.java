@@ -146,6 +146,18 @@ public final class CpuOps {
         }
     }
 
+    /**
+     * One row of causally masked attention probabilities in place: row (S) the scores of query position i against keys
+     * 0..S−1; keys 0..i get softmax over them, keys after i zero (three-stage attention's middle stage).
+     */
+    public static void causalSoftmax(float[] row, int i, int seq) {
+        float max = Float.NEGATIVE_INFINITY;
+        for (int j = 0; j <= i; j++) max = Math.max(max, row[j]);
+        double sum = 0;
+        for (int j = 0; j <= i; j++) sum += (row[j] = (float) Math.exp(row[j] - max));
+        for (int j = 0; j < seq; j++) row[j] = j <= i ? (float) (row[j] / sum) : 0f;
+    }
+
     // -----------------------------------------------------------------------------------------------------------------
     // SwiGLU backward: gate = silu(h1) ⊙ h3, silu(x) = x·σ(x)
 

@@ -1,8 +1,6 @@
 package ane4j.train;
 
-import ane4j.backend.AneException;
 import ane4j.backend.Backend;
-import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.blas.Blas;
 import ane4j.blas.Layout;
@@ -11,22 +9,13 @@ import ane4j.mil.DType;
 import ane4j.model.ModelConfig;
 import ane4j.model.ParameterLayout;
 import ane4j.model.ParameterView;
-import ane4j.run.SetupProgress;
 import ane4j.run.TrainOptions;
-import ane4j.train.TrainingKernels.Name;
+import ane4j.train.StepBuffers.Activations;
+import ane4j.train.StepBuffers.Gradients;
 
-import java.util.ArrayList;
-import java.util.EnumMap;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 
-import static ane4j.train.TrainingKernels.INPUT;
 import static ane4j.train.TrainingKernels.Name.*;
-import static ane4j.train.TrainingKernels.OUTPUT;
 import static ane4j.train.TrainingStep.Phase.*;
 
 /**
@@ -36,10 +25,12 @@ import static ane4j.train.TrainingStep.Phase.*;
  * <pre>Legend: S = seqLen, D = dim, H = hiddenDim, V = vocab, Q = nHeads·headDim, KV = nKvHeads·headDim, L = nLayers.</pre>
  * Activations are channel-first (C, S) float arrays; matrices are row-major (out, in).
  *
- * <p>How weights reach the kernels is a {@link WeightStaging} (bound inputs on the ANE, staged on demand on the reference
- * backend, or baked into recompiled kernels with static weights); LoRA's adapters are a {@link LoraPath}; phase times a
- * {@link StepTimer}. {@link #stagedActivationBytes()} and {@link #stagedWeightBytes()} count what the last step wrote
- * into kernel inputs.
+ * <p>This file is the step's math, block by block, as llm.c's gpt2_forward and gpt2_backward. What is not lives beside it:
+ * the kernels, their inputs and outputs in {@link StepKernels} (how weights reach them: a {@link WeightStaging}, bound
+ * inputs on the ANE, staged on demand on the reference backend, or baked into recompiled kernels with static weights);
+ * LoRA's adapters in {@link LoraPath}; the float arrays, a shape on each, in {@link StepBuffers}; the dW thread in
+ * {@link DwThread}; phase times in {@link StepTimer}. {@link #stagedActivationBytes()} and {@link #stagedWeightBytes()}
+ * count what the last step wrote into kernel inputs.
  */
 public final class TrainingStep implements AutoCloseable {
     /** Wall time of the phases of the last step, in nanoseconds (maderix-style breakdown). */
@@ -82,99 +73,21 @@ public final class TrainingStep implements AutoCloseable {
     private final ParameterLayout layout;
     private final int s, d, h, q, kv, v, nl;
     private final boolean threeStage;
-    private final Map<Name, Kernel> kernels = new EnumMap<>(Name.class);                 // compiled here (static weights: not the weighted ones)
-    private final Map<Name, TrainingKernels.Spec> specs = new EnumMap<>(Name.class);
-    private final Map<Name, TensorBuffer> outputs = new EnumMap<>(Name.class);
-    private final WeightStaging staging;
-    private final LoraPath lora;
-    private final StepTimer timer = new StepTimer();
     private final int gradCount;                       // floats of grads: the model's, or with LoRA the adapters'
-    private int compiles;
-    private long activationBytes;                      // written into kernel inputs by the last step (LoRA's apart)
-
-    // the weight-free kernels' inputs
-    private final TensorBuffer bwd1In;                 // sdpaBwd1 (4·Q, S): q, k, v tiled to NH heads, da
-    private final TensorBuffer bwd2In;                 // sdpaBwd2 (2·NH·S + 2·Q, S): probs, dP, q, k
-    /** Whether sdpaBwd1's output and sdpaBwd2's input share the probs and dP channels (buffers of floats). */
-    private final boolean probsShared;
-    private TensorBuffer valuesIn;                     // attnValues (NH·S + Q, S): probs and V tiled, three-stage attention only
-
+    private final StepTimer timer = new StepTimer();
+    private final StepKernels kernels;                 // the ten kernels, their inputs and outputs, the weight staging
+    private final LoraPath lora;                       // the adapters' rank-r path, or nothing
+    private final DwThread dw = new DwThread(timer);   // the dW sgemms, overlapping the backend
+    private final StepBuffers buf;                     // activations and scratch, a shape on each
     private final float[] cosT, sinT;                  // (HD,S) RoPE tables
-    private final ExecutorService dwThread = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "ane4j-dw");
-        t.setDaemon(true);
-        return t;
-    });
-    private final List<Future<?>> pendingDw = new ArrayList<>();
-
-    /** Saved forward activations of one layer; acts[L] holds the final norm's (x, xnorm, rrmsAtt). */
-    private static final class Activations {
-        float[] x;                                     // (D,S) the block's input: the residual stream
-        float[] xnorm;                                 // (D,S) rmsnorm(x)·rmsAtt, the q, k, v projections' input
-        float[] rrmsAtt;                               // (S) 1/rms(x) per position
-        float[] qRaw;                                  // (Q,S) wq·xnorm before QK-norm (QK-norm models only)
-        float[] kRaw;                                  // (KV,S) wk·xnorm before QK-norm (QK-norm models only)
-        float[] qRope;                                 // (Q,S) queries after QK-norm and RoPE
-        float[] kRope;                                 // (KV,S) keys after QK-norm and RoPE
-        float[] vh;                                    // (KV,S) values wv·xnorm
-        float[] attn;                                  // (Q,S) softmax(q·kᵀ/√HD + mask)·v, wo's input
-        float[] x2;                                    // (D,S) x + α·wo·attn: the residual stream after attention
-        float[] x2norm;                                // (D,S) rmsnorm(x2)·rmsFfn, w1's and w3's input
-        float[] rrmsFfn;                               // (S) 1/rms(x2) per position
-        float[] h1;                                    // (H,S) w1·x2norm
-        float[] h3;                                    // (H,S) w3·x2norm
-        float[] gate;                                  // (H,S) silu(h1)⊙h3, w2's input
-    }
-
-    /**
-     * Backward scratch of one layer. Two sets serve all layers (layer l uses set l mod 2): the weight-gradient thread
-     * may still read layer l+1's set while layer l runs, and layer l−1 waits for layer l+1's last dW before reusing it.
-     */
-    private static final class Gradients {
-        final float[] dffn;                            // (D,S) α·dy: the FFN branch's output gradient
-        final float[] dgate;                           // (H,S) w2ᵀ·dffn
-        final float[] dh1;                             // (H,S) through SwiGLU to h1
-        final float[] dh3;                             // (H,S) through SwiGLU to h3
-        final float[] dx2;                             // (D,S) the residual stream's after attention
-        final float[] dO;                              // (D,S) α·dx2: the attention branch's output gradient
-        final float[] dq;                              // (Q,S) the q projection's output (after RoPE and QK-norm backward)
-        final float[] dk;                              // (KV,S) the k projection's output
-        final float[] dv;                              // (KV,S) the v projection's output
-        Future<?> lastReader;                          // the last dW task that reads this set
-
-        Gradients(int d, int h, int q, int kv, int s) {
-            dffn = new float[d * s];
-            dgate = new float[h * s];
-            dh1 = new float[h * s];
-            dh3 = new float[h * s];
-            dx2 = new float[d * s];
-            dO = new float[d * s];
-            dq = new float[q * s];
-            dk = new float[kv * s];
-            dv = new float[kv * s];
-        }
-    }
-
-    private final Activations[] acts;                  // [L+1]
-    private final Gradients[] gradSets;                // [2]
-    // scratch reused by every step (no per-step garbage)
-    private float[] logits;                            // (V,S) logits, overwritten in place by their gradient dlogits
-    private final float[] dxf;                         // (D,S) the classifier's input gradient, before the final norm
-    private final float[] dy;                          // (D,S) the residual stream's gradient at the current layer's output
-    private final float[] dtmp;                        // (D,S) a norm's output gradient: dx2norm, then dxnorm
-    private final float[] dxq;                         // (D,S) wqᵀ·dq
-    private final float[] da;                          // (Q,S) woᵀ·dO: the attention output's gradient
-    private final float[] kTiled, vTiled;              // (Q,S) K and V tiled to the query heads (grouped-query attention only)
-    private final float[] dkFull, dvFull;              // (Q,S) their gradients before the group sums (GQA only)
-    private final float[] dqRaw, dkRaw;                // (Q,S), (KV,S) the raw projections' gradients (QK-norm only)
 
     public TrainingStep(ModelConfig config, Backend backend, Options o) {
         LoraAdapters adapters = o.lora();
         if (adapters != null && !adapters.config().equals(config)) throw new IllegalArgumentException("[lora] the adapters are for model " + adapters.config().name() + ", not " + config.name());
         boolean loraInputs = adapters != null && !o.staticWeights();
-        this.threeStage = o.threeStage();
         this.c = config;
         this.layout = new ParameterLayout(config);
+        this.threeStage = o.threeStage();
         this.gradCount = adapters == null ? layout.size() : adapters.size();
         this.s = config.seqLen();
         this.d = config.dim();
@@ -183,115 +96,33 @@ public final class TrainingStep implements AutoCloseable {
         this.kv = config.kvDim();
         this.v = config.vocabSize();
         this.nl = config.nLayers();
-
-        // the kernels: compiled once (static weights: the weight-bearing ones at every stageWeights, by the staging)
-        TrainingKernels.LoraInputs loraIn = loraInputs ? new TrainingKernels.LoraInputs(adapters.rank(), adapters.targets()) : null;
-        TrainingKernels built = new TrainingKernels(config, o.io(), null, threeStage, loraIn);
-        List<TrainingKernels.Spec> all = built.all();
+        TrainingKernels built = new TrainingKernels(config, o.io(), null, threeStage, loraInputs ? new TrainingKernels.LoraInputs(adapters.rank(), adapters.targets()) : null);
         this.lora = new LoraPath(config, adapters, loraInputs, built, timer);
-        int toCompile = o.staticWeights() ? all.size() - WeightStaging.WEIGHTED.size() : all.size(), compiling = 0;
-        for (TrainingKernels.Spec k : all) {
-            Name name = Name.of(k.name());
-            specs.put(name, k);
-            if (o.staticWeights() && name.weighted()) {
-                outputs.put(name, TensorBuffer.allocate(k.program().main().outputs().get(0).type()));
-                continue;
-            }
-            SetupProgress.reportCompiling(++compiling, toCompile, k.name());
-            Kernel compiled;
-            try {
-                compiled = backend.compile(k.program());
-            } catch (AneException e) {
-                if (!e.isBundleCheck()) throw e;
-                throw e.withMessage("[train] kernel " + k.name() + ": " + e.getMessage());   // which kernel, in the one line
-            }
-            kernels.put(name, compiled);
-            compiles++;
-            outputs.put(name, compiled.allocateDirectOutput(OUTPUT));   // the ANE: its output surface; ref: floats
-        }
-        this.staging = o.staticWeights() ? new WeightStaging.Baked(config, o.io(), threeStage, specs, backend, adapters, timer)
-                : kernels.get(SDPA_FWD).prefersBoundInputs() ? new WeightStaging.Bound(config, specs, kernels, timer, loraInputs)
-                : new WeightStaging.OnDemand(config, specs, kernels, timer, loraInputs);
-
-        bwd1In = kernels.get(SDPA_BWD1).allocateDirectInput(INPUT);
-        specs.get(SDPA_BWD1).writeConstants(bwd1In);                  // the mask and head pads: once, never per step
-        TensorBuffer in2 = kernels.get(SDPA_BWD2).allocateDirectInput(INPUT), out1 = outputs.get(SDPA_BWD1);
-        // buffers of floats (the reference backend): sdpaBwd1 writes probs and dP where sdpaBwd2 reads them, two views of
-        // one buffer [dv | probs, dP | q, k], instead of a copy of 2·NH·S channels per layer between them
-        int shift = specs.get(SDPA_BWD1).output().start("probs") - specs.get(SDPA_BWD2).input().start("probs");
-        probsShared = in2.floatHeld() && out1.floatHeld() && shift >= 0 && in2.channelSize() == out1.channelSize()
-                && out1.channelCount() <= shift + specs.get(SDPA_BWD2).input().start("q");
-        if (probsShared) {
-            int[] shape = in2.type().shape();
-            shape[1] = shift + in2.channelCount();
-            TensorBuffer both = TensorBuffer.allocateFloatHeld(in2.type().withShape(shape));
-            outputs.put(SDPA_BWD1, both.channels(0, out1.channelCount()));
-            in2 = both.channels(shift, in2.channelCount());
-        }
-        bwd2In = in2;
-        if (threeStage) valuesIn = kernels.get(ATTN_VALUES).allocateDirectInput(INPUT);
-        cosT = CpuOps.channelFirst(RopeTables.cos(config), s, config.headDim());
-        sinT = CpuOps.channelFirst(RopeTables.sin(config), s, config.headDim());
-
-        gradSets = new Gradients[] {new Gradients(d, h, q, kv, s), new Gradients(d, h, q, kv, s)};
-        acts = new Activations[nl + 1];
-        for (int l = 0; l <= nl; l++) acts[l] = allocate(l == nl);
-        dxf = new float[d * s];
-        dy = new float[d * s];
-        dtmp = new float[d * s];
-        dxq = new float[d * s];
-        da = new float[q * s];
-        boolean gqa = c.nKvHeads() != c.nHeads();
-        kTiled = gqa ? new float[q * s] : null;
-        vTiled = gqa ? new float[q * s] : null;
-        dkFull = gqa ? new float[q * s] : null;
-        dvFull = gqa ? new float[q * s] : null;
-        dqRaw = c.qkNorm() ? new float[q * s] : null;
-        dkRaw = c.qkNorm() ? new float[kv * s] : null;
-    }
-
-    private Activations allocate(boolean last) {
-        Activations a = new Activations();
-        a.x = new float[d * s];
-        a.xnorm = new float[d * s];
-        a.rrmsAtt = new float[s];
-        if (last) return a;
-        if (c.qkNorm()) {
-            a.qRaw = new float[q * s];
-            a.kRaw = new float[kv * s];
-        }
-        a.qRope = new float[q * s];
-        a.kRope = new float[kv * s];
-        a.vh = new float[kv * s];
-        a.attn = new float[q * s];
-        a.x2 = new float[d * s];
-        a.x2norm = new float[d * s];
-        a.rrmsFfn = new float[s];
-        a.h1 = new float[h * s];
-        a.h3 = new float[h * s];
-        a.gate = new float[h * s];
-        return a;
+        this.kernels = new StepKernels(config, backend, o, built, loraInputs, timer);
+        this.buf = new StepBuffers(config);
+        this.cosT = CpuOps.channelFirst(RopeTables.cos(config), s, config.headDim());
+        this.sinT = CpuOps.channelFirst(RopeTables.sin(config), s, config.headDim());
     }
 
     /** Kernels compiled by this step (10 at construction; static weights add 8 per layer per weight update). */
-    public int compiles() { return compiles + staging.compiles(); }
+    public int compiles() { return kernels.compiles(); }
 
     public Map<Phase, Long> phaseNanos() { return timer.nanos(); }
 
     /** Whether each layer's weight-bearing kernels have bound inputs of their own (the backend prefers them). */
-    public boolean boundInputs() { return staging instanceof WeightStaging.Bound; }
+    public boolean boundInputs() { return kernels.staging() instanceof WeightStaging.Bound; }
 
     /** Activation bytes the last step wrote into kernel inputs (the S columns of the weight-bearing ones, all of the rest). */
-    public long stagedActivationBytes() { return activationBytes + lora.activationBytes(); }
+    public long stagedActivationBytes() { return kernels.activationBytes() + lora.activationBytes(); }
 
     /** Weight bytes the last step wrote into kernel inputs (bound inputs: once per {@link #stageWeights}). */
-    public long stagedWeightBytes() { return staging.weightBytes() + lora.weightBytes(); }
+    public long stagedWeightBytes() { return kernels.staging().weightBytes() + lora.weightBytes(); }
 
     /**
      * The weights the following steps use. Dynamic weights are read lazily, layer by layer, inside {@link #forwardBackward}:
      * call this again after every change to {@code params}. Static weights recompile the weight-bearing kernels now.
      */
-    public void stageWeights(float[] params) { staging.stageWeights(params); }
+    public void stageWeights(float[] params) { kernels.staging().stageWeights(params); }
 
     // -----------------------------------------------------------------------------------------------------------------
     // one sequence: forward (shared by validation and training), loss, backward; gradients (times lossScale) are
@@ -306,7 +137,7 @@ public final class TrainingStep implements AutoCloseable {
         forward(params, tokens, targets, -1);
         try (var _ = timer.phase(CLASSIFIER)) {
             logits(params);
-            return CpuOps.crossEntropy(null, logits, targets, v, s, 1f);
+            return CpuOps.crossEntropy(null, buf.logits(), targets, v, s, 1f);
         }
     }
 
@@ -328,9 +159,12 @@ public final class TrainingStep implements AutoCloseable {
         forward(params, tokens, targets, sequence);
         float loss = classifierBackward(params, grads, targets, lossScale);   // dy = the final norm's input gradient
         for (int l = nl - 1; l >= 0; l--) {
-            Activations a = acts[l];
-            Gradients g = gradSets[l & 1];
-            awaitReader(g);
+            Activations a = buf.acts[l];
+            Gradients g = buf.sets[l & 1];
+            if (g.lastReader != null) {
+                dw.await(g.lastReader);                   // the dW thread has done reading this set (layer l+2's)
+                g.lastReader = null;
+            }
             ffnBackward(params, grads, l, a, g);          // dy → dx2
             attentionBackward(params, grads, l, a, g);    // dx2 → dq, dk, dv
             // LoRA: nothing below layer 0's projections trains (embedding and norms are frozen), so its input gradient is unused
@@ -338,13 +172,17 @@ public final class TrainingStep implements AutoCloseable {
             qkvInputBackward(params, grads, l, a, g);     // dq, dk, dv (+ dx2) → dy of layer l−1
         }
         // every dW must land before the embedding scatter touches the (possibly tied) embedding gradient
-        waitForDw();
+        try {
+            dw.awaitAll();
+        } finally {
+            for (Gradients g : buf.sets) g.lastReader = null;
+        }
         if (lora.trainsBase()) {
             // dtokenEmbedding[token] += dy columns
             ParameterView emb = layout.tokenEmbedding();
             for (int t = 0; t < s; t++) {
                 int off = emb.offset() + tokens[t] * d;
-                for (int ch = 0; ch < d; ch++) grads[off + ch] += dy[ch * s + t];
+                for (int ch = 0; ch < d; ch++) grads[off + ch] += buf.dy[ch * s + t];
             }
         }
         return loss;
@@ -363,13 +201,12 @@ public final class TrainingStep implements AutoCloseable {
             if (targets[t] < -1 || targets[t] >= v)
                 throw new IllegalArgumentException("[train] target " + targets[t] + " at position " + t + " is outside the vocabulary of " + v + " (−1 means ignore); check the data's tokenizer against the model's vocabSize");
         timer.clear();
-        activationBytes = 0;
-        staging.resetWeightBytes();
+        kernels.resetCounts();
         lora.beginForward(sequence);
 
         // embedding: x0 (D,S) ← tokenEmbedding[token] columns
         ParameterView emb = layout.tokenEmbedding();
-        float[] x0 = acts[0].x;
+        float[] x0 = buf.acts[0].x;
         for (int t = 0; t < s; t++) {
             int tok = tokens[t];
             if (tok < 0 || tok >= v) throw new IllegalArgumentException("[train] token " + tok + " at position " + t + " is outside the vocabulary of " + v);
@@ -377,8 +214,8 @@ public final class TrainingStep implements AutoCloseable {
         }
         // transformer blocks
         for (int l = 0; l < nl; l++) {
-            attentionForward(params, l, acts[l]);                   // x → x2
-            ffnForward(params, l, acts[l], acts[l + 1].x);          // x2 → the next block's x
+            attentionForward(params, l, buf.acts[l]);                   // x → x2
+            ffnForward(params, l, buf.acts[l], buf.acts[l + 1].x);      // x2 → the next block's x
         }
     }
 
@@ -386,29 +223,33 @@ public final class TrainingStep implements AutoCloseable {
     private void attentionForward(float[] params, int l, Activations a) {
         ParameterLayout.Layer w = layout.layer(l);
         float alpha = c.residualScale();
+        // xnorm (D,S) = rmsnorm(x)·rmsAtt
         try (var _ = timer.phase(CPU)) {
             CpuOps.rmsnormForward(a.xnorm, a.rrmsAtt, a.x, params, w.rmsAtt().offset(), d, s, c.normEps());
         }
-        // sdpaFwd: q, k, v projections (+ LoRA's), QK-norm, RoPE, causal softmax(q·kᵀ/√HD)·v
-        TensorBuffer in = staging.input(l, SDPA_FWD);
-        lora.writeInputs(in, SDPA_FWD, specs.get(SDPA_FWD).input(), l, a.xnorm, d);   // u = s·A·drop(xnorm), Bᵀ
-        TensorBuffer out = run(SDPA_FWD, l, in, a.xnorm, FORWARD_BACKEND);
-        PackedLayout o = specs.get(SDPA_FWD).output();
-        try (var _ = timer.phase(IO)) {
-            read(out, o.start("qRope"), a.qRope);
-            read(out, o.start("kRope"), a.kRope);
-            read(out, o.start("v"), a.vh);
-            if (c.qkNorm()) {
-                read(out, o.start("qRaw"), a.qRaw);
-                read(out, o.start("kRaw"), a.kRaw);
-            }
+        // sdpaFwd: q, k, v projections (+ LoRA's u = s·A·drop(xnorm), Bᵀ), QK-norm, RoPE, causal softmax(q·kᵀ/√HD)·v
+        TensorBuffer in = kernels.input(l, SDPA_FWD);
+        lora.writeInputs(in, SDPA_FWD, kernels.inputLayout(SDPA_FWD), l, a.xnorm, d);
+        kernels.run(SDPA_FWD, l, in, a.xnorm, FORWARD_BACKEND);
+        kernels.read(SDPA_FWD, "qRope", a.qRope);       // (Q,S)
+        kernels.read(SDPA_FWD, "kRope", a.kRope);       // (KV,S)
+        kernels.read(SDPA_FWD, "v", a.vh);              // (KV,S)
+        if (c.qkNorm()) {
+            kernels.read(SDPA_FWD, "qRaw", a.qRaw);     // (Q,S)
+            kernels.read(SDPA_FWD, "kRaw", a.kRaw);     // (KV,S)
         }
-        if (threeStage) threeStageAttention(out, o.start("scores"), a);
-        else read(out, o.start("attn"), a.attn);
-        // woFwd: x2 = x + α·(wo·attn + s·Bo·Ao·drop(attn))
-        TensorBuffer wo = run(WO_FWD, l, staging.input(l, WO_FWD), a.attn, FORWARD_BACKEND);
+        if (threeStage) {
+            // three-stage: sdpaFwd stopped at the scores; causal softmax on the CPU, attn = P·V on attnValues
+            boolean mha = c.nKvHeads() == c.nHeads();
+            if (!mha) try (var _ = timer.phase(CPU)) {
+                CpuOps.tileKv(buf.vTiled, a.vh, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            }
+            kernels.attnValues(mha ? a.vh : buf.vTiled, a.attn);
+        } else kernels.read(SDPA_FWD, "attn", a.attn);  // (Q,S)
+        // woFwd: x2 (D,S) = x + α·(wo·attn + s·Bo·Ao·drop(attn))
+        kernels.run(WO_FWD, l, a.attn, FORWARD_BACKEND);
+        kernels.read(WO_FWD, a.x2);
         try (var _ = timer.phase(CPU)) {
-            read(wo, 0, a.x2);
             for (int i = 0; i < d * s; i++) a.x2[i] = a.x[i] + alpha * a.x2[i];
         }
         lora.addForward(l, "o", a.attn, q, alpha, a.x2);
@@ -417,48 +258,20 @@ public final class TrainingStep implements AutoCloseable {
     /** SwiGLU feed-forward with residual: xNext (D,S) = x2 + α·w2·(silu(w1·x2norm) ⊙ w3·x2norm), on ffnFused. */
     private void ffnForward(float[] params, int l, Activations a, float[] xNext) {
         ParameterLayout.Layer w = layout.layer(l);
+        // x2norm (D,S) = rmsnorm(x2)·rmsFfn
         try (var _ = timer.phase(CPU)) {
             CpuOps.rmsnormForward(a.x2norm, a.rrmsFfn, a.x2, params, w.rmsFfn().offset(), d, s, c.normEps());
         }
-        TensorBuffer in = staging.input(l, FFN_FUSED);
-        try (var _ = timer.phase(IO)) {
-            writeActivation(in, d, col(FFN_FUSED, "x2"), a.x2);
-        }
-        lora.writeInputs(in, FFN_FUSED, specs.get(FFN_FUSED).input(), l, a.x2norm, d);   // u = s·A·drop(x2norm), Bᵀ
-        TensorBuffer out = run(FFN_FUSED, l, in, a.x2norm, FORWARD_BACKEND);
-        PackedLayout o = specs.get(FFN_FUSED).output();
-        try (var _ = timer.phase(IO)) {
-            read(out, o.start("xNext"), xNext);
-            read(out, o.start("h1"), a.h1);
-            read(out, o.start("h3"), a.h3);
-            read(out, o.start("gate"), a.gate);
-        }
+        // ffnFused: h1, h3 (H,S) = w1·x2norm, w3·x2norm (+ LoRA's); gate = silu(h1)⊙h3; xNext = x2 + α·w2·gate
+        TensorBuffer in = kernels.input(l, FFN_FUSED);
+        kernels.write(in, FFN_FUSED, "x2", d, a.x2);    // the residual
+        lora.writeInputs(in, FFN_FUSED, kernels.inputLayout(FFN_FUSED), l, a.x2norm, d);
+        kernels.run(FFN_FUSED, l, in, a.x2norm, FORWARD_BACKEND);
+        kernels.read(FFN_FUSED, "xNext", xNext);        // (D,S)
+        kernels.read(FFN_FUSED, "h1", a.h1);            // (H,S)
+        kernels.read(FFN_FUSED, "h3", a.h3);            // (H,S)
+        kernels.read(FFN_FUSED, "gate", a.gate);        // (H,S)
         lora.addForward(l, "w2", a.gate, h, c.residualScale(), xNext);   // xNext += α·s·B2·(A2·drop(gate))
-    }
-
-    /** Stages 2 and 3: causal mask + softmax of the scores on the CPU, then P·V on the backend into a.attn (Q,S). */
-    private void threeStageAttention(TensorBuffer sdpaOut, int scoresChannel, Activations a) {
-        try (var _ = timer.phase(CPU)) {
-            int nh = c.nHeads();
-            float[] row = new float[s];
-            for (int r = 0; r < nh * s; r++) {
-                int i = r % s;                                                       // query position of this row
-                sdpaOut.copyTo((long) (scoresChannel + r) * s, row, 0, s);
-                // softmax over keys 0..i (the causal mask), zeros after
-                float max = Float.NEGATIVE_INFINITY;
-                for (int j = 0; j <= i; j++) max = Math.max(max, row[j]);
-                double sum = 0;
-                for (int j = 0; j <= i; j++) sum += (row[j] = (float) Math.exp(row[j] - max));
-                for (int j = 0; j < s; j++) row[j] = j <= i ? (float) (row[j] / sum) : 0f;
-                valuesIn.copyFrom(row, 0, (long) r * s, s);
-            }
-            activationBytes += (long) nh * s * s * valuesIn.dtype().byteSize();
-            float[] vt = new float[q * s];
-            CpuOps.tileKv(vt, a.vh, nh, c.nKvHeads(), c.headDim(), s);
-            valuesIn.copyFrom(vt, 0, (long) specs.get(ATTN_VALUES).input().start("v") * s, vt.length);
-            activationBytes += (long) vt.length * valuesIn.dtype().byteSize();
-        }
-        read(eval(ATTN_VALUES, -1, valuesIn, FORWARD_BACKEND), 0, a.attn);
     }
 
     // -----------------------------------------------------------------------------------------------------------------
@@ -466,9 +279,9 @@ public final class TrainingStep implements AutoCloseable {
 
     /** logits (V,S) = wcls (V,D) · rmsnorm(xf) (D,S), xf = acts[L].x. */
     private void logits(float[] params) {
-        Activations last = acts[nl];
+        Activations last = buf.acts[nl];
         CpuOps.rmsnormForward(last.xnorm, last.rrmsAtt, last.x, params, layout.rmsFinal().offset(), d, s, c.normEps());
-        if (logits == null) logits = new float[v * s];
+        float[] logits = buf.logits();
         // the classifier runs in blocks of CLS_BLOCK vocabulary rows: BLAS reads the float[] weights in place, and should
         // it copy heap operands instead (-Dane4j.blas.criticalMaxMacs) a block bounds the copy to CLS_BLOCK·D floats
         int cls = layout.classifier().offset();
@@ -482,24 +295,24 @@ public final class TrainingStep implements AutoCloseable {
     private float classifierBackward(float[] params, float[] grads, int[] targets, float lossScale) {
         try (var _ = timer.phase(CLASSIFIER)) {
             logits(params);
-            Activations last = acts[nl];
+            Activations last = buf.acts[nl];
             // the loss gradient overwrites the logits in place: one (V,S) array, not two
-            float[] dlogits = logits;
-            float loss = CpuOps.crossEntropy(dlogits, logits, targets, v, s, lossScale);
+            float[] dlogits = buf.logits();
+            float loss = CpuOps.crossEntropy(dlogits, dlogits, targets, v, s, lossScale);
             int cls = layout.classifier().offset();
             // dxf (D,S) = wclsᵀ · dlogits, summed over the blocks; dwcls (V,D) += dlogits · xfᵀ, block by block
             for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
                 int vb = Math.min(CLS_BLOCK, v - v0);
-                Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, vb, 1f, params, cls + v0 * d, d, dlogits, v0 * s, s, v0 == 0 ? 0f : 1f, dxf, 0, s);
+                Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, d, s, vb, 1f, params, cls + v0 * d, d, dlogits, v0 * s, s, v0 == 0 ? 0f : 1f, buf.dxf, 0, s);
             }
-            if (lora.trainsBase()) dw(() -> {
+            if (lora.trainsBase()) dw.submit(() -> {
                 for (int v0 = 0; v0 < v; v0 += CLS_BLOCK) {
                     int vb = Math.min(CLS_BLOCK, v - v0);
                     Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, vb, d, s, 1f, dlogits, v0 * s, s, last.xnorm, 0, s, 1f, grads, cls + v0 * d, d);
                 }
             });
             // dy (D,S) = rmsnorm_bwd(dxf)
-            CpuOps.rmsnormBackward(dy, lora.normGrads(grads), lora.normOffset(layout.rmsFinal()), dxf, last.x, params, layout.rmsFinal().offset(), last.rrmsAtt, d, s);
+            CpuOps.rmsnormBackward(buf.dy, lora.normGrads(grads), lora.normOffset(layout.rmsFinal()), buf.dxf, last.x, params, layout.rmsFinal().offset(), last.rrmsAtt, d, s);
             return loss;
         }
     }
@@ -511,27 +324,34 @@ public final class TrainingStep implements AutoCloseable {
     private void ffnBackward(float[] params, float[] grads, int l, Activations a, Gradients g) {
         ParameterLayout.Layer w = layout.layer(l);
         float alpha = c.residualScale();
-        // dffn = α·dy; dgate (H,S) = w2ᵀ·dffn (+ s·m ⊙ A2ᵀ·B2ᵀ·dffn); dW2 (D,H) += dffn·gateᵀ
-        for (int i = 0; i < d * s; i++) g.dffn[i] = alpha * dy[i];
-        read(run(FFN_BWD_W2T, l, staging.input(l, FFN_BWD_W2T), g.dffn, BACKWARD_BACKEND), 0, g.dgate);
+        float[] dy = buf.dy, dx2norm = buf.dtmp;
+        // dffn (D,S) = α·dy
+        try (var _ = timer.phase(CPU)) {
+            for (int i = 0; i < d * s; i++) g.dffn[i] = alpha * dy[i];
+        }
+        // dgate (H,S) = w2ᵀ·dffn (+ s·m ⊙ A2ᵀ·B2ᵀ·dffn); dW2 (D,H) += dffn·gateᵀ
+        kernels.run(FFN_BWD_W2T, l, g.dffn, BACKWARD_BACKEND);
+        kernels.read(FFN_BWD_W2T, g.dgate);
         lora.backward(l, "w2", g.dffn, g.dgate, h);
-        dw(() -> projectionGrad(grads, l, "w2", g.dffn, a.gate, h));
+        dw.submit(() -> projectionGrad(grads, l, "w2", g.dffn, a.gate, h));
+        // dh1, dh3 (H,S) through gate = silu(h1)⊙h3
         try (var _ = timer.phase(CPU)) {
             CpuOps.swigluBackward(g.dh1, g.dh3, g.dgate, a.h1, a.h3, h * s);
         }
         // dx2norm (D,S) = w1ᵀ·dh1 + w3ᵀ·dh3 (+ the adapters'); dW1, dW3 (H,D) += dh·x2normᵀ
-        TensorBuffer w13 = staging.input(l, FFN_BWD_W13T);
-        writeActivation(w13, h, col(FFN_BWD_W13T, "dh3"), g.dh3);
-        read(run(FFN_BWD_W13T, l, w13, g.dh1, BACKWARD_BACKEND), 0, dtmp);
-        lora.backward(l, "w1", g.dh1, dtmp, d);
-        lora.backward(l, "w3", g.dh3, dtmp, d);
-        dw(() -> {
+        TensorBuffer w13 = kernels.input(l, FFN_BWD_W13T);
+        kernels.write(w13, FFN_BWD_W13T, "dh3", h, g.dh3);
+        kernels.run(FFN_BWD_W13T, l, w13, g.dh1, BACKWARD_BACKEND);
+        kernels.read(FFN_BWD_W13T, dx2norm);
+        lora.backward(l, "w1", g.dh1, dx2norm, d);
+        lora.backward(l, "w3", g.dh3, dx2norm, d);
+        dw.submit(() -> {
             projectionGrad(grads, l, "w1", g.dh1, a.x2norm, d);
             projectionGrad(grads, l, "w3", g.dh3, a.x2norm, d);
         });
-        // dx2 = rmsnorm_bwd(dx2norm) + dy (residual); dO = α·dx2
+        // dx2 (D,S) = rmsnorm_bwd(dx2norm) + dy (the residual); dO (D,S) = α·dx2
         try (var _ = timer.phase(CPU)) {
-            CpuOps.rmsnormBackward(g.dx2, lora.normGrads(grads), lora.normOffset(w.rmsFfn()), dtmp, a.x2, params, w.rmsFfn().offset(), a.rrmsFfn, d, s);
+            CpuOps.rmsnormBackward(g.dx2, lora.normGrads(grads), lora.normOffset(w.rmsFfn()), dx2norm, a.x2, params, w.rmsFfn().offset(), a.rrmsFfn, d, s);
             for (int i = 0; i < d * s; i++) {
                 g.dx2[i] += dy[i];
                 g.dO[i] = alpha * g.dx2[i];
@@ -546,59 +366,40 @@ public final class TrainingStep implements AutoCloseable {
      */
     private void attentionBackward(float[] params, float[] grads, int l, Activations a, Gradients g) {
         ParameterLayout.Layer w = layout.layer(l);
+        float[] da = buf.da;
         // da (Q,S) = woᵀ·dO (+ s·m ⊙ Aoᵀ·Boᵀ·dO, before sdpaBwd1 reads it); dWo (D,Q) += dO·attnᵀ
-        read(run(WOT_BWD, l, staging.input(l, WOT_BWD), g.dO, BACKWARD_BACKEND), 0, da);
+        kernels.run(WOT_BWD, l, g.dO, BACKWARD_BACKEND);
+        kernels.read(WOT_BWD, da);
         lora.backward(l, "o", g.dO, da, q);
-        dw(() -> projectionGrad(grads, l, "o", g.dO, a.attn, q));
-        // (multi-head attention, NKV = NH: the heads are already tiled, K and V go in as they are)
+        dw.submit(() -> projectionGrad(grads, l, "o", g.dO, a.attn, q));
+        // K and V tiled to the query heads (grouped-query attention; with NKV = NH they go in as they are)
         boolean mha = c.nKvHeads() == c.nHeads();
-        PackedLayout b1 = specs.get(SDPA_BWD1).input(), b2 = specs.get(SDPA_BWD2).input();
-        try (var _ = timer.phase(IO)) {
-            if (!mha) {
-                CpuOps.tileKv(kTiled, a.kRope, c.nHeads(), c.nKvHeads(), c.headDim(), s);
-                CpuOps.tileKv(vTiled, a.vh, c.nHeads(), c.nKvHeads(), c.headDim(), s);
-            }
-            // head by head where sdpaBwd1's heads are padded (R4)
-            b1.writeChannels(bwd1In, "q", a.qRope, 0);
-            b1.writeChannels(bwd1In, "k", mha ? a.kRope : kTiled, 0);
-            b1.writeChannels(bwd1In, "v", mha ? a.vh : vTiled, 0);
-            b1.writeChannels(bwd1In, "da", da, 0);
-            activationBytes += 4L * q * s * bwd1In.dtype().byteSize();
+        if (!mha) try (var _ = timer.phase(CPU)) {
+            CpuOps.tileKv(buf.kTiled, a.kRope, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+            CpuOps.tileKv(buf.vTiled, a.vh, c.nHeads(), c.nKvHeads(), c.headDim(), s);
         }
-        // sdpaBwd1: probs, dV, dP
-        TensorBuffer o1 = eval(SDPA_BWD1, -1, bwd1In, BACKWARD_BACKEND);
-        try (var _ = timer.phase(IO)) {
-            read(o1, specs.get(SDPA_BWD1).output().start("dv"), mha ? g.dv : dvFull);
-            int o1probs = specs.get(SDPA_BWD1).output().start("probs");
-            if (!probsShared) bwd2In.copyChannels(o1, o1probs, b2.start("probs"), 2 * c.nHeads() * s);   // probs and dp, adjacent in both
-            PackedLayout.Range hq = b1.get("q");                   // q and k tiled, adjacent in both; sdpaBwd2's heads unpadded
-            for (int i = 0; i < 2 * hq.blocks(); i++) bwd2In.copyChannels(bwd1In, hq.start() + i * hq.stride(), b2.start("q") + i * hq.block(), hq.block());
-            activationBytes += ((probsShared ? 0 : 2L * c.nHeads() * s) + 2L * q) * s * bwd2In.dtype().byteSize();
-        }
-        // sdpaBwd2: dQ, dK
-        TensorBuffer o2 = eval(SDPA_BWD2, -1, bwd2In, BACKWARD_BACKEND);
+        // sdpaBwd1: probs (recomputed), dV = Pᵀ·da, dP = da·Vᵀ; sdpaBwd2: dS = P⊙(dP − rowsum(P⊙dP)), dQ = dS·K/√HD, dK = dSᵀ·Q/√HD
+        kernels.sdpaBwd1(a.qRope, mha ? a.kRope : buf.kTiled, mha ? a.vh : buf.vTiled, da, mha ? g.dv : buf.dvFull);
+        kernels.sdpaBwd2(g.dq, mha ? g.dk : buf.dkFull);
         try (var _ = timer.phase(CPU)) {
-            PackedLayout l2 = specs.get(SDPA_BWD2).output();
-            read(o2, l2.start("dq"), g.dq);
-            read(o2, l2.start("dk"), mha ? g.dk : dkFull);
             if (!mha) {
                 // the tiled heads' gradients summed per KV group
-                CpuOps.reduceKv(g.dk, dkFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
-                CpuOps.reduceKv(g.dv, dvFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+                CpuOps.reduceKv(g.dk, buf.dkFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
+                CpuOps.reduceKv(g.dv, buf.dvFull, c.nHeads(), c.nKvHeads(), c.headDim(), s);
             }
             // RoPE backward, then QK-norm backward to the raw projections
             CpuOps.ropeBackward(g.dq, c, c.nHeads(), cosT, sinT);
             CpuOps.ropeBackward(g.dk, c, c.nKvHeads(), cosT, sinT);
             if (c.qkNorm()) {
-                CpuOps.headNormBackward(dqRaw, lora.normGrads(grads), lora.normOffset(w.qNorm()), g.dq, a.qRaw, params, w.qNorm().offset(), c.nHeads(), c.headDim(), s, c.normEps());
-                CpuOps.headNormBackward(dkRaw, lora.normGrads(grads), lora.normOffset(w.kNorm()), g.dk, a.kRaw, params, w.kNorm().offset(), c.nKvHeads(), c.headDim(), s, c.normEps());
-                System.arraycopy(dqRaw, 0, g.dq, 0, q * s);
-                System.arraycopy(dkRaw, 0, g.dk, 0, kv * s);
+                CpuOps.headNormBackward(buf.dqRaw, lora.normGrads(grads), lora.normOffset(w.qNorm()), g.dq, a.qRaw, params, w.qNorm().offset(), c.nHeads(), c.headDim(), s, c.normEps());
+                CpuOps.headNormBackward(buf.dkRaw, lora.normGrads(grads), lora.normOffset(w.kNorm()), g.dk, a.kRaw, params, w.kNorm().offset(), c.nKvHeads(), c.headDim(), s, c.normEps());
+                System.arraycopy(buf.dqRaw, 0, g.dq, 0, q * s);
+                System.arraycopy(buf.dkRaw, 0, g.dk, 0, kv * s);
             }
         }
         // the q, k, v adapter paths' dx (added in qkvInputBackward); dWq, dWk, dWv (out,D) += d·xnormᵀ
         lora.qkvBackward(l, g.dq, g.dk, g.dv);
-        g.lastReader = dw(() -> {
+        g.lastReader = dw.submit(() -> {
             projectionGrad(grads, l, "q", g.dq, a.xnorm, d);
             projectionGrad(grads, l, "k", g.dk, a.xnorm, d);
             projectionGrad(grads, l, "v", g.dv, a.xnorm, d);
@@ -608,25 +409,26 @@ public final class TrainingStep implements AutoCloseable {
     /** dy (D,S) of the layer below = rmsnorm_bwd(wqᵀ·dq + wkᵀ·dk + wvᵀ·dv (+ the adapters')) + dx2 (residual). */
     private void qkvInputBackward(float[] params, float[] grads, int l, Activations a, Gradients g) {
         ParameterLayout.Layer w = layout.layer(l);
-        read(run(Q_BWD, l, staging.input(l, Q_BWD), g.dq, BACKWARD_BACKEND), 0, dxq);
-        TensorBuffer kvIn = staging.input(l, KV_BWD);
-        writeActivation(kvIn, kv, col(KV_BWD, "dv"), g.dv);
-        read(run(KV_BWD, l, kvIn, g.dk, BACKWARD_BACKEND), 0, dtmp);
+        float[] dxq = buf.dxq, dxnorm = buf.dtmp, dy = buf.dy;
+        // dxq (D,S) = wqᵀ·dq; dxnorm (D,S) = wkᵀ·dk + wvᵀ·dv
+        kernels.run(Q_BWD, l, g.dq, BACKWARD_BACKEND);
+        kernels.read(Q_BWD, dxq);
+        TensorBuffer kvIn = kernels.input(l, KV_BWD);
+        kernels.write(kvIn, KV_BWD, "dv", kv, g.dv);
+        kernels.run(KV_BWD, l, kvIn, g.dk, BACKWARD_BACKEND);
+        kernels.read(KV_BWD, dxnorm);
         try (var _ = timer.phase(CPU)) {
-            for (int i = 0; i < d * s; i++) dtmp[i] += dxq[i];
-            lora.addQkvDx(dtmp);
-            // dy is not read after this point of the layer, so it is reused
-            CpuOps.rmsnormBackward(dy, lora.normGrads(grads), lora.normOffset(w.rmsAtt()), dtmp, a.x, params, w.rmsAtt().offset(), a.rrmsAtt, d, s);
+            for (int i = 0; i < d * s; i++) dxnorm[i] += dxq[i];
+            lora.addQkvDx(dxnorm);
+            // dy = rmsnorm_bwd(dxnorm) + dx2: dy is not read after this point of the layer, so it is reused
+            CpuOps.rmsnormBackward(dy, lora.normGrads(grads), lora.normOffset(w.rmsAtt()), dxnorm, a.x, params, w.rmsAtt().offset(), a.rrmsAtt, d, s);
             for (int i = 0; i < d * s; i++) dy[i] += g.dx2[i];
         }
     }
 
-    // -----------------------------------------------------------------------------------------------------------------
-    // weight gradients, on the dW thread
-
     /**
-     * The gradient of layer l's projection {@code target} (q … w3) from its output gradient dY (out,S) and input
-     * x (in,S): dW (out,in) += dY·xᵀ, or with LoRA the adapters' (never the frozen dW).
+     * On the dW thread: the gradient of layer l's projection {@code target} (q … w3) from its output gradient dY (out,S)
+     * and input x (in,S): dW (out,in) += dY·xᵀ, or with LoRA the adapters' (never the frozen dW).
      */
     private void projectionGrad(float[] grads, int l, String target, float[] dY, float[] x, int in) {
         if (!lora.trainsBase()) {
@@ -637,79 +439,8 @@ public final class TrainingStep implements AutoCloseable {
         Blas.sgemm(Layout.ROW_MAJOR, Transpose.NO, Transpose.YES, w.rows(), w.cols(), s, 1f, dY, 0, s, x, 0, s, 1f, grads, w.offset(), w.cols());
     }
 
-    private Future<?> dw(Runnable task) {
-        Future<?> f = dwThread.submit(task);
-        pendingDw.add(f);
-        return f;
-    }
-
-    /** Waits until the weight-gradient thread has finished reading a scratch set (tasks run in order: the last one). */
-    private void awaitReader(Gradients g) {
-        if (g.lastReader == null) return;
-        try (var _ = timer.phase(DW_WAIT)) {
-            await(g.lastReader);
-            g.lastReader = null;
-        }
-    }
-
-    private static void await(Future<?> f) {
-        try {
-            f.get();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("[train] interrupted while waiting for weight gradients", e);
-        } catch (ExecutionException e) {
-            throw new IllegalStateException("[train] a weight-gradient sgemm failed: " + e.getCause(), e.getCause());
-        }
-    }
-
-    private void waitForDw() {
-        try (var _ = timer.phase(DW_WAIT)) {
-            for (Future<?> f : pendingDw) await(f);
-        } finally {
-            pendingDw.clear();
-            for (Gradients g : gradSets) g.lastReader = null;
-        }
-    }
-
-    // -----------------------------------------------------------------------------------------------------------------
-    // kernel inputs and outputs
-
-    private int col(Name kernel, String segment) { return specs.get(kernel).input().start(segment); }
-
-    /** Writes act (C,S) into the first S columns of in (layer's input of a weight-bearing kernel), then evaluates the kernel. */
-    private TensorBuffer run(Name kernel, int layer, TensorBuffer in, float[] act, Phase phase) {
-        try (var _ = timer.phase(IO)) {
-            writeActivation(in, in.channelCount(), 0, act);
-        }
-        return eval(kernel, layer, in, phase);
-    }
-
-    /** act (C,S) into columns [column, column+S) of the first C channels of in. */
-    private void writeActivation(TensorBuffer in, int channels, int column, float[] act) {
-        in.writeColumns(0, channels, column, s, act, 0, s);
-        activationBytes += (long) channels * s * in.dtype().byteSize();
-    }
-
-    /** Evaluates a kernel: a weight-bearing one as the staging holds it for the layer, a weight-free one (layer −1) on in. */
-    private TensorBuffer eval(Name kernel, int layer, TensorBuffer in, Phase phase) {
-        try (var _ = timer.phase(phase)) {
-            TensorBuffer out = outputs.get(kernel);
-            Map<String, TensorBuffer> outs = Map.of(OUTPUT, out);
-            if (kernel.weighted()) staging.evaluate(kernel, layer, in, outs);
-            else kernels.get(kernel).evaluate(Map.of(INPUT, in), outs);
-            return out;
-        }
-    }
-
-    /** Channels [from, from + dst.length/S) of a (C,S) output into dst. */
-    private void read(TensorBuffer out, int fromChannel, float[] dst) {
-        out.copyTo((long) fromChannel * s, dst, 0, dst.length);
-    }
-
     @Override public void close() {
-        dwThread.shutdownNow();
-        staging.close();
-        for (Kernel k : kernels.values()) k.close();
+        dw.close();
+        kernels.close();
     }
 }

@@ -107,7 +107,7 @@ sealed interface WeightStaging extends AutoCloseable permits WeightStaging.Dynam
         /** LoRA: the base weights are frozen, so what was staged of them stays valid across updates. */
         private final boolean frozen;
         private final LongAdder weightBytes = new LongAdder();        // staging tasks add from several threads
-        private final ThreadLocal<float[]> transposeScratch = ThreadLocal.withInitial(() -> new float[0]);
+        private final ThreadLocal<float[]> transposeScratch = ThreadLocal.withInitial(() -> new float[0]);   // (STAGE_ROWS, rows) per staging thread: a strip transposed
         private float[] params;                                     // the weights of the last stageWeights; null before it
 
         Dynamic(ModelConfig c, Map<Name, TrainingKernels.Spec> specs, StepTimer timer, boolean frozen) {
@@ -257,7 +257,7 @@ sealed interface WeightStaging extends AutoCloseable permits WeightStaging.Dynam
 
     /** One input per weight-bearing kernel, holding the weights of the layer about to run. */
     final class OnDemand extends Dynamic {
-        private final Map<Name, Kernel> kernels;
+        private final Map<Name, Kernel> kernels;                    // the step's, compiled once
         private final TensorBuffer[] inputs = new TensorBuffer[Name.values().length];   // by kernel ordinal
         private final int[] stagedLayer = new int[Name.values().length];               // the layer whose weights it holds, −1 none
 

@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The staging's segment table against the kernels' layouts, the step's options, and the phase timer. */
+/** The staging's segment table against the kernels' layouts, the step's options, the phase timer, the dW thread. */
 class WeightStagingTest {
     /** Every weight column region of every weight-bearing kernel's input is one the staging writes, and nothing else. */
     @Test
@@ -59,5 +59,41 @@ class WeightStagingTest {
         assertTrue(t.nanos().get(TrainingStep.Phase.IO) >= 4_000_000L, t.nanos().toString());
         t.clear();
         assertTrue(t.nanos().isEmpty());
+    }
+
+    /** dW tasks run in the order queued; one that fails surfaces at the wait as one [train] line, and the queue is clear after. */
+    @Test
+    void theDwThreadRunsTasksInOrderAndReportsAFailure() {
+        StepTimer t = new StepTimer();
+        try (DwThread dw = new DwThread(t)) {
+            List<Integer> ran = new java.util.concurrent.CopyOnWriteArrayList<>();
+            for (int i = 0; i < 5; i++) {
+                int n = i;
+                dw.submit(() -> ran.add(n));
+            }
+            var last = dw.submit(() -> ran.add(5));
+            dw.await(last);
+            assertEquals(List.of(0, 1, 2, 3, 4, 5), ran);
+            dw.submit(() -> { throw new IllegalArgumentException("bad shape"); });
+            var e = assertThrows(IllegalStateException.class, dw::awaitAll);
+            assertEquals("[train] a weight-gradient sgemm failed: java.lang.IllegalArgumentException: bad shape", e.getMessage());
+            dw.awaitAll();                                  // the failed task is not waited for twice
+            assertTrue(t.nanos().containsKey(TrainingStep.Phase.DW_WAIT));
+        }
+    }
+
+    /** Three-stage attention's middle stage: softmax over keys 0..i, zeros after, each row summing to 1. */
+    @Test
+    void theCausalSoftmaxMasksKeysAfterTheQuery() {
+        float[] row = {1f, 2f, 3f, 100f};
+        CpuOps.causalSoftmax(row, 2, 4);
+        double e1 = Math.exp(-2), e2 = Math.exp(-1), sum = e1 + e2 + 1;
+        assertEquals(e1 / sum, row[0], 1e-7);
+        assertEquals(e2 / sum, row[1], 1e-7);
+        assertEquals(1 / sum, row[2], 1e-7);
+        assertEquals(0f, row[3]);
+        float[] first = {5f, -1f};
+        CpuOps.causalSoftmax(first, 0, 2);
+        assertEquals(List.of(1f, 0f), List.of(first[0], first[1]));
     }
 }
