@@ -207,6 +207,7 @@ public final class TrainOptions {
         for (var e : values.entrySet()) {
             String k = e.getKey(), v = e.getValue();
             if (MODEL_KEYS.contains(k) && v.isEmpty()) continue;
+            if (graph() != null && PRESET_KEYS.contains(k)) continue;   // a graph run has no preset settings (all at their defaults)
             if (k.equals("data") && v.isEmpty()) v = "embedded corpus";
             if (k.equals("backend") && v.isEmpty()) v = "auto";
             if (!b.isEmpty()) b.append('\n');
