@@ -45,6 +45,11 @@ final class FitFiles {
         RunDirs.Placed placed = RunDirs.place(Ane.runSpec(keys));
         try {
             Path dir = placed.runDir().toAbsolutePath();
+            // a run folder with checkpoints is resumed or left alone: its graph and data are not replaced before the run refuses
+            List<Path> old = ane4j.train.Checkpoint.list(dir.resolve("checkpoints"));
+            if (!old.isEmpty() && !placed.spec().train().resume())
+                throw new IllegalArgumentException("[fit] " + dir + " already has checkpoints (newest " + old.getFirst().getFileName()
+                        + "); pass resume = true to continue that run (its graph and data are written again from these arguments), or use another runDir");
             RunSpec spec = placed.spec().with("graph", write(dir, graph).toString()).with("data", samples(dir.resolve("data"), data).toString());
             if (validation != null && !validation.isEmpty()) spec = spec.with("valData", samples(dir.resolve("val"), validation).toString());
             if (init != null && !init.isEmpty()) spec = spec.with("init", init(dir.resolve("init"), graph, init).toString());

@@ -23,7 +23,7 @@ final class FitMagics {
         String name = null;
         StringBuilder text = new StringBuilder();
         for (String a : call.args()) {
-            if (a.equals("--help") || a.equals("-h")) return TrainMagics.help().replace("%%train", "%%fit");
+            if (a.equals("--help") || a.equals("-h")) return help();
             if (a.contains("=")) text.append(a).append('\n');
             else if (name == null) name = a;
             else throw new MagicException("[%%fit] unexpected argument '" + a + "'; the first line takes [NAME], the cell key = value lines");
@@ -61,6 +61,20 @@ final class FitMagics {
         }
         if (name != null) call.bind(name, Fit.class, fit);
         return fit.run().summary();
+    }
+
+    /** The cell's form, then the keys of the run table (those of %%train). */
+    static String help() {
+        String keys = TrainMagics.help();
+        return """
+                %%fit [NAME] [key=value …]
+                  trains a graph as %%train trains a preset: the cell holds key = value lines (or ; between them, # comments);
+                  graph = a Program variable or FILE.mil; data = a Map<String, TensorBuffer> variable (each data input → its
+                  samples along the first axis) or a folder of NAME.npy; valData likewise (default: the last valFraction of
+                  data); init = a Map<String, float[]> variable or a folder of NAME.npy (parameters left out start from seed);
+                  loss, params and the run keys below. Shows the live progress line and loss plot; NAME binds the Fit
+                  (its run(), params(), apply(predictGraph, data)); %train status | stop | resume | plot serve the run
+                """ + keys.substring(keys.indexOf("keys (default):"));
     }
 
     /** A Java identifier that is not a file or folder here: a notebook variable. */

@@ -85,6 +85,16 @@ class FitTest {
         assertTrue(accuracy(fit, test) > 0.85, "held-out accuracy " + accuracy(fit, test));
         assertTrue(fit.lastValidationLoss() < 0.5f, fit.toString());
         assertTrue(fit.chart() != null);
+        // the same folder: refused without resume (its graph and data stay as they were), continued with it
+        float[] x0 = ane4j.train.Npy.read(run.resolve("data/x.npy"), ane4j.mil.TensorType.of(ane4j.mil.DType.FP32, 96, 4), "x").toFloatArray();
+        var again = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> Ane.fit(GraphRunFixture.mlp(), GraphRunFixture.samples(96, 9), test, Map.of("w1", w1), "steps = 80; runDir = " + run));
+        assertTrue(again.getMessage().startsWith("[fit] " + run.toAbsolutePath() + " already has checkpoints"), again.getMessage());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(x0, ane4j.train.Npy.read(run.resolve("data/x.npy"), ane4j.mil.TensorType.of(ane4j.mil.DType.FP32, 96, 4), "x").toFloatArray());
+        Fit more = Ane.fit(GraphRunFixture.mlp(), train, test, Map.of("w1", w1), "steps = 80; lr = 0.05; evalEvery = 20; seed = 5; resume = true; runDir = " + run);
+        assertEquals(80, more.history().size());
+        assertEquals(fit.history().get(59).loss(), more.history().get(59).loss(), "the first 60 steps are the first run's");
+        assertTrue(more.run().messages().stream().anyMatch(m -> m.startsWith("[train] resumed from step 60")), more.run().messages().toString());
         // settings that the arguments give are refused in one line
         var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
                 () -> Ane.fit(GraphRunFixture.mlp(), train, Map.of(), "steps = 2; data = elsewhere"));
@@ -110,5 +120,8 @@ class FitTest {
         var e = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
                 () -> kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of(), "graph = mlp\ndata = nothing\nsteps = 2\n"));
         assertTrue(e.getMessage().contains("[%%fit] data = nothing is null"), e.getMessage());
+        Object helpOut = kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of("--help"), "");
+        String help = String.valueOf(helpOut);
+        assertTrue(help.startsWith("%%fit [NAME]") && help.contains("graph = ") && help.contains("valFraction"), help);
     }
 }
