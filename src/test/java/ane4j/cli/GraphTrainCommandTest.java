@@ -58,6 +58,54 @@ class GraphTrainCommandTest {
         assertTrue(Files.readString(run.resolve("run.txt")).contains("resumed at step 60"), Files.readString(run.resolve("run.txt")));
     }
 
+    private static double[] losses(Path runDir) {
+        return ane4j.run.MetricsLog.read(runDir.resolve("metrics.jsonl"), Long.MAX_VALUE, w -> {}).stream().mapToDouble(m -> m.loss()).toArray();
+    }
+
+    /** Worker JVMs of this test JVM that were not running before. */
+    private static java.util.Optional<ProcessHandle> newWorker(java.util.Set<Long> before) {
+        return ProcessHandle.current().children().filter(p -> !before.contains(p.pid())).filter(p -> {
+            try {
+                return Files.readString(Path.of("/proc/" + p.pid() + "/cmdline"), java.nio.charset.StandardCharsets.ISO_8859_1).contains(ane4j.worker.Supervisor.MAIN_CLASS);
+            } catch (java.io.IOException | RuntimeException e) {
+                return p.info().commandLine().orElse("").contains(ane4j.worker.Supervisor.MAIN_CLASS);
+            }
+        }).findFirst();
+    }
+
+    /** In a supervised worker (the default), SIGKILLed once its step-5 checkpoint is on disk: the same losses and parameters as in process. */
+    @Test
+    void aKilledWorkerResumesTheGraphRunBitIdentical() throws Exception {
+        Path graph = GraphRunFixture.write(dir);
+        List<String> common = List.of("train", "--graph", graph.toString(), "--data", dir.resolve("data").toString(), "--steps", "1000", "--lr", "0.05",
+                "--checkpoint-every", "5", "--keep", "2", "--backend", "ref");
+        Path local = dir.resolve("local"), supervised = dir.resolve("supervised");
+        var out = new ByteArrayOutputStream();
+        var err = new ByteArrayOutputStream();
+        List<String> inProcess = new java.util.ArrayList<>(common);
+        inProcess.addAll(List.of("--in-process", "--run-dir", local.toString()));
+        assertEquals(0, cli(out, err, inProcess.toArray(String[]::new)), err.toString());
+        java.util.Set<Long> before = ProcessHandle.current().children().map(ProcessHandle::pid).collect(java.util.stream.Collectors.toSet());
+        List<String> inWorker = new java.util.ArrayList<>(common);
+        inWorker.addAll(List.of("--heap", "256m", "--run-dir", supervised.toString()));
+        var wout = new ByteArrayOutputStream();
+        var werr = new ByteArrayOutputStream();
+        var code = new java.util.concurrent.atomic.AtomicReference<Integer>();
+        Thread launcher = Thread.ofPlatform().start(() -> code.set(cli(wout, werr, inWorker.toArray(String[]::new))));
+        Path first = supervised.resolve("checkpoints/ckpt-00000005.ane4j");
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (Files.notExists(first) && launcher.isAlive() && System.nanoTime() < deadline) Thread.sleep(1);
+        ProcessHandle w = newWorker(before).orElseThrow(() -> new AssertionError("no worker running at step 5: " + wout));
+        w.destroyForcibly();
+        launcher.join(120_000);
+        String printed = wout.toString();
+        assertEquals(0, code.get(), printed + werr);
+        assertTrue(printed.contains("worker restarted: killed by SIGKILL (exit 137) — restored step "), printed);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(losses(local), losses(supervised), 0.0, "the same losses as in process");
+        for (String p : List.of("w1", "b1", "w2", "b2"))
+            org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(local.resolve("params/" + p + ".npy")), Files.readAllBytes(supervised.resolve("params/" + p + ".npy")), p);
+    }
+
     @Test
     void badInputIsOneLine() throws Exception {
         Path graph = GraphRunFixture.write(dir);
