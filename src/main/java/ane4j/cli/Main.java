@@ -68,7 +68,7 @@ public final class Main implements Callable<Integer> {
     }
 
     /** {@code ane4j train}: its options are the run layer's key table, read by {@link TrainCommand}. */
-    @Command(name = "train", description = "Train a model (default: tiny on the embedded corpus); see ane4j train --help.")
+    @Command(name = "train", description = "Train a model (default: tiny on the embedded corpus) or a MIL graph (--graph FILE.mil); see ane4j train --help.")
     static final class TrainEntry implements Callable<Integer> {
         @CommandLine.Unmatched List<String> args = new ArrayList<>();
         private final PrintStream out;
@@ -76,8 +76,7 @@ public final class Main implements Callable<Integer> {
         TrainEntry(PrintStream out) { this.out = out; }
 
         @Override public Integer call() {
-            // --graph: the parameters of a MIL graph (issue 31), else a preset model through the run layer
-            if (args.contains("--graph") || args.stream().anyMatch(a -> a.startsWith("--graph="))) return GraphTrainCommand.run(args.toArray(String[]::new), out);
+            // a preset model or, with --graph FILE.mil, a user's graph (issue 31): both through the run layer
             return TrainCommand.run(args.toArray(String[]::new), out);
         }
     }

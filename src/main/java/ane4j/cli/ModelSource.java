@@ -65,6 +65,9 @@ record ModelSource(Parameters params, Tokenizer tokenizer, String tokenizerFrom,
 
     private static ModelSource fromCheckpoint(Path file, Path runDir) {
         Checkpoint.Contents c = Checkpoint.loadWeights(file);
+        if (c.state().graph() != null)
+            throw new CliException("[run] " + file + " is a checkpoint of a graph run (" + c.state().graph().graph() + "), not of a transformer: there is no model to generate with, "
+                    + "evaluate or export; its trained parameters are NAME.npy in the run folder's params/ (ane4j train --graph writes them)");
         ModelConfig config = c.state().config();
         Parameters p = new Parameters(new ParameterLayout(config), c.params());
         Path dir = runDir != null ? runDir : runDirOf(file);

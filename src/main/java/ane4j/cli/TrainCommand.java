@@ -175,6 +175,11 @@ final class TrainCommand {
             if (h.isEmpty()) return 0;
             String ran = backendThatRan(o.runDir());
             if (ran != null) out.println("backend that ran: " + ran + " (run.json machine.backend)");
+            if (o.graph() != null) {   // a graph run: its trained parameters as .npy (no sample, no export)
+                GraphParams.write(o, h, (System.nanoTime() - t0) / 1e9, out);
+                run.close();
+                return 0;
+            }
             long skippedUpdates = h.stream().filter(StepMetrics::skipped).count();
             if (skippedUpdates > 0)
                 out.printf("skipped updates: %d of %d steps (a non-finite gradient; the loss scale halves each time)%n", skippedUpdates, h.size());

@@ -5,8 +5,6 @@ import ane4j.mil.Program;
 import ane4j.session.LocalSession;
 import ane4j.hub.HfHub;
 import ane4j.run.RunSpec;
-import ane4j.train.GraphStep;
-import ane4j.train.GraphTrainer;
 import ane4j.session.Session;
 import ane4j.session.WorkerSession;
 import java.util.Collections;
@@ -153,36 +151,47 @@ public final class Ane {
     }
 
     /**
-     * Trains the parameters of a graph you built (issue 31): {@code graph}'s function is differentiated once
-     * ({@code Mil.grad}'s split: forward and backward programs compiled once on the selected backend, matmul/linear
-     * weight gradients by sgemm on the CPU), then {@link GraphTrainer} runs AdamW with warm-up + cosine, clipping,
-     * validation and (with {@code options.runDir()}) metrics.jsonl and resumable checkpoints. A progress line is printed
-     * every 10% of the steps. Runs in this JVM (not in the supervised worker).
+     * Trains the parameters of a graph you built (issue 31) as a run of the run layer, like {@link #train(String)}: the
+     * graph, its data and the parameters' starting values are written into the run folder ({@code graph.mil},
+     * {@code data/NAME.npy}, {@code val/NAME.npy}, {@code init/NAME.npy}) and the run names them ({@code graph},
+     * {@code data}, {@code valData}, {@code init}), so it trains in the session's worker (or in this JVM with
+     * {@code inProcess = true}) with AdamW, the schedule, clipping, loss scaling, validation, checkpoints, resume and
+     * restarts, and writes metrics.jsonl, run.json and loss.png. In a notebook the cell shows the live progress line
+     * and loss plot; elsewhere a progress line is printed every 10%.
      *
-     * @param init    initial values of the parameters to train, by input name (row-major); the other inputs are data
-     * @param batches the training batch of each step, as a function of the step number (for bit-identical resume)
-     * @param validation a held-out batch, or null
+     * @param data       each data input of the graph → every sample along the first axis (input x [B, 64]: [N, 64])
+     * @param validation held-out samples of the same inputs, or null: the last valFraction of {@code data} (0.1)
+     * @param init       starting values of parameters by input name (row-major); a parameter not given starts from the
+     *                   seed (matrices N(0, 1/fan_in), vectors 0). The parameters are the float inputs without data.
+     * @param config     {@code key = value} lines of the run keys ({@code steps}, {@code lr}, {@code loss}, {@code seed},
+     *                   {@code evalEvery}, {@code runDir}, {@code inProcess} …; {@code %train help} lists them)
      */
-    public static Fit fit(ane4j.mil.Program graph, String loss, Map<String, float[]> init, GraphTrainer.Batches batches,
-                          Map<String, ane4j.backend.TensorBuffer> validation, GraphTrainer.Options options) {
-        ane4j.backend.Backend backend = ane4j.backend.Backends.select();
-        List<String> names = List.copyOf(init.keySet());
-        GraphStep step = new GraphStep(graph, loss, names, backend, true);
-        try (step) {
-            float[] flat = new float[step.size()];
-            for (var v : step.views()) {
-                float[] x = init.get(v.name());
-                if (x.length != v.size()) throw new IllegalArgumentException("[fit] init of '" + v.name() + "' has " + x.length + " values, the input needs " + v.size());
-                System.arraycopy(x, 0, flat, v.offset(), v.size());
-            }
-            GraphTrainer t = new GraphTrainer(step, flat, options);
-            long every = Math.max(1, options.steps() / 10);
-            var history = t.fit(batches, validation, m -> {
-                if ((m.step() + 1) % every == 0 || m.step() + 1 == options.steps())
-                    System.out.println(String.format(java.util.Locale.ROOT, "step %d/%d  loss %.4f%s  lr %.2e", m.step() + 1, options.steps(), m.loss(),
-                            m.validated() ? String.format(java.util.Locale.ROOT, "  val %.4f", m.valLoss()) : "", m.lr()));
-            });
-            return new Fit(step, flat, history, backend, graph);
+    public static Fit fit(Program graph, Map<String, ane4j.backend.TensorBuffer> data, Map<String, ane4j.backend.TensorBuffer> validation,
+                          Map<String, float[]> init, String config) {
+        return fit(graph, data, validation, init, RunSpec.parseText(config == null ? "" : config));
+    }
+
+    /** {@link #fit(Program, Map, Map, Map, String)} without validation data (the last valFraction of the samples are held out). */
+    public static Fit fit(Program graph, Map<String, ane4j.backend.TensorBuffer> data, Map<String, float[]> init, String config) {
+        return fit(graph, data, null, init, config);
+    }
+
+    /** {@link #fit(Program, Map, Map, Map, String)} with the run keys as a map. */
+    public static Fit fit(Program graph, Map<String, ane4j.backend.TensorBuffer> data, Map<String, ane4j.backend.TensorBuffer> validation,
+                          Map<String, float[]> init, Map<String, String> config) {
+        TrainingRun run = FitFiles.start(session(), graph, data, validation, init, config);
+        org.dflib.jjava.jupyter.kernel.BaseKernel kernel = notebookKernel();
+        if (kernel != null) run.followInNotebook(kernel);
+        else run.follow(System.out);
+        return new Fit(run);
+    }
+
+    /** The kernel of the running notebook, or null (JShell, a script, a test). */
+    static org.dflib.jjava.jupyter.kernel.BaseKernel notebookKernel() {
+        try {
+            return org.dflib.jjava.jupyter.kernel.BaseKernel.notebookKernel();
+        } catch (NullPointerException outsideANotebook) {
+            return null;
         }
     }
 

@@ -295,7 +295,7 @@ public final class TrainingRun {
     /** The loss curve so far (x: the global 1-based step, as in the CLI's loss.png). */
     public XYChart chart() {
         return LossChart.of(fullHistory(), List.copyOf(markers),
-                new LossChart.Style("training loss · " + options().model() + " · seed " + options().seed(), 640, 300, logY));
+                new LossChart.Style("training loss · " + (options().graph() != null ? spec().modelName() : options().model()) + " · seed " + options().seed(), 640, 300, logY));
     }
 
     /** The markers of the chart so far: restarts, stops, resumes. */
@@ -315,7 +315,7 @@ public final class TrainingRun {
             ms.append(Math.round(m.msPerStep() * 10) / 10.0);
             tps.append(Math.round(m.tokensPerSecond()));
         }
-        String name = String.format(Locale.ROOT, "run %s · %s · seed %d · %d/%d steps · restarts %d", runDir().getFileName(), options().model(),
+        String name = String.format(Locale.ROOT, "run %s · %s · seed %d · %d/%d steps · restarts %d", runDir().getFileName(), options().graph() != null ? spec().modelName() : options().model(),
                 options().seed(), run.stepCount(), options().steps(), restarts());
         return Table.create(name, step, loss, lr, scale, norm, ms, tps);
     }

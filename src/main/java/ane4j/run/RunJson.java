@@ -40,6 +40,12 @@ public final class RunJson {
 
     static String document(Map<String, String> options, ModelConfig config, String runId, String backend, String chip, List<Input> inputs,
                            Map<String, Object> previous) {
+        return document(options, config.toFileText(), runId, backend, chip, inputs, previous);
+    }
+
+    /** {@code "model"} from {@code key = value} lines: a preset's config, or a graph run's layout. */
+    static String document(Map<String, String> options, String modelText, String runId, String backend, String chip, List<Input> inputs,
+                           Map<String, Object> previous) {
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("runId", runId);
         root.put("options", options);
@@ -49,7 +55,7 @@ public final class RunJson {
         root.put("data", data(inputs, previous));
         root.put("seed", options.get("seed"));
         Map<String, String> model = new LinkedHashMap<>();
-        for (String line : config.toFileText().split("\n")) {
+        for (String line : modelText.split("\n")) {
             int eq = line.indexOf(" = ");
             if (eq > 0) model.put(line.substring(0, eq), line.substring(eq + 3));
         }

@@ -119,12 +119,21 @@ public final class RunRecord {
      */
     public void write(TrainOptions o, ModelConfig config, String runId, String backend, String chip, boolean resumed, String started, List<RunJson.Input> inputs,
                Map<String, String> placement) {
+        write(o, config.toFileText(), runId, backend, chip, resumed, started, inputs, placement);
+    }
+
+    /**
+     * {@link #write(TrainOptions, ModelConfig, String, String, String, boolean, String, List, Map)} with the model as its
+     * {@code key = value} lines: a preset's config, or what a graph run trains ({@code ane4j.train.GraphLayout}).
+     */
+    public void write(TrainOptions o, String modelText, String runId, String backend, String chip, boolean resumed, String started, List<RunJson.Input> inputs,
+               Map<String, String> placement) {
         List<String> h = new ArrayList<>(history);
         h.add(Instant.now().truncatedTo(ChronoUnit.SECONDS) + "  " + started + change + " (backend " + backend + ", " + o.steps() + " steps)");
         StringBuilder settingsText = new StringBuilder();
         settingsOf(o).forEach((k, v) -> settingsText.append(k).append(" = ").append(k.equals("resume") ? Boolean.toString(resumed) : v).append('\n'));
         placement.forEach((k, v) -> settingsText.append(k).append(" = ").append(v).append('\n'));
-        String text = "# ane4j training run " + runId + "\n" + settingsText + "[model]\n" + config.toFileText()
+        String text = "# ane4j training run " + runId + "\n" + settingsText + "[model]\n" + modelText
                 + "\n[environment]\nbackend = " + backend + "\njava = " + System.getProperty("java.version")
                 + "\nos = " + System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch")
                 + "\nane4j = " + Version.ane4j() + "\n(the full record: run.json)\n\n[history]\n" + String.join("\n", h) + "\n";
@@ -132,7 +141,7 @@ public final class RunRecord {
         try {
             Files.createDirectories(file.getParent());
             RunFolder.writeAtomically(file, text);
-            RunFolder.writeAtomically(json, RunJson.document(options(o, resumed, placement), config, runId, backend, chip, inputs, RunJson.previousData(json)));
+            RunFolder.writeAtomically(json, RunJson.document(options(o, resumed, placement), modelText, runId, backend, chip, inputs, RunJson.previousData(json)));
         } catch (IOException e) {
             throw new UncheckedIOException("[run] cannot write " + file + " and run.json: " + RunFolder.reason(e), e);
         }

@@ -122,8 +122,9 @@ public record RunSpec(TrainOptions train, Long compileBudget, boolean inProcess,
         return of(m);
     }
 
-    /** The model, as the run dir's name and the first lines show it: the init file, else the preset or config file. */
+    /** The model, as the run dir's name and the first lines show it: the graph's name, else the init file, else the preset or config file. */
     public String modelName() {
+        if (train.graph() != null) return train.graph().getFileName().toString().replaceFirst("\\.mil$", "");   // a graph run: the graph's
         return train.init() != null ? train.init().toString() : train.model();
     }
 

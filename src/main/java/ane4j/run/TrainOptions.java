@@ -61,7 +61,15 @@ public final class TrainOptions {
             Key.integer("nKvHeads", 1, "", "key/value heads (GQA; default with nHeads: nHeads)"),
             Key.integer("headDim", 1, "", "width of one head (default with dim or nHeads: dim/nHeads)"),
             Key.integer("seqLen", 1, "", "sequence length").alias("seq"),
-            Key.integer("vocabSize", 1, "", "vocabulary size").alias("vocab")));
+            Key.integer("vocabSize", 1, "", "vocabulary size").alias("vocab"),
+            // a user graph instead of a preset (docs/autograd.md): data and valData are then folders of NAME.npy, init a folder too
+            Key.path("graph", "a MIL program to train instead of a preset: data is then a folder of NAME.npy per data input (samples along the first axis), init a folder of NAME.npy per parameter (default: from the seed)"),
+            Key.text("loss", "", "the graph's loss output (default: its output named loss, else its only output)"),
+            Key.text("params", "", "the graph inputs to train, comma-separated (default: every float input without a data file)")));
+
+    /** The keys that describe the preset transformer: a graph run refuses them (their defaults aside). */
+    public static final List<String> PRESET_KEYS = List.of("model", "tokenizer", "dataDtype", "attention", "weights", "lora", "loraAlpha", "loraTargets", "loraDropout",
+            "dim", "hiddenDim", "nLayers", "nHeads", "nKvHeads", "headDim", "seqLen", "vocabSize");
 
     /** The model settings among {@link #KEYS}, as {@link ModelConfig#override} names them. */
     public static final List<String> MODEL_KEYS = List.of("dim", "hiddenDim", "nLayers", "nHeads", "nKvHeads", "headDim", "seqLen", "vocabSize");
@@ -81,6 +89,22 @@ public final class TrainOptions {
     private TrainOptions(Map<String, String> values) {
         this.values = java.util.Collections.unmodifiableMap(values);
         checkLora();
+        checkGraph();
+    }
+
+    // a graph run trains the graph it names: a setting of the preset transformer would be ignored, so it is refused, as
+    // are the graph's keys without a graph
+    private void checkGraph() {
+        if (graph() == null) {
+            for (String key : List.of("loss", "params"))
+                if (!values.get(key).isEmpty())
+                    throw new IllegalArgumentException("[train] " + key + " = " + values.get(key) + " without graph: it names outputs and inputs of a graph; add graph = FILE.mil (--graph FILE.mil) or drop " + key);
+            return;
+        }
+        for (String key : PRESET_KEYS)
+            if (!values.get(key).equals(CANONICAL_DEFAULTS.get(key)))
+                throw new IllegalArgumentException("[train] " + key + " = " + values.get(key) + " is a setting of the preset transformer, but graph = " + graph()
+                        + " trains that graph; drop " + key + " (or drop graph to train the preset)");
     }
 
     // the LoRA keys that mean nothing, or something else, with the other settings: refused as the options are read,
@@ -159,6 +183,12 @@ public final class TrainOptions {
     public boolean resume() { return Boolean.parseBoolean(get("resume")); }
     public boolean restartFromScratch() { return Boolean.parseBoolean(get("restartFromScratch")); }
     public boolean override() { return Boolean.parseBoolean(get("override")); }
+    /** The MIL program a graph run trains, or null: a preset run. */
+    public Path graph() { return path("graph"); }
+    /** The graph's loss output, or "" for its output named loss, else its only one. */
+    public String loss() { return get("loss"); }
+    /** The graph inputs to train, or empty: every float input without a data file. */
+    public List<String> params() { return get("params").isEmpty() ? List.of() : java.util.Arrays.stream(get("params").split(",")).map(String::strip).filter(x -> !x.isEmpty()).toList(); }
 
     /** The model settings given (name → value), in {@link #MODEL_KEYS} order; empty: the preset as it is. */
     public Map<String, Integer> modelSettings() {
@@ -177,6 +207,7 @@ public final class TrainOptions {
         for (var e : values.entrySet()) {
             String k = e.getKey(), v = e.getValue();
             if (MODEL_KEYS.contains(k) && v.isEmpty()) continue;
+            if (graph() != null && PRESET_KEYS.contains(k)) continue;   // a graph run has no preset settings (all at their defaults)
             if (k.equals("data") && v.isEmpty()) v = "embedded corpus";
             if (k.equals("backend") && v.isEmpty()) v = "auto";
             if (!b.isEmpty()) b.append('\n');

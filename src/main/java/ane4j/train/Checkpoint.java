@@ -156,12 +156,14 @@ public final class Checkpoint {
             if (state == null || params == null || mFloats < 0 || vFloats < 0) throw new CheckpointFormatException(file + ": a section is missing");
             int trained = lora != null ? lora.length : params.length;
             if (mFloats != trained || vFloats != trained) throw new CheckpointFormatException(file + ": moment sizes differ from the " + (lora != null ? "adapters" : "parameters"));
-            if (state.config().parameterCount() != params.length)
-                throw new CheckpointFormatException(file + ": " + params.length + " parameters, but its model config has " + state.config().parameterCount());
+            if (state.parameterCount() != params.length)
+                throw new CheckpointFormatException(file + ": " + params.length + " parameters, but its " + (state.config() != null ? "model config" : "graph layout")
+                        + " has " + state.parameterCount());
             if (state.step() < 0 || state.adamStep() < 0)
                 throw new CheckpointFormatException(file + ": step " + state.step() + (state.adamStep() < 0 ? ", AdamW step " + state.adamStep() : "")
                         + " is negative: the file is corrupt (its checksums match, so it was written so); resume from another checkpoint");
-            String nonFinite = ane4j.model.NonFinite.check(params, new ane4j.model.ParameterLayout(state.config()), file.toString(), n -> n);
+            String nonFinite = state.config() != null ? ane4j.model.NonFinite.check(params, new ane4j.model.ParameterLayout(state.config()), file.toString(), n -> n)
+                    : graphNonFinite(params, state.graph(), file);
             if (nonFinite == null && lora != null) {
                 int i = ane4j.model.NonFinite.first(lora, 0, lora.length);
                 if (i >= 0) nonFinite = file + ": the LoRA adapters hold " + ane4j.model.NonFinite.name(lora[i]) + " at index " + i
@@ -174,6 +176,17 @@ public final class Checkpoint {
         } catch (IOException e) {
             throw new CheckpointFormatException(file + ": cannot read: " + RunFolder.reason(e));
         }
+    }
+
+    /** A graph run's {@link ane4j.model.NonFinite#check}: null, or the line naming the parameter and index. */
+    private static String graphNonFinite(float[] params, GraphLayout graph, Path file) {
+        int i = ane4j.model.NonFinite.first(params, 0, params.length);
+        if (i < 0) return null;
+        for (var v : graph.views())
+            if (i < v.end())
+                return file + ": parameter '" + v.name() + "' holds " + ane4j.model.NonFinite.name(params[i]) + " at index " + (i - v.offset())
+                        + "; the file was saved from a run that diverged: resume from an earlier checkpoint";
+        return file + ": holds " + ane4j.model.NonFinite.name(params[i]) + " at parameter " + i;
     }
 
     /** Checkpoints in {@code dir}, newest (highest step) first. */

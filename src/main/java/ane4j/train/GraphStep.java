@@ -70,6 +70,16 @@ public final class GraphStep implements AutoCloseable {
      *                 reference backend (the CPU); a program that breaks none is compiled whole
      */
     public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor) {
+        this(graph, loss, params, backend, cpuWeights, packed, splitFor, false);
+    }
+
+    /**
+     * @param seedInput the backward takes the loss's upstream gradient d_&lt;loss&gt; as an input even when the loss has
+     *                  one element, so {@link #forwardBackward(float[], float[], Map, float)} can seed it with a loss scale
+     *                  (the trainer's, {@link LossScaler}): every gradient is then scaled inside the backward, where fp16
+     *                  would underflow, and the loss itself is not
+     */
+    public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor, boolean seedInput) {
         this.loss = loss;
         // embedding lookups (gather of a parameter by data indices) run on the CPU: the ANE refuses gathers with run-time
         // indices (chip rule runtime-gather); their outputs become inputs of the programs and their gradients come back
@@ -79,7 +89,7 @@ public final class GraphStep implements AutoCloseable {
         for (String p : params)
             if (g.main().inputs().stream().anyMatch(v -> v.name().equals(p)) || lookups.stream().noneMatch(l -> l.param().equals(p))) wrt.add(p);
         for (Lookup l : lookups) wrt.add(l.output());
-        this.split = Grad.split(g, null, loss, wrt, cpuWeights);
+        this.split = Grad.split(g, null, loss, wrt, cpuWeights, seedInput);
         int offset = 0;
         for (String p : params) {
             Value in = graph.main().input(p);
@@ -213,11 +223,22 @@ public final class GraphStep implements AutoCloseable {
      * {@code d_<loss>}, and its mean returned).
      */
     public float forwardBackward(float[] params, float[] grads, Map<String, TensorBuffer> data) {
+        return forwardBackward(params, grads, data, 1f);
+    }
+
+    /**
+     * {@link #forwardBackward(float[], float[], Map)} with the loss's upstream gradient filled with {@code scale} (unless
+     * {@code data} holds d_&lt;loss&gt;): the gradients added are {@code scale} times d loss / d params; the loss returned
+     * is not scaled. A loss of one element needs the step built with {@code seedInput} for a scale other than 1.
+     */
+    public float forwardBackward(float[] params, float[] grads, Map<String, TensorBuffer> data, float scale) {
         Map<String, TensorBuffer> in = inputs(params, data);
         Map<String, TensorBuffer> fo = forward.evaluate(in);
         Map<String, TensorBuffer> bin = new LinkedHashMap<>();
+        boolean seeded = backward.inputs().stream().anyMatch(s -> s.name().equals("d_" + loss));
+        if (!seeded && scale != 1f) throw new IllegalStateException("[graph] a loss scale of " + scale + " needs the step built with seedInput (the loss has one element)");
         for (TensorSpec s : backward.inputs()) {
-            TensorBuffer b = s.name().equals("d_" + loss) ? data.getOrDefault(s.name(), ones(s.type())) : fo.containsKey(s.name()) ? fo.get(s.name())
+            TensorBuffer b = s.name().equals("d_" + loss) ? data.getOrDefault(s.name(), seed(s.type(), scale)) : fo.containsKey(s.name()) ? fo.get(s.name())
                     : in.containsKey(s.name()) ? in.get(s.name()) : packing != null && s.name().equals(packing.input()) ? packed(params) : null;
             if (b == null) throw new IllegalStateException("[graph] no value for backward input " + s.name());
             bin.put(s.name(), b);
@@ -315,10 +336,17 @@ public final class GraphStep implements AutoCloseable {
         throw new IllegalStateException(name);
     }
 
-    private static TensorBuffer ones(TensorType t) {
-        TensorBuffer b = TensorBuffer.allocate(t);
-        b.fill(1f);
-        return b;
+    private TensorBuffer seedBuffer;
+    private float seedValue = Float.NaN;
+
+    /** The upstream gradient of the loss, every element {@code scale} (kept between steps; refilled when the scale changes). */
+    private TensorBuffer seed(TensorType t, float scale) {
+        if (seedBuffer == null) seedBuffer = TensorBuffer.allocate(t);
+        if (Float.floatToRawIntBits(scale) != Float.floatToRawIntBits(seedValue)) {
+            seedBuffer.fill(scale);
+            seedValue = scale;
+        }
+        return seedBuffer;
     }
 
     private static float mean(TensorBuffer b) {

@@ -29,6 +29,10 @@ import java.util.Map;
  * A training run: data, the ANE-shaped {@link TrainingStep}, gradient accumulation, loss scaling, clipping, AdamW with
  * warm-up + cosine, checkpoints and metrics. Every bit of state that influences the numbers (weights, moments, AdamW
  * step, data RNG, loss-scale state) is in the checkpoint, so a resumed run continues bit-identically.
+ *
+ * <p>What trains is a preset transformer or, with {@code graph} set, a user's MIL graph (issue 31): the one loop below
+ * drives either through a {@link RunStep} ({@link PresetRunStep}, {@link GraphRunStep}), so a graph run has the same
+ * optimizer, loss scaling, validation, checkpoints, run folder and records as a preset run, in process or in a worker.
  */
 public final class Trainer implements AutoCloseable {
     /** Receives progress; implemented by the CLI progress bar and the notebook's live plot. */
@@ -42,17 +46,20 @@ public final class Trainer implements AutoCloseable {
     }
 
     private final TrainOptions o;
-    private final ModelConfig config;
-    private final Parameters params;
+    private final ModelConfig config;                // null in a graph run
+    private final Parameters params;                 // null in a graph run
+    private final GraphData graph;                   // null in a preset run
+    private final float[] weights;                   // the flat weights the steps read: the model's, or the graph's parameters
+    private final List<ane4j.model.ParameterView> views;   // of the trained floats, for AdamW
+    private final String modelText;                  // the model's config, or the graph's layout, as key = value lines
     private final float[] grads, m, v;               // of the trained parameters: the model's, or with LoRA the adapters'
     private final LoraAdapters lora;                 // null: every weight trains
-    private final TokenData data;
-    private final long trainTokens;                    // the sampler draws from data's tokens [0, trainTokens)
-    private final Validation.HeldOut heldOut;          // null: no validation
+    private final TokenData data;                      // null in a graph run
+    private final boolean validates;                   // held-out data is there and evalEvery > 0
+    private final Validation.HeldOut heldOut;          // a preset run's held-out tokens, or null
     private final TokenData valShard;                  // the held-out shard when it is not data (closed with the trainer)
-    private final int valWindows;
     private final Tokenizer tokenizer;
-    private final TrainingStep step;
+    private final RunStep step;
     private final AdamW adamw;
     private final LrSchedule schedule;
     private final LossScaler scaler;
@@ -103,15 +110,18 @@ public final class Trainer implements AutoCloseable {
         this.log = log;
         this.config = setup.config();
         this.params = setup.params();
+        this.graph = setup.graph();
+        this.weights = graph != null ? graph.init() : params.data();
+        this.modelText = graph != null ? graph.layout().toText() : config.toFileText();
         this.tokenizer = setup.tokenizer();
         this.data = setup.data();
-        this.trainTokens = setup.trainTokens();
-        this.heldOut = setup.heldOut();
+        this.validates = graph != null ? graph.heldOut() != null : setup.heldOut() != null;
         this.valShard = setup.valShard();
-        this.valWindows = setup.valWindows();
+        this.heldOut = setup.heldOut();
         // LoRA: the base is frozen, so gradients and AdamW moments exist for the adapters only
         this.lora = o.lora() > 0 ? LoraAdapters.init(config, o.lora(), o.loraAlpha(), List.of(o.loraTargets().split(",")), o.seed(), o.loraDropout()) : null;
-        int trained = lora != null ? lora.size() : params.layout().size();
+        this.views = lora != null ? lora.views() : graph != null ? graph.layout().views() : params.layout().views();
+        int trained = lora != null ? lora.size() : weights.length;
         this.grads = new float[trained];
         this.m = new float[trained];
         this.v = new float[trained];
@@ -121,7 +131,7 @@ public final class Trainer implements AutoCloseable {
         float initialScale = o.lossScale() > 0 ? o.lossScale() : LossScaler.DEFAULT_SCALE;
         // capped below the chip's fp16 cliffs (LossScaler.capFor); off the ANE, or before the chip is known, fp16's 65536
         this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale, LossScaler.capFor(backend.describeChip().family()));
-        this.runId = Integer.toHexString((o.describe() + config.toFileText()).hashCode());
+        this.runId = Integer.toHexString((o.describe() + modelText).hashCode());
         // the run folder: nothing in it is touched before this process holds its lock
         this.folder = lockRunDir ? RunFolder.lock(o.runDir()) : null;
         this.metrics = new MetricsLog(o.runDir().resolve("metrics.jsonl"));
@@ -129,9 +139,9 @@ public final class Trainer implements AutoCloseable {
             RunRecord record = RunRecord.read(o.runDir());
             String started = startOrResume(log, record);
             Backend used = backend;
-            TrainingStep built;
+            RunStep built;
             try {
-                built = newStep(backend);
+                built = newStep(backend, setup);
             } catch (ane4j.backend.BackendException e) {
                 // automatic on a Mac: the kernels compile before step 1; if one fails the run does not bet on the unproven
                 // path but says so in one line and trains on the reference backend (an explicit --backend ane fails instead)
@@ -139,12 +149,12 @@ public final class Trainer implements AutoCloseable {
                 log.onMessage("[train] the ANE backend could not set up the training kernels (" + firstLine(e.getMessage())
                         + "); training on the reference backend instead. Run `ane4j doctor` and paste its report into an issue; --backend ane fails instead");
                 used = ane4j.backend.Backends.reference();
-                built = newStep(used);
+                built = newStep(used, setup);
             }
             this.step = built;
             this.backendName = used.name();
-            step.stageWeights(params.data());
-            record.write(o, config, runId, used.name(), used.describeChip().text(), nextStep > 0, started, inputs(), placement);
+            step.stageWeights(weights);
+            record.write(o, modelText, runId, used.name(), used.describeChip().text(), nextStep > 0, started, inputs(), placement);
             this.identity = RunFolder.Identity.of(o.runDir());
         } catch (RuntimeException | Error e) {
             if (folder != null) folder.close();
@@ -157,8 +167,9 @@ public final class Trainer implements AutoCloseable {
     /** Updates skipped for a non-finite gradient in this process (also the "skipped" flag of each step's metrics). */
     public long skippedUpdates() { return scaler.skippedUpdates(); }
 
-    private TrainingStep newStep(Backend b) {
-        return new TrainingStep(config, b, TrainingStep.Options.of(o, lora));
+    private RunStep newStep(Backend b, TrainingSetup setup) {
+        if (graph != null) return new GraphRunStep(graph, b);
+        return new PresetRunStep(new TrainingStep(config, b, TrainingStep.Options.of(o, lora)), setup);
     }
 
     /** No backend was asked for: not in the options, {@code -Dane4j.backend} or {@code ANE4J_BACKEND}. */
@@ -180,6 +191,7 @@ public final class Trainer implements AutoCloseable {
 
     /** The run's input files for run.json; the embedded corpus as its token streams. */
     private List<RunJson.Input> inputs() {
+        if (graph != null) return graph.inputs();
         List<RunJson.Input> in = new ArrayList<>();
         if (o.init() != null) in.add(RunJson.Input.file("init", o.init()));
         if (o.data() != null) in.add(RunJson.Input.file("data", o.data()));
@@ -247,7 +259,7 @@ public final class Trainer implements AutoCloseable {
     private void resume(Listener log, RunRecord record) {
         // read straight into this run's arrays: a second copy of weights and moments would double a large model's memory
         long t0 = System.nanoTime();
-        Checkpoint.Found found = Checkpoint.findNewest(checkpointDir(), new Checkpoint.Contents(null, params.data(), m, v, lora == null ? null : lora.data()));
+        Checkpoint.Found found = Checkpoint.findNewest(checkpointDir(), new Checkpoint.Contents(null, weights, m, v, lora == null ? null : lora.data()));
         if (found.contents() == null && !found.unreadable().isEmpty()) {
             StringBuilder why = new StringBuilder();
             found.unreadable().forEach((f, reason) -> why.append(why.isEmpty() ? "" : "; ").append(reason));
@@ -261,16 +273,22 @@ public final class Trainer implements AutoCloseable {
             log.onMessage("[train] no checkpoint in " + checkpointDir() + ": starting from step 0");
             return;
         }
-        if (!c.state().config().equals(config))
+        if (graph != null || c.state().graph() != null) {
+            // a graph run resumes a checkpoint of the same parameters (names, shapes, order) and loss
+            GraphLayout had = c.state().graph(), now = graph == null ? null : graph.layout();
+            if (had == null || now == null || !had.params().equals(now.params()) || !had.loss().equals(now.loss()))
+                throw new CheckpointFormatException(found.file() + " is of " + (had == null ? "model " + describe(c.state().config()) : "a graph run training " + had.toText().replace('\n', ';'))
+                        + ", this run trains " + (now == null ? "model " + describe(config) : now.toText().replace('\n', ';')) + "; resume with the checkpoint's graph and parameters, or use another --run-dir");
+        } else if (!c.state().config().equals(config))
             throw new CheckpointFormatException(found.file() + " is for model " + describe(c.state().config()) + ", this run's model is " + describe(config)
                     + " (they differ in " + String.join(", ", differences(c.state().config(), config)) + "); resume with the checkpoint's model, or use another --run-dir");
-        if (c.params().length != params.data().length) throw new CheckpointFormatException(found.file() + " has " + c.params().length + " parameters, the model " + params.data().length);
+        if (c.params().length != weights.length) throw new CheckpointFormatException(found.file() + " has " + c.params().length + " parameters, the model " + weights.length);
         int have = c.lora() == null ? 0 : c.lora().length, want = lora == null ? 0 : lora.size();
         if (have != want)
             throw new CheckpointFormatException(found.file() + (have == 0 ? " is of a full fine-tuning run, this run trains LoRA adapters (" + want + " floats)"
                     : " holds LoRA adapters of " + have + " floats, this run " + (want == 0 ? "has none" : "needs " + want)) + "; resume with the run's lora, loraTargets settings, or use another --run-dir");
         record.checkSettings(o, log::onMessage);
-        if (c.params() != params.data()) System.arraycopy(c.params(), 0, params.data(), 0, c.params().length);
+        if (c.params() != weights) System.arraycopy(c.params(), 0, weights, 0, c.params().length);
         if (c.m() != m) System.arraycopy(c.m(), 0, m, 0, m.length);
         if (c.v() != v) System.arraycopy(c.v(), 0, v, 0, v.length);
         if (lora != null && c.lora() != lora.data()) System.arraycopy(c.lora(), 0, lora.data(), 0, lora.size());
@@ -307,9 +325,17 @@ public final class Trainer implements AutoCloseable {
         return out;
     }
 
+    /** The preset model's config; null in a graph run. */
     public ModelConfig config() { return config; }
 
+    /** The preset model's weights; null in a graph run ({@link #weights()}, {@link #graphLayout()}). */
     public Parameters parameters() { return params; }
+
+    /** The flat trained weights: the model's, or a graph run's parameters laid out by {@link #graphLayout()}. */
+    public float[] weights() { return weights; }
+
+    /** A graph run's parameter layout, or null in a preset run. */
+    public GraphLayout graphLayout() { return graph == null ? null : graph.layout(); }
 
     /** The adapters of a LoRA run (trained in place), or null. */
     public LoraAdapters adapters() { return lora; }
@@ -357,9 +383,7 @@ public final class Trainer implements AutoCloseable {
     /** {@link #run(Listener)}, but ending after {@code stopAfter} more micro-steps when positive (tests, benchmarks). */
     public List<StepMetrics> run(Listener listener, long stopAfter) {
         Listener l = listener != null ? listener : x -> {};
-        int s = config.seqLen();
-        int[] tokens = new int[s], targets = new int[s], window = new int[s + 1];
-        byte[] targetMask = data.masked() ? new byte[s] : null;
+        int s = step.itemsPerStep();
         long end = stopAfter > 0 ? Math.min(o.steps(), nextStep + stopAfter) : o.steps();
         while (nextStep < end) {
             StopFlag flag = stop;
@@ -369,21 +393,8 @@ public final class Trainer implements AutoCloseable {
                 break;
             }
             long t0 = System.nanoTime();
-            // sample a window: inputs = tokens[pos..pos+S), targets shifted by one
-            // windows start at 0 … size-s-1; the bound size-s-1 never draws the last one, but resumes and goldens
-            // depend on the draws it makes, so it stays, and a file of exactly one window takes position 0
-            long windows = trainTokens - s;
-            long pos = windows == 1 ? 0 : rng.nextInt((int) Math.min(Integer.MAX_VALUE, windows - 1));
-            data.read(pos, window, 0, s + 1);
-            System.arraycopy(window, 0, tokens, 0, s);
-            System.arraycopy(window, 1, targets, 0, s);
-            if (data.masked()) {
-                // prompt/completion data: a target whose token does not count (a prompt token) is −1, ignored by the loss
-                data.readMask(pos + 1, targetMask, 0, s);
-                maskTargets(targets, targetMask);
-            }
-            // the micro-step numbers the sequence: LoRA dropout's masks are a function of it and the seed (nothing to checkpoint)
-            float loss = step.forwardBackward(params.data(), grads, tokens, targets, scaler.scale(), nextStep);
+            // the micro-step's batch, drawn from the run's RNG (a token window, or a batch of samples), forward and backward
+            float loss = step.forwardBackward(weights, grads, rng, scaler.scale(), nextStep);
             divergence.loss(loss);
             if (!Float.isFinite(loss)) lostLoss = loss;
             boolean update = (nextStep + 1) % o.accum() == 0 || nextStep + 1 == o.steps();
@@ -401,8 +412,7 @@ public final class Trainer implements AutoCloseable {
                 double ss = AdamW.sumOfSquares(grads, k);
                 if (scaler.afterBackward(Double.isFinite(ss))) {
                     norm = (float) Math.sqrt(ss);
-                    if (lora != null) adamw.step(lora.views(), lora.data(), grads, m, v, ++adamStep, lr, k * AdamW.clipFactor(norm, o.clip()), true);
-                    else adamw.step(params.layout().views(), params.data(), grads, m, v, ++adamStep, lr, k * AdamW.clipFactor(norm, o.clip()), true);
+                    adamw.step(views, lora != null ? lora.data() : weights, grads, m, v, ++adamStep, lr, k * AdamW.clipFactor(norm, o.clip()), true);
                     staleWeights = true;
                     divergence.applied();
                 } else {
@@ -416,12 +426,11 @@ public final class Trainer implements AutoCloseable {
             if (update) lostLoss = 0;
             nextStep++;
             double ms = (System.nanoTime() - t0) / 1e6;
-            Map<String, Double> phases = new LinkedHashMap<>();
-            step.phaseNanos().forEach((p, ns) -> phases.put(p.name().toLowerCase(java.util.Locale.ROOT), ns / 1e6));
+            Map<String, Double> phases = step.phaseMillis();
             StepMetrics sm = new StepMetrics(nextStep - 1, o.steps(), loss, lr, usedScale, norm, update, skipped, ms, s / (ms / 1000), phases,
                     step.stagedActivationBytes(), step.stagedWeightBytes());
             String symptom = divergence.symptom(scaler.mode());
-            if (symptom == null && heldOut != null && (nextStep % o.evalEvery() == 0 || nextStep == o.steps())) sm = validate(sm);
+            if (symptom == null && validates && (nextStep % o.evalEvery() == 0 || nextStep == o.steps())) sm = validate(sm);
             history.add(sm);
             if (identity != null) identity.check();
             metrics.append(sm);
@@ -432,7 +441,7 @@ public final class Trainer implements AutoCloseable {
             // new weights into the kernels last: with static weights this recompiles, and a compile-budget exception
             // thrown here leaves a consistent state (update applied, step counted) for saveCheckpoint
             if (staleWeights && nextStep < o.steps()) {
-                step.stageWeights(params.data());
+                step.stageWeights(weights);
                 staleWeights = false;
             }
         }
@@ -446,10 +455,10 @@ public final class Trainer implements AutoCloseable {
     private StepMetrics validate(StepMetrics sm) {
         long t0 = System.nanoTime();
         if (staleWeights) {
-            step.stageWeights(params.data());
+            step.stageWeights(weights);
             staleWeights = false;
         }
-        float loss = Validation.loss(step, params.data(), heldOut, config.seqLen(), valWindows);
+        float loss = step.validationLoss(weights);
         return sm.withValidation(loss, (System.nanoTime() - t0) / 1e6);
     }
 
@@ -459,14 +468,14 @@ public final class Trainer implements AutoCloseable {
      * diagnosis instead and the older checkpoints stay as they are.
      */
     public Path saveCheckpoint(float lastLoss) {
-        float maxAbs = Divergence.maxAbs(lora != null ? lora.data() : params.data());
+        float maxAbs = Divergence.maxAbs(lora != null ? lora.data() : weights);
         if (Divergence.weightsBad(maxAbs))
             throw diverged("weights beyond the fp16 range (" + (Float.isFinite(maxAbs) ? "|w| = " + Divergence.magnitude(maxAbs) : maxAbs) + ") at the checkpoint");
         if (divergence.lossStreak()) throw diverged("the loss (fp32) was not finite at the last step");
-        TrainState st = new TrainState(config, runId, nextStep, adamStep, rng.state(), scaler.scale(), scaler.cleanSteps(), lastLoss);
+        TrainState st = new TrainState(config, runId, nextStep, adamStep, rng.state(), scaler.scale(), scaler.cleanSteps(), lastLoss, graph == null ? null : graph.layout());
         if (identity != null) identity.check();
         long t0 = System.nanoTime();
-        lastCheckpoint = Checkpoint.save(checkpointDir(), new Checkpoint.Contents(st, params.data(), m, v, lora == null ? null : lora.data()), o.keep());
+        lastCheckpoint = Checkpoint.save(checkpointDir(), new Checkpoint.Contents(st, weights, m, v, lora == null ? null : lora.data()), o.keep());
         // the adapters as Python users load them (PEFT layout), beside the checkpoint that holds them
         if (lora != null) PeftAdapter.write(adapterDir(o), lora, o.init() != null ? o.init().toString() : config.name());
         lastCheckpointStep = nextStep;
@@ -484,7 +493,7 @@ public final class Trainer implements AutoCloseable {
     private TrainingDivergedException diverged(String symptom) {
         String kept = lastCheckpoint != null ? "the last good checkpoint " + lastCheckpoint + " is kept (nothing written after it)"
                 : "no checkpoint was written (none was good)";
-        return new TrainingDivergedException(Divergence.diagnosis(nextStep - 1, symptom, Divergence.maxAbs(lora != null ? lora.data() : params.data()), o, scaler.mode(), scaler.scale(), kept));
+        return new TrainingDivergedException(Divergence.diagnosis(nextStep - 1, symptom, Divergence.maxAbs(lora != null ? lora.data() : weights), o, scaler.mode(), scaler.scale(), kept));
     }
 
     /** The AdamW moments (for tests and checkpoints). */
@@ -499,7 +508,7 @@ public final class Trainer implements AutoCloseable {
         try {
             step.close();
         } finally {
-            data.close();
+            if (data != null) data.close();
             if (valShard != null) valShard.close();
             if (folder != null) folder.close();
         }

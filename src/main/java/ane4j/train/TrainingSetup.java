@@ -13,7 +13,8 @@ import java.nio.file.Path;
 import java.util.function.Consumer;
 
 /**
- * What a run trains and on what, resolved from its options before a {@link Trainer} starts: the model (the file
+ * What a run trains and on what, resolved from its options before a {@link Trainer} starts: a user graph and its
+ * samples ({@code graph} set: {@link GraphData}, every other component null or 0), or the model (the file
  * {@code init} names, with its own config, else a preset or config file initialised from the seed), the tokenizer, the
  * training tokens and the held-out windows validation reads. {@link #resolve} says what it decided in one-line
  * messages; the trainer closes the token data with itself.
@@ -22,14 +23,21 @@ import java.util.function.Consumer;
  * @param heldOut     what validation reads, or null: no validation
  * @param valShard    the held-out shard when it is not {@code data}, or null
  * @param valWindows  windows of seqLen tokens validation reads (0: none)
+ * @param graph       a graph run's graph and data, or null: a preset run
  */
 public record TrainingSetup(ModelConfig config, Parameters params, Tokenizer tokenizer, TokenData data, long trainTokens,
-                            Validation.HeldOut heldOut, TokenData valShard, int valWindows) {
+                            Validation.HeldOut heldOut, TokenData valShard, int valWindows, GraphData graph) {
 
     /** Tokens of the embedded corpus a run without data trains on. */
     static final int EMBEDDED_TRAIN_TOKENS = 400_000;
 
     public static TrainingSetup resolve(TrainOptions o, Consumer<String> log) {
+        if (o.graph() != null) {
+            GraphData g = GraphData.resolve(o, log);
+            if (g.heldOut() != null && o.evalEvery() > 0)
+                log.accept("[eval] validation loss every " + o.evalEvery() + " steps and at the end: " + g.heldOutDescription());
+            return new TrainingSetup(null, null, null, null, 0, null, null, 0, o.evalEvery() > 0 ? g : withoutValidation(g));
+        }
         // model: from a checkpoint file (its config comes with it) or a preset/config file, initialised from the seed
         ModelConfig config;
         Parameters params;
@@ -110,7 +118,11 @@ public record TrainingSetup(ModelConfig config, Parameters params, Tokenizer tok
         int valWindows = validate ? Validation.windows(held, seq, o.evalTokens()) : 0;
         if (validate)
             log.accept("[eval] validation loss every " + o.evalEvery() + " steps and at the end: " + valWindows + " windows of " + seq + " tokens of " + held.description());
-        return new TrainingSetup(config, params, tokenizer, data, trainTokens, validate ? held : null, valShard, valWindows);
+        return new TrainingSetup(config, params, tokenizer, data, trainTokens, validate ? held : null, valShard, valWindows, null);
+    }
+
+    private static GraphData withoutValidation(GraphData g) {
+        return new GraphData(g.program(), g.layout(), g.init(), g.samples(), g.train(), null, null, g.inputs());
     }
 
     private static ModelConfig resolveConfig(String model) {

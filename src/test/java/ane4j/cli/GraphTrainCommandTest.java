@@ -2,10 +2,8 @@ package ane4j.cli;
 
 import ane4j.backend.TensorBuffer;
 import ane4j.mil.DType;
-import ane4j.mil.Mil;
-import ane4j.mil.MilWriter;
-import ane4j.mil.Program;
 import ane4j.mil.TensorType;
+import ane4j.train.GraphRunFixture;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -14,81 +12,114 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Random;
 
-import static ane4j.mil.Mil.fp32;
-import static ane4j.mil.Mil.int32;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** {@code ane4j train --graph}: a MIL file, .npy data, a run folder that resumes; bad parameters in one line. */
+/**
+ * {@code ane4j train --graph FILE.mil --data DIR …}: the preset runs' command and run folder (metrics.jsonl, run.json,
+ * checkpoints, loss.png; a rerun with --resume continues), plus the trained parameters as .npy; bad input in one line.
+ */
 class GraphTrainCommandTest {
     @TempDir Path dir;
 
     int cli(ByteArrayOutputStream out, ByteArrayOutputStream err, String... args) {
-        System.setProperty("ane4j.backend", "ref");
-        try {
-            return Main.run(args, new PrintStream(out), new PrintStream(err));
-        } finally {
-            System.clearProperty("ane4j.backend");
-        }
+        return Main.run(args, new PrintStream(out), new PrintStream(err));
     }
 
     @Test
     void trainsAGraphFromTheCommandLineAndResumes() throws Exception {
-        Program mlp = Mil.program().function("main", f -> {
-            var x = f.input("x", fp32(8, 4));
-            var labels = f.input("labels", int32(8));
-            var w1 = f.input("w1", fp32(8, 4));
-            var w2 = f.input("w2", fp32(2, 8));
-            var b2 = f.input("b2", fp32(2));
-            f.output(f.named("loss", f.crossEntropyLabels(f.linear(f.tanh(f.linear(x, w1, null)), w2, b2), labels)));
-        }).build();
-        Files.writeString(dir.resolve("mlp.mil"), MilWriter.write(mlp, ane4j.mil.Dialect.IOS18));
-        // 64 samples: class = whether x0 + x1 > 0
-        Random r = new Random(3);
-        TensorBuffer x = TensorBuffer.allocate(TensorType.of(DType.FP32, 64, 4)), y = TensorBuffer.allocate(TensorType.of(DType.INT32, 64));
-        for (int i = 0; i < 64; i++) {
-            float s = 0;
-            for (int j = 0; j < 4; j++) { float v = (float) r.nextGaussian(); x.set(i * 4 + j, v); if (j < 2) s += v; }
-            y.set(i, s > 0 ? 1 : 0);
-        }
-        Npy.write(dir.resolve("x.npy"), x);
-        Npy.write(dir.resolve("y.npy"), y);
-        String[] args = {"train", "--graph", dir.resolve("mlp.mil").toString(), "--loss", "loss", "--params", "w1,w2,b2", "--data", "x=" + dir.resolve("x.npy"),
-                "--data", "labels=" + dir.resolve("y.npy"), "--val", "x=" + dir.resolve("x.npy"), "--val", "labels=" + dir.resolve("y.npy"),
-                "--steps", "60", "--lr", "0.05", "--run-dir", dir.resolve("run").toString()};
+        Path graph = GraphRunFixture.write(dir);
+        Path run = dir.resolve("run");
         var out = new ByteArrayOutputStream();
         var err = new ByteArrayOutputStream();
-        assertEquals(0, cli(out, err, args), err.toString());
-        assertTrue(out.toString().contains("step 60/60"), out.toString());
-        List<String> lines = Files.readAllLines(dir.resolve("run/metrics.jsonl"));
+        String[] args = {"train", "--graph", graph.toString(), "--data", dir.resolve("data").toString(), "--steps", "60", "--lr", "0.05", "--eval-every", "20",
+                "--backend", "ref", "--in-process", "--run-dir", run.toString()};
+        assertEquals(0, cli(out, err, args), err.toString() + out);
+        String o = out.toString();
+        assertTrue(o.contains("ane4j train: mlp on ref (in process), 60 steps"), o);
+        assertTrue(o.contains("graph mlp.mil: 114 parameters; loss "), o);
+        assertTrue(o.contains("trained w1, b1, w2, b2 → " + run.resolve("params")), o);
+        List<String> lines = Files.readAllLines(run.resolve("metrics.jsonl"));
         assertEquals(60, lines.size());
-        assertTrue(Files.exists(dir.resolve("run/params/w1.npy")) && Files.exists(dir.resolve("run/loss.png")));
+        for (String f : List.of("params/w1.npy", "params/b2.npy", "loss.png", "run.json", "run.txt")) assertTrue(Files.exists(run.resolve(f)), f);
+        TensorBuffer w1 = Npy.read(run.resolve("params/w1.npy"), TensorType.of(DType.FP32, 16, 4), "w1");
+        assertTrue(w1.get(0) != 0f);
         double first = Double.parseDouble(lines.get(0).replaceAll(".*\"loss\":([-0-9.eE]+).*", "$1"));
         double val = Double.parseDouble(lines.get(59).replaceAll(".*\"valLoss\":([-0-9.eE]+).*", "$1"));
-        assertTrue(val < first * 0.6, "validation loss " + val + " after 60 steps, first loss " + first);
-        // the same folder with more steps resumes from the last checkpoint
-        args[args.length - 5] = "80";
+        assertTrue(val < first * 0.7, "validation loss " + val + " after 60 steps, first loss " + first);
+        // the same folder with more steps and --resume continues from the last checkpoint
+        args[6] = "80";
+        String[] resume = java.util.Arrays.copyOf(args, args.length + 1);
+        resume[args.length] = "--resume";
         out.reset();
-        assertEquals(0, cli(out, err, args), err.toString());
-        assertTrue(out.toString().contains("resumed " + dir.resolve("run") + " at step 60") && out.toString().contains("step 80/80"), out.toString());
+        assertEquals(0, cli(out, err, resume), err.toString());
+        assertEquals(80, Files.readAllLines(run.resolve("metrics.jsonl")).size());
+        assertTrue(Files.readString(run.resolve("run.txt")).contains("resumed at step 60"), Files.readString(run.resolve("run.txt")));
+    }
+
+    private static double[] losses(Path runDir) {
+        return ane4j.run.MetricsLog.read(runDir.resolve("metrics.jsonl"), Long.MAX_VALUE, w -> {}).stream().mapToDouble(m -> m.loss()).toArray();
+    }
+
+    /** Worker JVMs of this test JVM that were not running before. */
+    private static java.util.Optional<ProcessHandle> newWorker(java.util.Set<Long> before) {
+        return ProcessHandle.current().children().filter(p -> !before.contains(p.pid())).filter(p -> {
+            try {
+                return Files.readString(Path.of("/proc/" + p.pid() + "/cmdline"), java.nio.charset.StandardCharsets.ISO_8859_1).contains(ane4j.worker.Supervisor.MAIN_CLASS);
+            } catch (java.io.IOException | RuntimeException e) {
+                return p.info().commandLine().orElse("").contains(ane4j.worker.Supervisor.MAIN_CLASS);
+            }
+        }).findFirst();
+    }
+
+    /** In a supervised worker (the default), SIGKILLed once its step-5 checkpoint is on disk: the same losses and parameters as in process. */
+    @Test
+    void aKilledWorkerResumesTheGraphRunBitIdentical() throws Exception {
+        Path graph = GraphRunFixture.write(dir);
+        List<String> common = List.of("train", "--graph", graph.toString(), "--data", dir.resolve("data").toString(), "--steps", "1000", "--lr", "0.05",
+                "--checkpoint-every", "5", "--keep", "2", "--backend", "ref");
+        Path local = dir.resolve("local"), supervised = dir.resolve("supervised");
+        var out = new ByteArrayOutputStream();
+        var err = new ByteArrayOutputStream();
+        List<String> inProcess = new java.util.ArrayList<>(common);
+        inProcess.addAll(List.of("--in-process", "--run-dir", local.toString()));
+        assertEquals(0, cli(out, err, inProcess.toArray(String[]::new)), err.toString());
+        java.util.Set<Long> before = ProcessHandle.current().children().map(ProcessHandle::pid).collect(java.util.stream.Collectors.toSet());
+        List<String> inWorker = new java.util.ArrayList<>(common);
+        inWorker.addAll(List.of("--heap", "256m", "--run-dir", supervised.toString()));
+        var wout = new ByteArrayOutputStream();
+        var werr = new ByteArrayOutputStream();
+        var code = new java.util.concurrent.atomic.AtomicReference<Integer>();
+        Thread launcher = Thread.ofPlatform().start(() -> code.set(cli(wout, werr, inWorker.toArray(String[]::new))));
+        Path first = supervised.resolve("checkpoints/ckpt-00000005.ane4j");
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (Files.notExists(first) && launcher.isAlive() && System.nanoTime() < deadline) Thread.sleep(1);
+        ProcessHandle w = newWorker(before).orElseThrow(() -> new AssertionError("no worker running at step 5: " + wout));
+        w.destroyForcibly();
+        launcher.join(120_000);
+        String printed = wout.toString();
+        assertEquals(0, code.get(), printed + werr);
+        assertTrue(printed.contains("worker restarted: killed by SIGKILL (exit 137) — restored step "), printed);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(losses(local), losses(supervised), 0.0, "the same losses as in process");
+        for (String p : List.of("w1", "b1", "w2", "b2"))
+            org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(local.resolve("params/" + p + ".npy")), Files.readAllBytes(supervised.resolve("params/" + p + ".npy")), p);
     }
 
     @Test
-    void aParameterThatIsNotAnInputIsOneLine() throws Exception {
-        Program p = Mil.program().function("main", f -> {
-            var x = f.input("x", fp32(2, 2));
-            f.output(f.named("loss", f.reduceSum(f.mul(x, x), false, 0, 1)));
-        }).build();
-        Files.writeString(dir.resolve("p.mil"), MilWriter.write(p, ane4j.mil.Dialect.IOS18));
-        Npy.write(dir.resolve("x.npy"), TensorBuffer.allocate(TensorType.of(DType.FP32, 4, 2)));
+    void badInputIsOneLine() throws Exception {
+        Path graph = GraphRunFixture.write(dir);
         var out = new ByteArrayOutputStream();
         var err = new ByteArrayOutputStream();
-        int rc = cli(out, err, "train", "--graph", dir.resolve("p.mil").toString(), "--loss", "loss", "--params", "w", "--data", "x=" + dir.resolve("x.npy"),
+        int rc = cli(out, err, "train", "--graph", graph.toString(), "--data", dir.resolve("data").toString(), "--params", "w1,w", "--in-process",
                 "--run-dir", dir.resolve("run").toString());
         assertEquals(1, rc);
         assertEquals(1, err.toString().strip().lines().count(), err.toString());
-        assertTrue(err.toString().contains("[grad] wrt 'w' is not an input of function main at 4:"), err.toString());
+        assertTrue(err.toString().contains("[train] params: 'w' is not an input of graph " + graph), err.toString());
+        err.reset();
+        rc = cli(out, err, "train", "--graph", graph.toString(), "--data", dir.resolve("data").toString(), "--model", "stories15m", "--run-dir", dir.resolve("run").toString());
+        assertEquals(1, rc);
+        assertEquals(1, err.toString().strip().lines().count(), err.toString());
+        assertTrue(err.toString().contains("model = stories15m is a setting of the preset transformer"), err.toString());
     }
 }

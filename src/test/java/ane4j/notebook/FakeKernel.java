@@ -17,6 +17,8 @@ import org.dflib.jjava.jupyter.kernel.util.StringStyler;
 final class FakeKernel extends BaseKernel {
     final List<String> evaluated = new ArrayList<>();
     final List<DisplayData> displayed = new ArrayList<>();
+    /** Notebook variables: {@link #evalRaw} of a name returns its value (null for anything else). */
+    final java.util.Map<String, Object> variables = new java.util.HashMap<>();
 
     FakeKernel() {
         super("fake", "1", new LanguageInfo.Builder("Java").build(), List.of(), null, new JupyterIO(StandardCharsets.UTF_8),
@@ -26,7 +28,7 @@ final class FakeKernel extends BaseKernel {
     @Override
     public Object evalRaw(String source) {
         evaluated.add(source);
-        return null;
+        return variables.get(source.strip());
     }
 
     @Override

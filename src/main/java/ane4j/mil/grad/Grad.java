@@ -92,6 +92,7 @@ public final class Grad {
     private final Sites sites;
     /** Weight gradients of matmul/linear/conv on the CPU (the training split), else all in MIL. */
     private boolean cpuWeights;
+    private boolean seedInput;   // d_<loss> is an input even for a loss of one element (a trainer's loss scale)
     private final List<CpuGrad> cpuGrads = new ArrayList<>();
     private final Set<String> forwardValues = new HashSet<>();
     private final Map<String, Value> emittedGrads = new LinkedHashMap<>();
@@ -301,9 +302,18 @@ public final class Grad {
 
     /** The split of function {@code function} (null: main); {@code cpuWeights} false keeps every gradient in MIL. */
     public static Split split(Program program, String function, String loss, List<String> wrt, boolean cpuWeights) {
+        return split(program, function, loss, wrt, cpuWeights, false);
+    }
+
+    /**
+     * {@link #split(Program, String, String, List, boolean)}; {@code seedInput} true makes d_&lt;loss&gt; an input of the
+     * backward even when the loss has one element, so that a trainer can seed it with its loss scale instead of 1.
+     */
+    public static Split split(Program program, String function, String loss, List<String> wrt, boolean cpuWeights, boolean seedInput) {
         Function fn = function == null ? program.main() : program.function(function);
         Grad g = new Grad(fn, new Sites(MilWriter.write(program, Dialect.IOS18), fn.name()));
         g.cpuWeights = cpuWeights;
+        g.seedInput = seedInput;
         Function all = g.build(loss, wrt).main();
         // partition: the replayed forward ops, then the backward ops
         List<Operation> fwd = new ArrayList<>(), bwd = new ArrayList<>();
@@ -359,7 +369,7 @@ public final class Grad {
         Map<String, Value> map = new HashMap<>();
         for (Value v : fn.inputs()) map.put(v.name(), f.input(v.name(), v.type()));
         Value loss = values.get(lossName);
-        Value seed = loss.type().count() > 1 ? f.input("d_" + lossName, loss.type()) : null;
+        Value seed = loss.type().count() > 1 || seedInput ? f.input("d_" + lossName, loss.type()) : null;
 
         // the forward, replayed under its own names
         for (Operation o : replay) {

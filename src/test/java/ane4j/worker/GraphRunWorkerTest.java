@@ -1,0 +1,82 @@
+package ane4j.worker;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ane4j.backend.ref.RefBackend;
+import ane4j.run.StepMetrics;
+import ane4j.run.TrainOptions;
+import ane4j.train.Checkpoint;
+import ane4j.train.GraphRunFixture;
+import ane4j.train.Trainer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A graph run is just another run (issue 31): the worker hosts it as it hosts a preset run (the graph and data are files
+ * named by the options that cross the pipe), and it ends bit-identical to the same run in this JVM, also when the worker
+ * is SIGKILLed mid-run and the supervisor restarts it from the last checkpoint.
+ */
+class GraphRunWorkerTest {
+    @TempDir Path dir;
+
+    record Reference(float[] weights, float[] m, float[] v, float[] losses) {}
+
+    private Reference inProcess(Map<String, String> opts) {
+        try (Trainer t = new Trainer(TrainOptions.of(opts), new RefBackend(RefBackend.Options.ANE_LIKE), null)) {
+            List<StepMetrics> h = t.run(null, 0);
+            return new Reference(t.weights().clone(), t.firstMoments().clone(), t.secondMoments().clone(), SupervisedTrainingTest.losses(h));
+        }
+    }
+
+    private static void assertSameRun(Reference ref, Path runDir, List<StepMetrics> history) {
+        Checkpoint.Contents c = Checkpoint.loadNewest(runDir.resolve("checkpoints"), w -> { throw new AssertionError(w); });
+        assertEquals(ref.losses().length, c.state().step());
+        assertTrue(c.state().graph() != null, "a graph run's checkpoint");
+        assertArrayEquals(ref.weights(), c.params(), "weights");
+        assertArrayEquals(ref.m(), c.m(), "AdamW first moments");
+        assertArrayEquals(ref.v(), c.v(), "AdamW second moments");
+        assertArrayEquals(ref.losses(), SupervisedTrainingTest.losses(history), "loss curve");
+    }
+
+    @Test
+    void aGraphRunInAWorkerEqualsTheSameRunInProcess() throws Exception {
+        GraphRunFixture.write(dir);
+        Reference ref = inProcess(GraphRunFixture.options(dir, dir.resolve("ref"), 40));
+        Path runDir = dir.resolve("worker");
+        try (Supervisor s = new Supervisor(WorkerTestSupport.options(new WorkerTestSupport.Log()))) {
+            List<StepMetrics> h = s.train(TrainOptions.of(GraphRunFixture.options(dir, runDir, 40)), null);
+            assertSameRun(ref, runDir, h);
+        }
+        assertTrue(Files.readString(runDir.resolve("run.json")).contains("\"param.w1\": \"16 4\""));
+    }
+
+    @Test
+    void aSigkilledWorkerRestartsAndTheGraphRunEndsBitIdentical() throws Exception {
+        GraphRunFixture.write(dir);
+        int steps = 400;
+        Reference ref = inProcess(GraphRunFixture.options(dir, dir.resolve("ref"), steps, "checkpointEvery", "5"));
+        var log = new WorkerTestSupport.Log();
+        Path runDir = dir.resolve("worker");
+        try (Supervisor s = new Supervisor(WorkerTestSupport.options(log))) {
+            TrainingSession session = s.startTraining(TrainOptions.of(GraphRunFixture.options(dir, runDir, steps, "checkpointEvery", "5")), null);
+            // kill the worker once it has written a checkpoint and gone past it (whenever that is, the end must be the same)
+            while (!session.isDone() && (Checkpoint.list(runDir.resolve("checkpoints")).isEmpty() || session.status().nextStep() < 12)) Thread.sleep(2);
+            long pid = s.workerPid();
+            boolean killed = !session.isDone() && pid > 0;
+            if (killed) {
+                ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+                RemoteKernelTest.waitDead(pid);
+            }
+            List<StepMetrics> h = session.await();
+            assertSameRun(ref, runDir, h);
+            if (killed) assertEquals(1, log.matching("worker restarted: ").size(), log.lines.toString());
+            assertTrue(killed || log.matching("worker restarted: ").isEmpty(), "the run ended before the kill (a very fast machine): the comparison still holds");
+        }
+    }
+}
