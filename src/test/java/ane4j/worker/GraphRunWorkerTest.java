@@ -64,16 +64,16 @@ class GraphRunWorkerTest {
         var log = new WorkerTestSupport.Log();
         Path runDir = dir.resolve("worker");
         try (Supervisor s = new Supervisor(WorkerTestSupport.options(log))) {
-            TrainingSession session = s.startTraining(TrainOptions.of(GraphRunFixture.options(dir, runDir, steps, "checkpointEvery", "5")), null);
+            WorkerTestSupport.Started session = WorkerTestSupport.start(s, TrainOptions.of(GraphRunFixture.options(dir, runDir, steps, "checkpointEvery", "5")), null);
             // kill the worker once it has written a checkpoint and gone past it (whenever that is, the end must be the same)
-            while (!session.isDone() && (Checkpoint.list(runDir.resolve("checkpoints")).isEmpty() || session.status().nextStep() < 12)) Thread.sleep(2);
+            while (!session.isDone() && (Checkpoint.list(runDir.resolve("checkpoints")).isEmpty() || session.nextStep() < 12)) Thread.sleep(2);
             long pid = s.workerPid();
             boolean killed = !session.isDone() && pid > 0;
             if (killed) {
                 ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
                 RemoteKernelTest.waitDead(pid);
             }
-            List<StepMetrics> h = session.await();
+            List<StepMetrics> h = session.await(java.time.Duration.ofMinutes(3));
             assertSameRun(ref, runDir, h);
             if (killed) assertEquals(1, log.matching("worker restarted: ").size(), log.lines.toString());
             assertTrue(killed || log.matching("worker restarted: ").isEmpty(), "the run ended before the kill (a very fast machine): the comparison still holds");
