@@ -346,6 +346,8 @@ public final class Run {
     public String generate(String prompt, int maxTokens, float temperature, float topP, long seed, String backend, String decode) {
         Training t = training;
         if (t == null) throw new IllegalStateException("[generate] the run has not started a model yet");
+        if (options.graph() != null)
+            throw new IllegalStateException("[generate] this run trains the graph " + options.graph().getFileName() + ", not a language model; Fit.apply (or ane4j mil run) evaluates it");
         if (running()) throw new IllegalStateException("[generate] training is still running; %train stop (or wait) first");
         Tokenizer tok = t.tokenizer();
         if (tok == null) throw new IllegalStateException("[generate] the run's data came without tokenizer.bin next to it; nothing to decode with");

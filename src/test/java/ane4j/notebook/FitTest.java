@@ -85,6 +85,8 @@ class FitTest {
         assertTrue(accuracy(fit, test) > 0.85, "held-out accuracy " + accuracy(fit, test));
         assertTrue(fit.lastValidationLoss() < 0.5f, fit.toString());
         assertTrue(fit.chart() != null);
+        var gen = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> fit.run().generate("x", 4, 0f, 1f, 1));
+        assertEquals("[generate] this run trains the graph graph.mil, not a language model; Fit.apply (or ane4j mil run) evaluates it", gen.getMessage());
         // the same folder: refused without resume (its graph and data stay as they were), continued with it
         float[] x0 = ane4j.train.Npy.read(run.resolve("data/x.npy"), ane4j.mil.TensorType.of(ane4j.mil.DType.FP32, 96, 4), "x").toFloatArray();
         var again = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
