@@ -189,6 +189,19 @@ public final class Checkpoint {
         return file + ": holds " + ane4j.model.NonFinite.name(params[i]) + " at parameter " + i;
     }
 
+    /**
+     * A run that neither resumes nor starts over must not write into a folder with checkpoints: refused in one line,
+     * before anything is touched (by the supervisor before it starts a worker, and by the trainer, in process or not).
+     */
+    public static void refuseUnresumed(ane4j.run.TrainOptions o) {
+        if (o.resume() || o.restartFromScratch()) return;
+        List<Path> old = list(o.runDir().resolve("checkpoints"));
+        if (!old.isEmpty())
+            throw new IllegalArgumentException("[train] " + o.runDir() + " already has checkpoints (newest " + old.getFirst().getFileName()
+                    + "); pass --resume (resume = true) to continue that run, --restart-from-scratch (restartFromScratch = true) to set them aside "
+                    + "and start over, or use another --run-dir (runDir)");
+    }
+
     /** Checkpoints in {@code dir}, newest (highest step) first. */
     public static List<Path> list(Path dir) {
         List<Path> out = new ArrayList<>();

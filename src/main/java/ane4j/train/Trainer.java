@@ -245,10 +245,7 @@ public final class Trainer implements AutoCloseable {
                 how = " from scratch (earlier checkpoints and metrics in " + aside.getFileName() + ")";
             }
         } else if (!o.resume()) {
-            List<Path> old = Checkpoint.list(checkpointDir());
-            if (!old.isEmpty())
-                throw new IllegalStateException("[train] " + o.runDir() + " already has checkpoints (newest " + old.getFirst().getFileName()
-                        + "); pass --resume to continue that run, --restart-from-scratch to set them aside and start over, or use another --run-dir");
+            Checkpoint.refuseUnresumed(o);
         } else {
             resume(log, record);
         }

@@ -372,12 +372,7 @@ public final class Supervisor implements AutoCloseable {
      * holds the run folder from here to the run's end, across restarts.
      */
     public void startTraining(TrainOptions o, Map<String, String> placement, TrainingEvents events, StopFlag stop) {
-        if (!o.resume() && !o.restartFromScratch()) {
-            List<Path> old = Checkpoint.list(o.runDir().resolve("checkpoints"));
-            if (!old.isEmpty())
-                throw new IllegalArgumentException("[train] " + o.runDir() + " already has checkpoints (newest " + old.getFirst().getFileName()
-                        + "); set resume = true (--resume) to continue that run, restartFromScratch = true (--restart-from-scratch) to set them aside and start over, or use another runDir");
-        }
+        Checkpoint.refuseUnresumed(o);
         CarriedRun s;
         synchronized (lock) {
             CarriedRun t = training;

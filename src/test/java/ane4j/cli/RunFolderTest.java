@@ -138,7 +138,7 @@ class RunFolderTest {
         Path run = trained("fresh");
         Run r = train("--steps", "20", "--run-dir", run.toString(), "--backend", "ref", "--in-process");
         assertEquals(1, r.code(), r.all());
-        assertTrue(r.err().contains("already has checkpoints (newest ckpt-00000020.ane4j); pass --resume"), r.err());
+        assertTrue(r.err().contains("already has checkpoints (newest ckpt-00000020.ane4j); pass --resume (resume = true)"), r.err());
         assertEquals(range(0, 20), steps(run));
     }
 
