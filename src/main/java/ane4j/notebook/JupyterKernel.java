@@ -94,10 +94,7 @@ public final class JupyterKernel extends BaseKernel {
             System.exit(2);
         }
         if (System.getProperty("java.awt.headless") == null) System.setProperty("java.awt.headless", "true");
-        // library log lines (backend and BLAS choice) as one line each in the cell: INFO on stdout, WARNING on stderr
-        if (System.getProperty("java.util.logging.SimpleFormatter.format") == null)
-            System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
-        CellLogHandler.install();
+        CellLogHandler.install();   // library log lines (backend and BLAS choice) as one line each in the cell
         KernelConnectionProperties props = KernelConnectionProperties.parse(Files.readString(Path.of(args[0])));
         KernelConnection connection = new KernelConnection(props);
         JupyterKernel kernel = create(!"0".equals(System.getenv("ANE4J_LOAD_EXTENSIONS")));
