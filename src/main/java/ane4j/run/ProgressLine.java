@@ -14,6 +14,7 @@ import java.util.Locale;
  *   <li>{@code step}: the global 1-based step (a resumed run goes on from its checkpoint's step, as metrics.jsonl and
  *       the tables count) of the run's steps;</li>
  *   <li>{@code val}: the latest validation loss, shown from the step it ran after until the next one;</li>
+ *   <li>{@code tok/s}: absent where a step has no tokens (a user graph's step, GraphTrainer);</li>
  *   <li>{@code ETA}: the wall time left at the pace since the first step this line saw; only where a run is followed
  *       step by step ({@link #add}), not for one step shown alone ({@link #of});</li>
  *   <li>a last word when the step did not update the weights: {@code (update skipped)} after a non-finite gradient,
@@ -39,9 +40,9 @@ public final class ProgressLine {
 
     /** The line of {@code m} with {@code val} (NaN: none yet) and {@code etaSeconds} left (negative: no ETA). */
     public static String format(StepMetrics m, float val, long etaSeconds) {
-        return String.format(Locale.ROOT, "step %d/%d  loss %.4f%s  lr %.2e  %.0f tok/s  %.1f ms/step%s%s",
+        return String.format(Locale.ROOT, "step %d/%d  loss %.4f%s  lr %.2e%s  %.1f ms/step%s%s",
                 m.step() + 1, m.steps(), m.loss(), Float.isNaN(val) ? "" : String.format(Locale.ROOT, "  val %.4f", val),
-                m.lr(), m.tokensPerSecond(), m.msPerStep(),
+                m.lr(), m.tokensPerSecond() == 0 ? "" : String.format(Locale.ROOT, "  %.0f tok/s", m.tokensPerSecond()), m.msPerStep(),
                 etaSeconds < 0 ? "" : String.format(Locale.ROOT, "  ETA %d:%02d", etaSeconds / 60, etaSeconds % 60),
                 m.skipped() ? "  (update skipped)" : m.updated() ? "" : "  (accumulating)");
     }

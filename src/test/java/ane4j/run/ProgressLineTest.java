@@ -24,6 +24,8 @@ class ProgressLineTest {
                 ProgressLine.format(step(2, 6, false, true, Float.NaN), Float.NaN, 0));
         assertEquals("step 3/2000  loss 6.0000  lr 3.70e-04  22452 tok/s  2.9 ms/step  (accumulating)",
                 ProgressLine.of(step(2, 6, false, false, Float.NaN)));
+        StepMetrics graph = new StepMetrics(4, 60, 0.5f, 1e-2f, 1, 1, true, false, 1.25, 0, Map.of());
+        assertEquals("step 5/60  loss 0.5000  lr 1.00e-02  1.3 ms/step", ProgressLine.of(graph), "a graph's step has no tokens");
         assertEquals("step 0/2000 · compiling kernel 3/10 (ffnFused)…", ProgressLine.beforeFirstStep(2000, SetupProgress.compiling(3, 10, "ffnFused").line()));
     }
 
