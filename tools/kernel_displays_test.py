@@ -7,6 +7,7 @@ tables (text/plain and text/html), stop_on_error as IPython honours it, library 
 
 Run by ane4j.notebook.KernelDisplaysTest (mvn test). Exit status 0 when every check passes.
 """
+import re
 import sys
 import time
 
@@ -63,8 +64,8 @@ def main():
 
         reply, msgs = run(kc, "new ane4j.run.StepMetrics(0, 40, 6.2373528f, 0.00006000000212225132f, 256f, 1.5f, true, false, 12.34, 16961.4, Map.of())")
         text = result(msgs).get("text/plain", "")
-        check(text == "step 1/40  loss 6.237  lr 6e-05  grad norm 1.5  loss scale 256  16961 tok/s  12.34 ms/step",
-              "step metrics: 1-based, rounded: " + text)
+        check(text == "step 1/40  loss 6.2374  lr 6.00e-05  16961 tok/s  12.3 ms/step · grad norm 1.5 · loss scale 256",
+              "step metrics: the progress line of ane4j train (1-based), then grad norm and loss scale: " + text)
 
         reply, msgs = run(kc, "import org.knowm.xchart.*;\n"
                               "XYChart c = new XYChartBuilder().width(400).height(300).title(\"loss\").build();\n"
@@ -107,6 +108,9 @@ def main():
         check(reply["status"] == "ok" and "finished at step 4/4" in summary and "validation loss" in summary and "tokens/s" in summary
               and f"{runs}/a" in summary, "%%train ends with one summary (train and validation loss, tokens/s, run dir):\n" + summary + str(of(msgs, "error"))[:400])
         check(any(u.startswith("step 4/4") for u in updates), "the live line reaches step 4/4: " + str(updates[-3:]))
+        lines = [u for u in updates if u.startswith("step 4/4")]
+        check(re.fullmatch(r"step 4/4  loss \d+\.\d{4}  val \d+\.\d{4}  lr \d\.\d\de-\d\d  \d+ tok/s  \d+\.\d ms/step  ETA \d+:\d\d · finished", lines[-1]) is not None,
+              "the live line is ane4j train's progress line (ane4j.run.ProgressLine) with the run's state: " + lines[-1])
         charts = [u["data"]["text/plain"] for u in of(msgs, "display_data") + of(msgs, "update_display_data") if "image/png" in u["data"]]
         check(charts and "train (raw) (4 points)" in charts[-1] and "validation" in charts[-1], "the plot has the raw, EMA and validation curves: " + str(charts[-1:]))
         reply, msgs = run(kc, f"%%train again\nsteps = 6\nseed = 1\nbackend = ref\nevalEvery = 2\nrunDir = {runs}/a\nresume = true", timeout=300)

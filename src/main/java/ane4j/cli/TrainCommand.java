@@ -15,6 +15,7 @@ import ane4j.session.Training;
 import ane4j.session.WorkerSession;
 import ane4j.train.Checkpoint;
 import ane4j.run.Key;
+import ane4j.run.ProgressLine;
 import ane4j.run.SetupProgress;
 import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
@@ -257,11 +258,15 @@ final class TrainCommand {
                 lastVal.valLoss(), Math.exp(lastVal.valLoss()), lastVal.step() + 1, best.valLoss(), best.step() + 1);
     }
 
-    /** One progress line, rewritten in place on a terminal and printed every 10% otherwise. */
+    /**
+     * The run's {@link ProgressLine}, rewritten in place on a terminal (the setup stages before it) and printed every
+     * 10% otherwise.
+     */
     static final class Progress implements Trainer.Listener {
         private final PrintStream out;
         private final boolean tty;
-        private long started = System.nanoTime(), lastPrinted = -1;
+        private final ProgressLine line = new ProgressLine();   // the one step line of every face
+        private long lastPrinted = -1;
         private boolean dirty;
         private int setupWidth;   // of the setup line on the terminal, which the first step line overwrites
         private long steps;       // of the run, for the setup line
@@ -281,9 +286,9 @@ final class TrainCommand {
         /** On a terminal, before the first step: {@code step 0/40 · starting worker…}, {@code … compiling kernel 3/10 (ffnFused)…} in place. */
         @Override public void onSetup(SetupProgress p) {
             if (!tty || lastPrinted >= 0) return;
-            String line = "step 0/" + steps + " · " + p.line();
-            out.print("\r" + line + " ".repeat(Math.max(0, setupWidth - line.length())));
-            setupWidth = line.length();
+            String text = ProgressLine.beforeFirstStep(steps, p.line());
+            out.print("\r" + text + " ".repeat(Math.max(0, setupWidth - text.length())));
+            setupWidth = text.length();
             dirty = true;
         }
 
@@ -298,26 +303,16 @@ final class TrainCommand {
                 onFirstStep.run();
                 onFirstStep = null;
             }
-            if (lastPrinted < 0) started = System.nanoTime();
-            double elapsed = (System.nanoTime() - started) / 1e9;
-            long done = m.step() + 1, left = m.steps() - done;
-            long eta = lastPrinted < 0 ? 0 : Math.round(elapsed / Math.max(1, done - firstStep) * left);
-            if (lastPrinted < 0) firstStep = m.step();
-            if (m.validated()) valLoss = m.valLoss();
-            String line = String.format(Locale.ROOT, "step %d/%d  loss %.4f%s  lr %.2e  %.0f tok/s  %.1f ms/step  ETA %d:%02d%s",
-                    done, m.steps(), m.loss(), Float.isNaN(valLoss) ? "" : String.format(Locale.ROOT, "  val %.4f", valLoss), m.lr(), m.tokensPerSecond(),
-                    m.msPerStep(), eta / 60, eta % 60, m.skipped() ? "  (update skipped)" : "");
+            String text = line.add(m);
+            long done = m.step() + 1;
             boolean every = done % Math.max(1, m.steps() / 10) == 0 || done == m.steps() || lastPrinted < 0;
             if (tty) {
-                out.print("\r" + line + " ".repeat(Math.max(3, setupWidth - line.length())));
+                out.print("\r" + text + " ".repeat(Math.max(3, setupWidth - text.length())));
                 setupWidth = 0;
                 dirty = true;
-            } else if (every) out.println(line);
+            } else if (every) out.println(text);
             lastPrinted = done;
         }
-
-        private long firstStep;
-        private float valLoss = Float.NaN;   // the latest validation loss, shown until the next one
 
         @Override public void onMessage(String line) {
             if (dirty) { out.println(); dirty = false; }

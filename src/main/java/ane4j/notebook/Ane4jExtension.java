@@ -35,7 +35,6 @@ public final class Ane4jExtension implements Extension {
         magics.installInto(kernel, !ours);
         if (ours) {
             ((JupyterKernel) kernel).addStartup(importSnippet(true));
-            ((JupyterKernel) kernel).magics().describe(magics);
             Ane.prestart();   // the worker JVM starts while the user reads the notebook
         } else {
             kernel.evalRaw(importSnippet(false));

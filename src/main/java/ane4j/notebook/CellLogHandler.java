@@ -16,8 +16,10 @@ import java.util.logging.SimpleFormatter;
 final class CellLogHandler extends Handler {
     private final Formatter format = new SimpleFormatter();
 
-    /** Replaces the root logger's handlers (the JDK's ConsoleHandler writes everything to stderr). */
+    /** Replaces the root logger's handlers (the JDK's ConsoleHandler writes everything to stderr); one line a record. */
     static void install() {
+        if (System.getProperty("java.util.logging.SimpleFormatter.format") == null)
+            System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
         Logger root = LogManager.getLogManager().getLogger("");
         for (Handler h : root.getHandlers()) root.removeHandler(h);
         root.addHandler(new CellLogHandler());

@@ -8,8 +8,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.function.IntFunction;
-import org.dflib.jjava.jupyter.channels.ShellChannel;
 import org.dflib.jjava.jupyter.channels.ShellReplyEnvironment;
 import org.dflib.jjava.jupyter.kernel.BaseKernel;
 import org.dflib.jjava.jupyter.kernel.HelpLink;
@@ -21,7 +19,6 @@ import org.dflib.jjava.jupyter.kernel.display.DisplayData;
 import org.dflib.jjava.jupyter.kernel.display.Renderer;
 import org.dflib.jjava.jupyter.kernel.magic.MagicParser;
 import org.dflib.jjava.jupyter.kernel.magic.MagicsRegistry;
-import org.dflib.jjava.jupyter.kernel.magic.UndefinedMagicException;
 import org.dflib.jjava.jupyter.kernel.util.StringStyler;
 import org.dflib.jjava.jupyter.kernel.util.TextColor;
 import org.dflib.jjava.jupyter.messages.Message;
@@ -34,17 +31,19 @@ import org.dflib.jjava.jupyter.messages.request.ExecuteRequest;
 import org.dflib.jjava.jupyter.messages.request.HistoryRequest;
 import org.dflib.jjava.jupyter.messages.request.InterruptRequest;
 import org.dflib.jjava.jupyter.messages.request.KernelInfoRequest;
-import org.zeromq.ZMQ;
 
 /**
  * The ane4j Jupyter kernel: JShell cells on jjava-jupyter's protocol layer. This class is the only adapter to the
- * jjava base classes; it wires three parts, each in its own class:
+ * jjava base classes, and it wires the parts, each in its own class with one job:
  * <ul>
- *   <li>the protocol: this BaseKernel subclass (execute, complete, inspect, is_complete, interrupt, shutdown) and what
- *       it fixes in jjava 1.0-a6 ({@link ProtocolFixes}); the connection's read loops are {@link KernelConnection}'s;</li>
- *   <li>the cell queue ({@link CellQueue}): held requests, {@code %train stop}/{@code status} answered while a cell runs,
- *       abort after an error;</li>
- *   <li>the one route of magics ({@link MagicDispatch}).</li>
+ *   <li>the protocol: this BaseKernel subclass's handlers (execute, complete, inspect, is_complete, interrupt,
+ *       shutdown), what they fix in jjava 1.0-a6 ({@link ProtocolFixes}), the connection's read loops
+ *       ({@link KernelConnection});</li>
+ *   <li>the cell queue ({@link CellQueue}): the cell evaluated while the shell socket is read, requests held meanwhile or
+ *       answered at once, abort after an error;</li>
+ *   <li>the cell runner ({@link CellRunner}): a magic cell or Java in JShell ({@link JShellEvaluator});</li>
+ *   <li>the one route of magics ({@link MagicDispatch}), which the runner, Java code and the queue's at-once answers
+ *       all take.</li>
  * </ul>
  * Everything ane4j-specific (magics, displays, the training API) comes in through {@link Ane4jExtension}.
  * Started by Jupyter with the connection file: {@code java -cp ane4j.jar:lib/* ane4j.notebook.JupyterKernel FILE}.
@@ -55,12 +54,10 @@ public final class JupyterKernel extends BaseKernel {
     private final MavenResolver maven = new MavenResolver();
     private final ProtocolFixes.KernelIO kio;
     private final MagicDispatch magics;
+    private final CellRunner cells;
     private final CellQueue queue;
-    /** Java code magics asked for while a snippet ran, evaluated right after the cell ({@link #evalAfterMagic}). */
-    private final List<String> afterCell = new ArrayList<>();
+    /** The execution count of the cell that runs now. */
     private volatile int cell;
-    /** JShell is evaluating a snippet now: a magic called from it cannot evaluate code at once (JShell does not nest). */
-    private volatile boolean inSnippet;
 
     private JupyterKernel(JShellEvaluator evaluator, ProtocolFixes.KernelIO io, boolean extensions) {
         super("ane4j", AneMagics.version(), languageInfo(), List.of(new HelpLink("ane4j", "https://github.com/ane4j/ane4j")),
@@ -71,7 +68,8 @@ public final class JupyterKernel extends BaseKernel {
         this.evaluator = evaluator;
         this.kio = io;
         this.magics = new MagicDispatch(this);
-        this.queue = new CellQueue(this::atOnce, executionCount::getAndIncrement);
+        this.cells = new CellRunner(evaluator, magics, magicParser::resolveMagics, () -> cell);
+        this.queue = new CellQueue(magics::answerAtOnce, executionCount::getAndIncrement);
         Runtime.getRuntime().addShutdownHook(new Thread(maven::close, "ane4j-maven-cleanup"));
     }
 
@@ -81,9 +79,7 @@ public final class JupyterKernel extends BaseKernel {
         String extra = System.getenv("ANE4J_COMPILER_OPTS");
         if (extra != null && !extra.isBlank()) opts.addAll(MagicRegistry.splitArgs(extra));
         JupyterKernel k = new JupyterKernel(new JShellEvaluator(opts), new ProtocolFixes.KernelIO(), extensions);
-        MagicRegistry core = new MagicRegistry().add(new CoreMagics(k, k.maven));
-        core.installInto(k, false);
-        k.magics.describe(core);
+        new MagicRegistry().add(new CoreMagics(k, k.maven)).installInto(k, false);
         return k;
     }
 
@@ -98,14 +94,11 @@ public final class JupyterKernel extends BaseKernel {
             System.exit(2);
         }
         if (System.getProperty("java.awt.headless") == null) System.setProperty("java.awt.headless", "true");
-        // library log lines (backend and BLAS choice) as one line each in the cell: INFO on stdout, WARNING on stderr
-        if (System.getProperty("java.util.logging.SimpleFormatter.format") == null)
-            System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
-        CellLogHandler.install();
+        CellLogHandler.install();   // library log lines (backend and BLAS choice) as one line each in the cell
         KernelConnectionProperties props = KernelConnectionProperties.parse(Files.readString(Path.of(args[0])));
         KernelConnection connection = new KernelConnection(props);
         JupyterKernel kernel = create(!"0".equals(System.getenv("ANE4J_LOAD_EXTENSIONS")));
-        kernel.queue.connect(shellOf(connection));
+        kernel.queue.connect(connection.cellQueueShell());
         kernel.onStartup();
         String cp = System.getenv("ANE4J_CLASSPATH");
         if (cp != null && !cp.isBlank()) {
@@ -122,32 +115,6 @@ public final class JupyterKernel extends BaseKernel {
         System.exit(0);
     }
 
-    /** The connection's shell socket as the cell queue reads it while a cell runs (the shell thread owns the socket). */
-    private static CellQueue.Shell shellOf(KernelConnection connection) {
-        ShellChannel shell = (ShellChannel) connection.shell();
-        return new CellQueue.Shell() {
-            @Override
-            public boolean hasRequest() {
-                return (shell.getEvents() & ZMQ.Poller.POLLIN) != 0;
-            }
-
-            @Override
-            public Message<?> read() {
-                return connection.reader().read(shell, "shell");
-            }
-
-            @Override
-            public ShellReplyEnvironment replyEnv(Message<?> request) {
-                return connection.prepareReplyEnv(shell, request);
-            }
-
-            @Override
-            public void handle(Message<?> request) {
-                connection.handle(shell, request);
-            }
-        };
-    }
-
     /** An exit the kernel could not refuse: the running cell says why the kernel goes ({@link ExitNotice}). */
     void noticeUnrefusedExit() {
         ShellReplyEnvironment env = queue.runningCell();
@@ -161,46 +128,16 @@ public final class JupyterKernel extends BaseKernel {
         t.start();
     }
 
-    // ---- evaluation
+    // ---- execute: the cell queue around the cell runner
 
     @Override
     public Object evalRaw(String code) {
-        Object result = MagicDispatch.isMagicCell(code) ? magics.runCell(code) : java(magicParser.resolveMagics(code));
-        runAfterCell();
-        return result;
+        return cells.run(code);
     }
 
-    /** Evaluates Java code in JShell (its magics already rewritten by {@link MagicDispatch.Transpiler}). */
-    private Object java(String code) {
-        boolean outer = inSnippet;
-        inSnippet = true;
-        try {
-            return evaluator.eval(code, cell);
-        } finally {
-            inSnippet = outer;
-        }
-    }
-
-    /**
-     * Java code a magic wants evaluated (bindings, %load). Runs now when the magic was called outside JShell (a magic
-     * cell); when the magic was called from inside a running snippet it runs right after the cell, because JShell
-     * cannot nest evaluations.
-     */
+    /** Java code a magic wants evaluated (bindings, %load): now, or after the cell when a snippet runs ({@link CellRunner#evalForMagic}). */
     Object evalAfterMagic(String code) {
-        if (!inSnippet) return java(magicParser.resolveMagics(code));
-        synchronized (afterCell) {
-            afterCell.add(code);
-        }
-        return null;
-    }
-
-    private void runAfterCell() {
-        List<String> todo;
-        synchronized (afterCell) {
-            todo = List.copyOf(afterCell);
-            afterCell.clear();
-        }
-        for (String code : todo) java(code);
+        return cells.evalForMagic(code);
     }
 
     @Override
@@ -229,7 +166,7 @@ public final class JupyterKernel extends BaseKernel {
             if (out != null) env.publish(new PublishExecuteResult(count, out));
             env.defer().reply(new ExecuteReply(count, Collections.emptyMap()));
         } catch (Exception e) {
-            CellError err = toCellError(e);
+            CellError err = CellError.of(e);
             env.publish(new PublishError(err.ename(), err.evalue(), err.traceback()));
             ErrorReply reply = new ErrorReply(err.ename(), err.evalue(), err.traceback());
             reply.setExecutionCount(count);
@@ -241,37 +178,9 @@ public final class JupyterKernel extends BaseKernel {
         queue.finished(env);
     }
 
-    /** The cell commands answered while another cell runs (IPython queues every cell; these only read or stop a run). */
-    static String atOnceCommand(String code) {
-        String c = code.strip();
-        if (c.contains("\n")) return null;
-        List<String> words = c.startsWith("%train") ? MagicRegistry.splitArgs(c.substring(1)) : List.of();
-        return words.size() == 2 && words.getFirst().equals("train") && (words.get(1).equals("stop") || words.get(1).equals("status")) ? words.get(1) : null;
-    }
-
-    /** The queue's {@link CellQueue.AtOnce}: {@link #atOnceCommand} while a training run runs. */
-    private IntFunction<DisplayData> atOnce(String code) {
-        String what = atOnceCommand(code);
-        TrainingRun run = TrainingRun.current();
-        if (what == null || run == null || !run.running()) return null;
-        return count -> getRenderer().render(what.equals("stop") ? run.stopFromCell(count) : run.status());
-    }
-
-    static CellError toCellError(Throwable e) {
-        if (e instanceof CellError c) return c;
-        if (e instanceof MagicException m) {
-            return new CellError("MagicError", m.getMessage(), List.of(ErrorFormatter.RED + m.getMessage() + ErrorFormatter.RESET));
-        }
-        if (e instanceof UndefinedMagicException u) {
-            String msg = "unknown magic " + (u.isLineMagic() ? "%" : "%%") + u.getMagicName() + "; %lsmagic lists the magics";
-            return new CellError("MagicError", msg, List.of(ErrorFormatter.RED + msg + ErrorFormatter.RESET));
-        }
-        return ErrorFormatter.otherError(e);
-    }
-
     @Override
     public List<String> formatError(Throwable e) {
-        return toCellError(e).traceback();
+        return CellError.of(e).traceback();
     }
 
     // ---- completion, inspection, is_complete, interrupt

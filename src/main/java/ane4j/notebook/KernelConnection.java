@@ -1,5 +1,6 @@
 package ane4j.notebook;
 
+import ane4j.notebook.kernel.CellQueue;
 import java.io.IOException;
 import java.nio.channels.Selector;
 import java.util.List;
@@ -38,12 +39,30 @@ final class KernelConnection extends JupyterConnection {
         this.reader = new WireReader(props.createHMACGenerator(), this::logDropped);
     }
 
-    JupyterSocket shell() {
-        return shell;
-    }
+    /** The shell socket as the cell queue reads it while a cell runs (the shell thread owns the socket). */
+    CellQueue.Shell cellQueueShell() {
+        ShellChannel socket = (ShellChannel) shell;
+        return new CellQueue.Shell() {
+            @Override
+            public boolean hasRequest() {
+                return (socket.getEvents() & ZMQ.Poller.POLLIN) != 0;
+            }
 
-    WireReader reader() {
-        return reader;
+            @Override
+            public Message<?> read() {
+                return reader.read(socket, "shell");
+            }
+
+            @Override
+            public ShellReplyEnvironment replyEnv(Message<?> request) {
+                return prepareReplyEnv(socket, request);
+            }
+
+            @Override
+            public void handle(Message<?> request) {
+                KernelConnection.this.handle(socket, request);
+            }
+        };
     }
 
     /** Messages dropped so far (all channels). */

@@ -11,7 +11,9 @@ import java.lang.annotation.Target;
  * &#64;Magic(value = "ane", help = "backend, chip, JDK, worker state")
  * Object ane(MagicCall call) { ... }
  * </pre>
- * {@code cell = true} makes it a cell magic ({@code %%name args} on the first line, the body below).
+ * {@code cell = true} makes it a cell magic ({@code %%name args} on the first line, the body below). Listing the class
+ * in {@link Ane4jExtension#MAGICS} (or adding it to a {@link MagicRegistry}) is the one registration: every call then
+ * goes through {@link MagicDispatch}, from a magic cell, from Java code, or answered while another cell runs.
  */
 @Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.METHOD)
@@ -25,4 +27,11 @@ public @interface Magic {
 
     /** One line shown by {@code %lsmagic}: what it does and its arguments. */
     String help();
+
+    /**
+     * The arguments (the whole argument line, e.g. {@code "stop"}) with which this line magic, alone in its cell, is
+     * answered while another cell runs, where IPython would queue it; such a call only reads or stops. The magic sees
+     * {@link MagicCall#answeredAtOnce()} and may return {@link MagicCall#IN_TURN} to wait its turn after all.
+     */
+    String[] atOnce() default {};
 }

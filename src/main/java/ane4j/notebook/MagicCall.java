@@ -2,20 +2,33 @@ package ane4j.notebook;
 
 import java.lang.reflect.Modifier;
 import java.util.List;
+import java.util.function.IntSupplier;
 import org.dflib.jjava.jupyter.kernel.BaseKernel;
 
 /** One invocation of a magic: its name, arguments, cell body, and what it may do to the notebook. */
 public final class MagicCall {
+    /** What a magic {@linkplain #answeredAtOnce() answered at once} returns to wait its turn instead (run after the running cell). */
+    public static final Object IN_TURN = new Object() {
+        @Override public String toString() { return "in turn"; }
+    };
+
     private final BaseKernel kernel;
     private final String name;
     private final List<String> args;
     private final String body;
+    /** The execution count of a cell answered while another cell runs (drawn when first asked); null: in its turn. */
+    private final IntSupplier atOnceCount;
 
     MagicCall(BaseKernel kernel, String name, List<String> args, String body) {
+        this(kernel, name, args, body, null);
+    }
+
+    MagicCall(BaseKernel kernel, String name, List<String> args, String body, IntSupplier atOnceCount) {
         this.kernel = kernel;
         this.name = name;
         this.args = List.copyOf(args);
         this.body = body;
+        this.atOnceCount = atOnceCount;
     }
 
     public String name() {
@@ -29,6 +42,17 @@ public final class MagicCall {
     /** The cell below the {@code %%name} line; null for a line magic. */
     public String body() {
         return body;
+    }
+
+    /** This call is answered while another cell runs ({@link Magic#atOnce}): it may only read or stop. */
+    public boolean answeredAtOnce() {
+        return atOnceCount != null;
+    }
+
+    /** The execution count of this cell when {@linkplain #answeredAtOnce() answered at once}. */
+    public int atOnceCount() {
+        if (atOnceCount == null) throw new IllegalStateException("[magic] %" + name + " runs in its turn, not at once");
+        return atOnceCount.getAsInt();
     }
 
     /** Shows a value now (HTML table, PNG chart, text) and returns a handle to update it in place. */

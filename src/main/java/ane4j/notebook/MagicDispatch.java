@@ -6,10 +6,12 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.IntSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.dflib.jjava.jupyter.kernel.BaseKernel;
 import org.dflib.jjava.jupyter.kernel.ReplacementOptions;
+import org.dflib.jjava.jupyter.kernel.display.DisplayData;
 import org.dflib.jjava.jupyter.kernel.magic.MagicTranspiler;
 import org.dflib.jjava.jupyter.kernel.magic.MagicsRegistry;
 import org.dflib.jjava.jupyter.kernel.magic.ParsedCellMagic;
@@ -18,15 +20,18 @@ import org.dflib.jjava.jupyter.kernel.magic.UndefinedMagicException;
 
 /**
  * The one way a magic is run: {@link #line} and {@link #cell} look the name up in the kernel's registry, call it, and
- * turn its failures into one-line {@link MagicException}s. Two doors lead here and nowhere else:
+ * turn its failures into one-line {@link MagicException}s. Three doors lead here and nowhere else:
  * <ul>
  *   <li>a cell that is only magics ({@code %%name ...} with its body, or lines of {@code %name ...}) is run by
  *       {@link #runCell} without JShell;</li>
  *   <li>a magic inside Java code ({@code int n = %twice 10}) is rewritten by the {@link Transpiler} into a call of
- *       {@link Notebook#lineMagic}/{@link Notebook#cellMagic}, which come back to {@link #line}/{@link #cell}.</li>
+ *       {@link Notebook#lineMagic}/{@link Notebook#cellMagic}, which come back to {@link #line}/{@link #cell};</li>
+ *   <li>a line magic alone in a cell sent while another cell runs is answered at once by {@link #answerAtOnce} when
+ *       the magic declares those arguments ({@link Magic#atOnce}: {@code %train stop}, {@code %train status}).</li>
  * </ul>
- * It also answers what the kernel needs to know about magics: completion of their names, whether a magic cell is
- * complete, and the help table of {@code %lsmagic}.
+ * A new magic plugs in with one registration (an {@link Magic}-annotated method on a class listed in
+ * {@link Ane4jExtension#MAGICS}); no door knows any magic by name. The dispatch also answers what the kernel needs to
+ * know about magics: completion of their names, whether a magic cell is complete, and the help table of {@code %lsmagic}.
  */
 final class MagicDispatch {
     /** Magic syntax as in IJava: a line magic at the start of a line or after '=', a cell magic on the first line. */
@@ -126,6 +131,28 @@ final class MagicDispatch {
         var names = cellMagic ? registry.getCellMagicNames() : registry.getLineMagicNames();
         List<String> hits = names.stream().filter(n -> n.startsWith(m.group(2))).sorted().toList();
         return new ReplacementOptions(hits, at - m.group(2).length(), at);
+    }
+
+    // ---- the third door: a magic answered while another cell runs
+
+    /**
+     * What the cell {@code code} shows when it is one line magic whose arguments its {@link Magic#atOnce} lists, run now
+     * on the shell thread while another cell runs (the magic sees {@link MagicCall#answeredAtOnce()}, and its cell's
+     * execution count from {@code count}); null when it must wait its turn: other code, or the magic said
+     * {@link MagicCall#IN_TURN}, or it failed (its error then shows in its turn).
+     */
+    DisplayData answerAtOnce(String code, IntSupplier count) {
+        Matcher m = LINE_MAGIC.matcher(code.strip());
+        if (code.strip().contains("\n") || !m.matches()) return null;
+        MagicRegistry.Entry e = described.get("%" + m.group(1));
+        try {
+            List<String> args = MagicRegistry.splitArgs(m.group(2));
+            if (e == null || !e.answersAtOnce(args)) return null;
+            Object r = call(() -> e.invoke(new MagicCall(kernel, e.name(), args, null, count)), e.name(), true);
+            return r == MagicCall.IN_TURN ? null : r == null ? new DisplayData("") : kernel.getRenderer().render(r);
+        } catch (RuntimeException failed) {
+            return null;   // nothing fails on the shell thread: the cell runs in its turn and shows its error there
+        }
     }
 
     // ---- help

@@ -34,6 +34,11 @@ public final class MagicRegistry {
             return new Help(name, cell, aliases, usage, what);
         }
 
+        /** This line magic may be answered with {@code args} while another cell runs ({@link Magic#atOnce}). */
+        boolean answersAtOnce(List<String> args) {
+            return !cell && List.of(method.getAnnotation(Magic.class).atOnce()).contains(String.join(" ", args));
+        }
+
         Object invoke(MagicCall call) throws Exception {
             try {
                 return method.invoke(target, call);
@@ -83,10 +88,12 @@ public final class MagicRegistry {
     }
 
     /**
-     * Registers every magic with the kernel. With {@code displayResults} (stock JJava, whose a6 transpiler hides a
-     * magic's return value) a non-null result is also displayed.
+     * Registers every magic with the kernel (in the ane4j kernel, with its {@link MagicDispatch} too: help, at-once
+     * answers). With {@code displayResults} (stock JJava, whose a6 transpiler hides a magic's return value) a non-null
+     * result is also displayed.
      */
     public void installInto(BaseKernel kernel, boolean displayResults) {
+        if (kernel instanceof JupyterKernel k) k.magics().describe(this);
         MagicsRegistry target = kernel.getMagicsRegistry();
         for (Entry e : line.values()) {
             target.registerLineMagic(e.name(), (LineMagic<Object, BaseKernel>) (k, args) ->

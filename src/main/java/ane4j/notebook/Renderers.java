@@ -5,6 +5,7 @@ import ane4j.mil.Dialect;
 import ane4j.mil.MilWriter;
 import ane4j.mil.Program;
 import ane4j.session.Session;
+import ane4j.run.ProgressLine;
 import ane4j.run.StepMetrics;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -249,13 +250,9 @@ public final class Renderers {
         return "backend " + s.backend() + " · chip " + s.chip() + " · dialect " + s.dialect() + " · compiles " + compiles(s) + " · worker " + s.worker();
     }
 
-    /** {@code step 12/60  loss 4.231  lr 2.4e-03  …}: the step 1-based, as in the tables and the progress line. */
+    /** A step shown alone: its {@link ProgressLine}, then its gradient norm and loss scale ({@code … ms/step · grad norm 1.5 · loss scale 256}). */
     static String stepText(StepMetrics m) {
-        return "step " + (m.step() + 1) + "/" + m.steps() + "  loss " + Format.num(m.loss())
-                + (m.validated() ? "  val loss " + Format.num(m.valLoss()) : "") + "  lr " + Format.sci(m.lr())
-                + "  grad norm " + Format.num(m.gradNorm()) + "  loss scale " + Format.num(m.lossScale())
-                + "  " + Math.round(m.tokensPerSecond()) + " tok/s  " + Format.num(m.msPerStep()) + " ms/step"
-                + (m.skipped() ? "  (update skipped)" : m.updated() ? "" : "  (accumulating)");
+        return ProgressLine.of(m) + " · grad norm " + Format.num(m.gradNorm()) + " · loss scale " + Format.num(m.lossScale());
     }
 
     /** {@code XYChart "training loss" 640×300: train (40 points), validation (4 points)}. */

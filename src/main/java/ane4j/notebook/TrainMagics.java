@@ -41,16 +41,19 @@ final class TrainMagics {
         return run.followInNotebook(call.kernel());
     }
 
-    @Magic(value = "train", help = "%train status|stop|resume|plot [log]|table|record|help — the current training run (plot log: a log-scale loss axis; table: every step; record: run.txt with seed, backend, JDK, OS; help: the keys of %%train)")
+    @Magic(value = "train", atOnce = {"stop", "status"}, help = "%train status|stop|resume|plot [log]|table|record|help — the current training run (plot log: a log-scale loss axis; table: every step; record: run.txt with seed, backend, JDK, OS; help: the keys of %%train)")
     Object train(MagicCall call) {
         String what = call.args().isEmpty() ? "status" : call.args().getFirst();
         if (what.equals("help") || what.equals("--help") || what.equals("-h")) return help();
         TrainingRun run = TrainingRun.current();
+        // stop and status answer at once while a run runs (the cell following it ends with its summary); else in turn
+        if (call.answeredAtOnce() && (run == null || !run.running())) return MagicCall.IN_TURN;
         if (run == null) throw new MagicException("[%train] no training run yet; start one with %%train (%train help lists its keys)");
         return switch (what) {
             case "status" -> run.status();
             case "stop" -> {
                 if (!run.running()) yield "not running: " + run.progressLine();
+                if (call.answeredAtOnce()) yield run.stopFromCell(call.atOnceCount());
                 run.stop().await();
                 yield "stopped at step " + run.lastStep() + "/" + run.options().steps() + "; %train resume continues";
             }

@@ -286,7 +286,10 @@ public final class TrainingRun {
 
     // ---- views
 
-    /** {@code step 12/60  loss 4.2310  lr 2.40e-03  1054 tok/s  58.2 ms/step · restarts 1 · running} */
+    /**
+     * The run's line, as {@code ane4j train} prints the step ({@link ane4j.run.ProgressLine}) with the run's state after it:
+     * {@code step 12/60  loss 4.2310  lr 2.40e-03  1054 tok/s  58.2 ms/step  ETA 0:03 · restarts 1 · running}
+     */
     public String progressLine() { return run.progressLine(); }
 
     /** State, progress and where the run writes. */

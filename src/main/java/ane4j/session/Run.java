@@ -5,6 +5,7 @@ import ane4j.infer.BackendGenerator;
 import ane4j.mil.DType;
 import ane4j.model.Generator;
 import ane4j.model.Tokenizer;
+import ane4j.run.ProgressLine;
 import ane4j.run.RunState;
 import ane4j.run.SetupProgress;
 import ane4j.run.StopFlag;
@@ -40,6 +41,7 @@ public final class Run {
     private final TrainOptions options;
     private final List<Trainer.Listener> listeners = new CopyOnWriteArrayList<>();
     private final ane4j.run.StepHistory history = new ane4j.run.StepHistory();   // bounded; metrics.jsonl has every step
+    private final ProgressLine line = new ProgressLine();   // the one step line of every face (as the CLI prints it)
     private final LinkedBlockingQueue<String> messages = new LinkedBlockingQueue<>();
     private final List<String> allMessages = new CopyOnWriteArrayList<>();
     private volatile Training training;
@@ -92,6 +94,7 @@ public final class Run {
                     @Override public void onStep(StepMetrics m) {
                         if (history.isEmpty() && placed.isNew()) RunDirs.pointLatestAt(placed.runDir());
                         history.add(m);
+                        line.add(m);
                         for (Trainer.Listener l : listeners) l.onStep(m);
                     }
 
@@ -194,7 +197,10 @@ public final class Run {
             case RUNNING, PREPARING -> throw new IllegalStateException("[train] the run is still running (" + progressLine() + ")");
             case FINISHED -> throw new IllegalStateException("[train] the run is finished (" + history.count() + " steps); start a new one with %%train");
             case FAILED -> throw new IllegalStateException("[train] the run failed: " + failure.getMessage() + "; fix it and start a new one");
-            case STOPPED -> launch();
+            case STOPPED -> {
+                line.restartClock();   // the ETA's pace, without the pause
+                launch();
+            }
         }
         return this;
     }
@@ -303,15 +309,13 @@ public final class Run {
         return interrupted ? this : await();
     }
 
-    /** {@code step 12/60  loss 4.2310  lr 2.40e-03  1054 tok/s  58.2 ms/step · restarts 1 · running} */
+    /** The {@link ProgressLine} of the last step, then the run's: {@code step 12/60  loss 4.2310  lr 2.40e-03  1054 tok/s  58.2 ms/step  ETA 0:03 · restarts 1 · running} */
     public String progressLine() {
-        if (history.isEmpty()) return "step 0/" + options.steps() + " · " + (running() ? setupLine() : state.name().toLowerCase(Locale.ROOT))
-                + (failure != null ? ": " + failure.getMessage() : "");
-        StepMetrics m = history.last();
+        String last = line.last();
+        if (last == null) return ProgressLine.beforeFirstStep(options.steps(), (running() ? setupLine() : state.name().toLowerCase(Locale.ROOT))
+                + (failure != null ? ": " + failure.getMessage() : ""));
         int r = restarts();
-        // the global step (a resumed run goes on from its checkpoint's step, as the table and metrics.jsonl count)
-        return String.format(Locale.ROOT, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  %.1f ms/step%s · %s", m.step() + 1, options.steps(),
-                m.loss(), m.lr(), m.tokensPerSecond(), m.msPerStep(), r > 0 ? " · restarts " + r : "", state.name().toLowerCase(Locale.ROOT));
+        return last + (r > 0 ? " · restarts " + r : "") + " · " + state.name().toLowerCase(Locale.ROOT);
     }
 
     /** What the run does before its first step: {@code starting worker…}, {@code compiling kernel 3/10 (ffnFused)…}, {@code first step…}. */

@@ -45,4 +45,13 @@ class TrainProgressLineTest {
         assertFalse(s.contains("compiling") || s.contains("starting worker") || s.contains("\r"), s);
         assertTrue(s.startsWith("step 1/40  loss 5.5000"), s);
     }
+
+    @Test
+    void theStepLineIsTheOneEveryFaceShows() {
+        // the first step's ETA is 0:00 whatever the clock, so the whole line is pinned: the CLI prints ProgressLine's line
+        StepMetrics m = new StepMetrics(0, 40, 5.5f, 1e-3f, 256, 1, true, false, 10, 1000, Map.of());
+        assertEquals("step 1/40  loss 5.5000  lr 1.00e-03  1000 tok/s  10.0 ms/step  ETA 0:00\n", shown(false));
+        assertEquals(ane4j.run.ProgressLine.format(m, Float.NaN, 0) + "\n", shown(false));
+        assertEquals(new ane4j.run.ProgressLine().add(m) + "\n", shown(false));
+    }
 }

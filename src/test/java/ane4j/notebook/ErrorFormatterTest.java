@@ -53,7 +53,7 @@ class ErrorFormatterTest {
 
     @Test
     void magicErrorsAreOneLine() {
-        CellError e = JupyterKernel.toCellError(new MagicException("[%maven] 'x' is not a Maven coordinate"));
+        CellError e = CellError.of(new MagicException("[%maven] 'x' is not a Maven coordinate"));
         assertEquals("MagicError", e.ename());
         assertEquals(List.of("[%maven] 'x' is not a Maven coordinate"), plain(e.traceback()).lines().toList());
     }

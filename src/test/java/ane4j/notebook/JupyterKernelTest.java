@@ -10,6 +10,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.dflib.jjava.jupyter.kernel.display.mime.MIMEType;
 import tech.tablesaw.api.Table;
 
 /** The kernel in-process, without a Jupyter connection: cells, magics, errors, completion, extension lifecycle. */
@@ -23,6 +24,12 @@ class JupyterKernelTest {
         Object echo(MagicCall call) {
             call.bind(call.args().getFirst(), String.class, call.body());
             return call.body().length();
+        }
+
+        @Magic(value = "ping", atOnce = {"now", "wait"}, help = "%ping now|wait — answered while another cell runs")
+        Object ping(MagicCall call) {
+            if (!call.answeredAtOnce()) return "in turn";
+            return call.args().getFirst().equals("wait") ? MagicCall.IN_TURN : "at once in cell " + call.atOnceCount();
         }
 
         @Magic(value = "twice", aliases = "x2", help = "%twice N")
@@ -47,14 +54,26 @@ class JupyterKernelTest {
         return String.join("\n", e.traceback()).replaceAll("\u001B\\[[;\\d]*m", "");
     }
 
-    /** The cells answered while another runs (tools/kernel_stop_test.py drives it over ZMQ): only these two, alone in the cell. */
+    /**
+     * The cells answered while another runs (tools/kernel_stop_test.py drives it over ZMQ): only a line magic alone in its
+     * cell with the arguments its {@link Magic#atOnce} lists, through the one route; the magic may still say "in turn".
+     */
     @Test
     void theCellsAnsweredWhileAnotherRuns() {
-        assertEquals("stop", JupyterKernel.atOnceCommand("%train stop"));
-        assertEquals("stop", JupyterKernel.atOnceCommand("  %train   stop \n"));
-        assertEquals("status", JupyterKernel.atOnceCommand("%train status"));
-        for (String queued : List.of("%train stop\n1 + 1", "%train resume", "%train", "%trainx stop", "%%train\nsteps = 3", "// %train stop", "%train stop now"))
-            assertNull(JupyterKernel.atOnceCommand(queued), queued);
+        MagicDispatch route = kernel.magics();
+        int[] counts = {7};
+        java.util.function.IntSupplier count = () -> counts[0]++;
+        assertEquals("at once in cell 7", route.answerAtOnce("%ping now", count).getData(MIMEType.TEXT_PLAIN));
+        assertEquals("at once in cell 8", route.answerAtOnce("  %ping   now \n", count).getData(MIMEType.TEXT_PLAIN));
+        for (String queued : List.of("%ping now\n1 + 1", "%ping later", "%ping", "%pingx now", "%%ping\nnow", "// %ping now", "%ping now please", "1 + 1"))
+            assertNull(route.answerAtOnce(queued, count), queued);
+        assertNull(route.answerAtOnce("%ping wait", count), "the magic said in turn");
+        assertEquals(9, counts[0], "a count only for the cells answered");
+        assertEquals("in turn", kernel.run("%ping now"), "in its turn the same magic runs as any other");
+        // %train stop and status are answered at once only while a run runs; with none they wait their turn
+        for (String train : List.of("%train stop", "%train status"))
+            assertNull(route.answerAtOnce(train, () -> { throw new AssertionError("no count for a cell in turn"); }), train);
+        assertNull(route.answerAtOnce("%train resume", count));
     }
 
     @Test
@@ -140,7 +159,7 @@ class JupyterKernelTest {
     void unknownMagicIsOneLine() {
         MagicException e = assertThrows(MagicException.class, () -> kernel.run("%nosuch 1"));
         assertTrue(e.getMessage().contains("%nosuch") && e.getMessage().contains("%lsmagic"), e.getMessage());
-        CellError c = JupyterKernel.toCellError(e);
+        CellError c = CellError.of(e);
         assertEquals(1, c.traceback().size());
     }
 

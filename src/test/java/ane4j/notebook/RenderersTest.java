@@ -123,10 +123,11 @@ class RenderersTest {
                 renderer.render(s).getData(MIMEType.TEXT_PLAIN));
         assertFalse(renderer.render(s).getData(MIMEType.TEXT_HTML).toString().contains("9223372036854775807"));
         var m = new ane4j.run.StepMetrics(0, 40, 6.2373528f, 0.00006000000212225132f, 256, 1.5f, true, false, 12.34, 16961.4, Map.of());
-        assertEquals("step 1/40  loss 6.237  lr 6e-05  grad norm 1.5  loss scale 256  16961 tok/s  12.34 ms/step",
+        // the one progress line (ane4j.run.ProgressLine, as ane4j train prints the step), then what a step shown alone adds
+        assertEquals("step 1/40  loss 6.2374  lr 6.00e-05  16961 tok/s  12.3 ms/step · grad norm 1.5 · loss scale 256",
                 renderer.render(m).getData(MIMEType.TEXT_PLAIN));
         var v = new ane4j.run.StepMetrics(9, 40, 5f, 3e-3f, 256, 1f, true, false, 10, 1000, Map.of(), 0, 0, 5.4321f, 3);
-        assertTrue(renderer.render(v).getData(MIMEType.TEXT_PLAIN).toString().startsWith("step 10/40  loss 5  val loss 5.432  lr 3e-03"));
+        assertTrue(renderer.render(v).getData(MIMEType.TEXT_PLAIN).toString().startsWith("step 10/40  loss 5.0000  val 5.4321  lr 3.00e-03  1000 tok/s  10.0 ms/step · "));
     }
 
     @Test

@@ -11,7 +11,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.function.IntFunction;
 import java.util.function.IntSupplier;
 import org.dflib.jjava.jupyter.channels.ShellReplyEnvironment;
 import org.dflib.jjava.jupyter.kernel.display.DisplayData;
@@ -27,8 +26,8 @@ import org.dflib.jjava.jupyter.messages.request.ExecuteRequest;
  * <ul>
  *   <li>the cell is evaluated on its own thread ({@code ane4j-eval}) while the shell thread keeps reading the shell
  *       socket ({@link #evaluate});</li>
- *   <li>a request read meanwhile is answered at once when {@link AtOnce} has an answer for it (the kernel's:
- *       {@code %train stop} and {@code %train status} during a run); any other is held and handled in arrival order
+ *   <li>a request read meanwhile is answered at once when {@link AtOnce} has an answer for it (the kernel's: the
+ *       magics that say so, {@code %train stop} and {@code %train status} during a run); any other is held and handled in arrival order
  *       right after the cell, before anything still on the socket ({@link #finished});</li>
  *   <li>after a cell failed with {@code stop_on_error}, the execute requests sent before the failure are aborted, as
  *       IPython does: Run All stops at the first error ({@link #failed}, {@link #abortIfQueued}).</li>
@@ -53,8 +52,11 @@ public final class CellQueue {
 
     /** Cells that may be answered while another cell runs. */
     public interface AtOnce {
-        /** What the cell {@code code} shows, given its execution count; null when it must wait its turn. */
-        IntFunction<DisplayData> answer(String code);
+        /**
+         * What the cell {@code code} shows when answered now, or null when it must wait its turn. {@code count} hands
+         * out the cell's execution count (the same one each time it is asked); an answer that declines does not ask.
+         */
+        DisplayData answer(String code, IntSupplier count);
     }
 
     private final AtOnce atOnce;
@@ -167,14 +169,16 @@ public final class CellQueue {
         if (!ExecuteRequest.MESSAGE_TYPE.equals(m.getHeader().getType())) return false;
         String code = ((Message<ExecuteRequest>) m).getContent().getCode();
         ShellReplyEnvironment running = runningCell;
-        IntFunction<DisplayData> answer = running == null ? null : atOnce.answer(code);
+        if (running == null) return false;
+        int[] drawn = {-1};
+        IntSupplier count = () -> drawn[0] >= 0 ? drawn[0] : (drawn[0] = nextCount.getAsInt());
+        DisplayData answer = atOnce.answer(code, count);
         if (answer == null) return false;
         ShellReplyEnvironment env = s.replyEnv(m);
-        int count = nextCount.getAsInt();
         env.setStatusBusy();
-        env.publish(new PublishExecuteInput(code, count));
-        env.publish(new PublishExecuteResult(count, answer.apply(count)));
-        env.reply(new ExecuteReply(count, Collections.emptyMap()));
+        env.publish(new PublishExecuteInput(code, count.getAsInt()));
+        env.publish(new PublishExecuteResult(count.getAsInt(), answer));
+        env.reply(new ExecuteReply(count.getAsInt(), Collections.emptyMap()));
         env.setStatusIdle();
         // a frontend takes any idle for the whole kernel's: the running cell still runs
         running.setStatusBusy();

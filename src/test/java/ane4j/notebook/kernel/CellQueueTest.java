@@ -41,7 +41,7 @@ class CellQueueTest {
     final FakeShell shell = new FakeShell();
     final AtomicInteger counts = new AtomicInteger(7);
     /** Answers "stop" at once, makes every other cell wait. */
-    final CellQueue queue = new CellQueue(code -> code.equals("stop") ? n -> new DisplayData("stopped by cell " + n) : null,
+    final CellQueue queue = new CellQueue((code, count) -> code.equals("stop") ? new DisplayData("stopped by cell " + count.getAsInt()) : null,
             counts::getAndIncrement);
 
     @Test
