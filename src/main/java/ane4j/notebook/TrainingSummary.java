@@ -43,7 +43,7 @@ public record TrainingSummary(String state, long steps, long totalSteps, StepMet
         // fp16 loss scaling (ane-audit-2 R5): a step whose gradient overflowed drops its update and halves the scale
         if (recordedSteps > 0) r.add(new String[] {"skipped updates", skippedUpdates + " of " + recordedSteps + " steps"
                 + (skippedUpdates > 0 ? " (a non-finite gradient; the loss scale halves each time)" : "")});
-        if (Double.isFinite(tokensPerSecond)) r.add(new String[] {"throughput", Math.round(tokensPerSecond) + " tokens/s"});
+        if (Double.isFinite(tokensPerSecond) && tokensPerSecond > 0) r.add(new String[] {"throughput", Math.round(tokensPerSecond) + " tokens/s"});
         r.add(new String[] {"run dir", runDir.toString()});
         if (export != null) r.add(new String[] {"exported", export.toString()});
         r.add(new String[] {"more", "%train table (every step) · %train record (run record) · %train plot"});

@@ -66,7 +66,7 @@ final class GraphRunStep implements RunStep {
 
     @Override public long stagedWeightBytes() { return 0; }
 
-    @Override public int itemsPerStep() { return batch; }
+    @Override public int tokensPerStep() { return 0; }
 
     @Override public void close() { step.close(); }
 }

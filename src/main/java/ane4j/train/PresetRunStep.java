@@ -65,7 +65,7 @@ final class PresetRunStep implements RunStep {
 
     @Override public long stagedWeightBytes() { return step.stagedWeightBytes(); }
 
-    @Override public int itemsPerStep() { return seq; }
+    @Override public int tokensPerStep() { return seq; }
 
     @Override public void close() { step.close(); }
 }

@@ -31,8 +31,8 @@ interface RunStep extends AutoCloseable {
 
     long stagedWeightBytes();
 
-    /** Items of one micro-step (tokens of a window, samples of a batch): the metrics' throughput counts them. */
-    int itemsPerStep();
+    /** Tokens of one micro-step, which the metrics' throughput counts; 0 for a graph's batch (samples are not tokens: no tok/s is shown). */
+    int tokensPerStep();
 
     @Override
     void close();

@@ -380,7 +380,7 @@ public final class Trainer implements AutoCloseable {
     /** {@link #run(Listener)}, but ending after {@code stopAfter} more micro-steps when positive (tests, benchmarks). */
     public List<StepMetrics> run(Listener listener, long stopAfter) {
         Listener l = listener != null ? listener : x -> {};
-        int s = step.itemsPerStep();
+        int s = step.tokensPerStep();
         long end = stopAfter > 0 ? Math.min(o.steps(), nextStep + stopAfter) : o.steps();
         while (nextStep < end) {
             StopFlag flag = stop;

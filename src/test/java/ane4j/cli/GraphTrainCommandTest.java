@@ -39,6 +39,7 @@ class GraphTrainCommandTest {
         String o = out.toString();
         assertTrue(o.contains("ane4j train: mlp on ref (in process), 60 steps"), o);
         assertTrue(o.contains("graph mlp.mil: 114 parameters; loss "), o);
+        assertTrue(o.contains("step 60/60  loss ") && !o.contains("tok/s") && !o.contains("tokens/s"), "a graph's samples are not tokens: " + o);
         assertTrue(o.contains("trained w1, b1, w2, b2 → " + run.resolve("params")), o);
         List<String> lines = Files.readAllLines(run.resolve("metrics.jsonl"));
         assertEquals(60, lines.size());
