@@ -138,7 +138,7 @@ final class TrainCommand {
         RunSpec spec = placed.spec();
         TrainOptions o = spec.train();
         long t0 = System.nanoTime();
-        Progress progress = new Progress(out, placed.isNew() ? () -> RunDirs.pointLatestAt(o.runDir()) : () -> {}).steps(o.steps());
+        Progress progress = new Progress(out).steps(o.steps());   // runs/latest is pointed by the Run at its first step
         // shared tensor folders of launchers and kernels that died (SIGKILL) are this start's to remove
         Supervisor.removeStaleSharedMemory(progress::onMessage);
         try (StopSignals signals = StopSignals.install(out); Session session = session(spec, progress)) {
@@ -271,15 +271,12 @@ final class TrainCommand {
         private int setupWidth;   // of the setup line on the terminal, which the first step line overwrites
         private long steps;       // of the run, for the setup line
 
-        private Runnable onFirstStep;
-
-        Progress(PrintStream out, Runnable onFirstStep) {
-            this(out, onFirstStep, System.console() != null);
+        Progress(PrintStream out) {
+            this(out, System.console() != null);
         }
 
-        Progress(PrintStream out, Runnable onFirstStep, boolean tty) {
+        Progress(PrintStream out, boolean tty) {
             this.out = out;
-            this.onFirstStep = onFirstStep;
             this.tty = tty;
         }
 
@@ -299,10 +296,6 @@ final class TrainCommand {
         }
 
         @Override public void onStep(StepMetrics m) {
-            if (onFirstStep != null) {
-                onFirstStep.run();
-                onFirstStep = null;
-            }
             String text = line.add(m);
             long done = m.step() + 1;
             boolean every = done % Math.max(1, m.steps() / 10) == 0 || done == m.steps() || lastPrinted < 0;

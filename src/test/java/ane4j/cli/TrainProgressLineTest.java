@@ -16,7 +16,7 @@ class TrainProgressLineTest {
     static String shown(boolean tty) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        TrainCommand.Progress p = new TrainCommand.Progress(out, () -> {}, tty).steps(40);
+        TrainCommand.Progress p = new TrainCommand.Progress(out, tty).steps(40);
         p.onSetup(SetupProgress.startingWorker());
         p.onSetup(SetupProgress.compiling(7, 10, "sdpaBwd1"));
         p.onSetup(SetupProgress.firstStep());
