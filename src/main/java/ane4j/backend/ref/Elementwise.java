@@ -236,7 +236,9 @@ interface Elementwise extends OpContext {
     default void cast(Value out) {
         T x = in("x");
         DType to = out.dtype();
-        if (to == x.dtype || (to == DType.FP32 && x.dtype == DType.FP16)) { def(out, x.withDType(to)); return; }
+        // the same values in the float storage: fp16 as fp32, and a bool's 0/1 as either float type (a one-hot of labels)
+        boolean sameValues = to == x.dtype || (to == DType.FP32 && x.dtype == DType.FP16) || (x.dtype == DType.BOOL && (to == DType.FP16 || to == DType.FP32));
+        if (sameValues) { def(out, x.withDType(to)); return; }
         T o = newOut(out.shape(), to);
         Iter it = Iter.of(o.shape, o, x);
         float lo = switch (to) { case INT8 -> -128; case UINT8 -> 0; case INT16 -> -32768; case INT32 -> Integer.MIN_VALUE; default -> Float.NEGATIVE_INFINITY; };
