@@ -20,20 +20,12 @@ final class FitMagics {
             + "data = a Map<String, TensorBuffer> variable (input → samples along the first axis) or a folder of NAME.npy, optional valData, init "
             + "(Map<String, float[]> or folder), loss, steps, lr …; shows the live progress line and loss plot; NAME binds the Fit")
     Object fitCell(MagicCall call) {
-        String name = null;
-        StringBuilder text = new StringBuilder();
-        for (String a : call.args()) {
-            if (a.equals("--help") || a.equals("-h")) return help();
-            if (a.contains("=")) text.append(a).append('\n');
-            else if (name == null) name = a;
-            else throw new MagicException("[%%fit] unexpected argument '" + a + "'; the first line takes [NAME], the cell key = value lines");
-        }
-        text.append(call.body());
-        TrainingRun cur = TrainingRun.current();
-        if (cur != null && cur.running()) throw new MagicException("[%%fit] a run is still running (" + cur.progressLine() + "); %train stop first");
+        RunCell cell = RunCell.read(call, "fit", false);
+        if (cell.help()) return help();
+        String name = cell.name();
         Fit fit;
         try {
-            Map<String, String> keys = RunSpec.parseText(text.toString()), rest = new LinkedHashMap<>();
+            Map<String, String> keys = RunSpec.parseText(cell.settings()), rest = new LinkedHashMap<>();
             Map<String, Object> objects = new LinkedHashMap<>();
             for (var e : keys.entrySet()) {
                 String k = RunSpec.KEYS.canonical(e.getKey());

@@ -13,22 +13,13 @@ final class TrainMagics {
             + "model, dim, nLayers …, data, steps, lr, seed, backend, storage, weights, runDir, resume, compileBudget, inProcess …); trains with a live "
             + "progress line and loss plot and ends with one summary; NAME binds the TrainingRun; --help lists the keys")
     Object trainCell(MagicCall call) {
-        String name = null;
-        boolean background = false;
-        StringBuilder config = new StringBuilder();
-        for (String a : call.args()) {
-            if (a.equals("--help") || a.equals("-h")) return help();
-            if (a.equals("--background")) background = true;
-            else if (a.contains("=")) config.append(a).append('\n');
-            else if (name == null) name = a;
-            else throw new MagicException("[%%train] unexpected argument '" + a + "'; the first line takes [NAME] [--background], the cell key = value lines");
-        }
-        config.append(call.body());
-        TrainingRun cur = TrainingRun.current();
-        if (cur != null && cur.running()) throw new MagicException("[%%train] a run is still running (" + cur.progressLine() + "); %train stop first");
+        RunCell cell = RunCell.read(call, "train", true);
+        if (cell.help()) return help();
+        String name = cell.name();
+        boolean background = cell.background();
         TrainingRun run;
         try {
-            run = TrainingRun.start(Ane.session(), Ane.runSpec(RunSpec.parseText(config.toString())));
+            run = TrainingRun.start(Ane.session(), Ane.runSpec(RunSpec.parseText(cell.settings())));
         } catch (IllegalArgumentException e) {
             throw new MagicException(e.getMessage(), e);
         }

@@ -125,5 +125,12 @@ class FitTest {
         Object helpOut = kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of("--help"), "");
         String help = String.valueOf(helpOut);
         assertTrue(help.startsWith("%%fit [NAME]") && help.contains("graph = ") && help.contains("valFraction"), help);
+        // the first line is read as %%train's (RunCell): a second name or a flag %%fit does not take is one line
+        var two = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+                () -> kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of("a", "b"), "graph = mlp\n"));
+        assertTrue(two.getMessage().contains("[%%fit] unexpected argument 'b'; the first line takes [NAME], the cell key = value lines"), two.getMessage());
+        var flag = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+                () -> kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of("--background"), "graph = mlp\n"));
+        assertTrue(flag.getMessage().contains("[%%fit] unexpected argument '--background'"), flag.getMessage());
     }
 }
