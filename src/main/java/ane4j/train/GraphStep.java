@@ -138,7 +138,6 @@ public final class GraphStep implements AutoCloseable {
         this.packing = packed && oneDtype ? PackedParams.plan(freshName(g, "params"), inputParams) : null;
         this.forwardProgram = packing == null ? split.forward() : packing.rewrite(split.forward());
         this.backwardProgram = packing == null ? split.backward() : packing.rewrite(split.backward());
-        this.packedBuffer = packing == null ? null : TensorBuffer.allocate(packing.type());
         for (ParameterView v : views) offsets.put(v.name(), v.offset());
         Chip chip = splitFor != null ? splitFor : chipOf(backend);
         Kernel f = compile(forwardProgram, "forward", backend, chip);
@@ -149,11 +148,15 @@ public final class GraphStep implements AutoCloseable {
             throw e;
         }
         this.forward = f;
+        // the packed parameters in the forward's direct buffer (the reference backend: fp16 held as floats, read in
+        // place; the same fp16 values as a packed buffer), which the backward reads too
+        this.packedBuffer = packing == null ? null : forward.allocateDirectInput(packing.input());
     }
 
     private final PackedParams packing;
     private final Program forwardProgram, backwardProgram;
     private final TensorBuffer packedBuffer;
+    private Map<String, TensorBuffer> forwardOut, backwardOut;
     private final Map<String, Integer> offsets = new HashMap<>();
 
     /** {@code base}, or base_1, base_2 … when the graph has a value of that name. */
@@ -274,13 +277,23 @@ public final class GraphStep implements AutoCloseable {
      */
     public float forwardBackward(float[] params, float[] grads, Map<String, TensorBuffer> data, float scale) {
         Map<String, TensorBuffer> in = inputs(params, data);
-        Map<String, TensorBuffer> fo = forward.evaluate(in);
+        if (forwardOut == null) {
+            // the programs' outputs in their kernels' direct buffers, kept from step to step (the reference backend:
+            // fp16 held as floats, written without packing and read by the backward and the CPU without unpacking; the
+            // same fp16 values as packed buffers, so the same bits), as the hand-written step keeps its own
+            forwardOut = new LinkedHashMap<>();
+            for (TensorSpec o : forward.outputs()) forwardOut.put(o.name(), forward.allocateDirectOutput(o.name()));
+            backwardOut = new LinkedHashMap<>();
+            for (TensorSpec o : backward.outputs()) backwardOut.put(o.name(), backward.allocateDirectOutput(o.name()));
+        }
+        forward.evaluate(in, forwardOut);
+        Map<String, TensorBuffer> fo = forwardOut;
         Map<String, TensorBuffer> bin = new LinkedHashMap<>();
         float headLoss = Float.NaN;
         if (head != null) {
             // the loss and d_logits on the CPU: d_logits is the backward's upstream gradient
             TensorSpec ds = backward.inputs().stream().filter(s -> s.name().equals("d_" + loss)).findFirst().orElseThrow();
-            if (headGrad == null) headGrad = TensorBuffer.allocate(ds.type());
+            if (headGrad == null) headGrad = backward.allocateDirectInput(ds.name());
             headLoss = headLoss(fo.get(loss), data, headGrad, scale);
             bin.put(ds.name(), headGrad);
         }
@@ -293,7 +306,8 @@ public final class GraphStep implements AutoCloseable {
             if (b == null) throw new IllegalStateException("[graph] no value for backward input " + s.name());
             bin.put(s.name(), b);
         }
-        Map<String, TensorBuffer> bo = backward.evaluate(bin);
+        backward.evaluate(bin, backwardOut);
+        Map<String, TensorBuffer> bo = backwardOut;
         Map<String, ParameterView> byName = new HashMap<>();
         for (ParameterView v : views) byName.put(v.name(), v);
         // gradients formed in MIL (the lookups' outputs: scattered back into their parameter's rows)
