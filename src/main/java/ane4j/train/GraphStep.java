@@ -330,22 +330,35 @@ public final class GraphStep implements AutoCloseable {
         }
         // weight gradients of matmul/linear on the CPU: dW += gᵀ·x (transposed) or xᵀ·g, over the flattened rows R;
         // of conv: im2col and sgemm (ConvWeightGrad)
+        // (each tensor read as floats once per step, into arrays kept from step to step: an activation read by several
+        // projections, e.g. the normed x of q, k and v, is converted once, and the classifier's g is not reallocated)
+        Map<String, float[]> asFloats = new HashMap<>();
         for (Grad.CpuGrad c : split.cpuGrads()) {
             ParameterView v = byName.get(c.param());
             TensorBuffer gb = bo.get(c.upstream()), xb = fo.containsKey(c.activation()) ? fo.get(c.activation()) : in.get(c.activation());
             if (xb == null) xb = paramBuffer(c.activation(), params);   // the activation is itself a parameter (packed)
+            TensorBuffer xbuf = xb;
+            float[] g = asFloats.computeIfAbsent("g " + c.upstream(), n -> floats(n, gb)), x = asFloats.computeIfAbsent("x " + c.activation(), n -> floats(n, xbuf));
             if (c.isConv()) {
                 int[] w = paramTypes.get(c.param()).shape();
-                ConvWeightGrad.accumulate(xb.toFloatArray(), xb.type().shape(), gb.toFloatArray(), gb.type().shape(),
-                        Arrays.copyOfRange(w, 2, w.length), c.conv(), grads, v.offset());
+                ConvWeightGrad.accumulate(x, xb.type().shape(), g, gb.type().shape(), Arrays.copyOfRange(w, 2, w.length), c.conv(), grads, v.offset());
                 continue;
             }
             int n = gb.type().dim(-1), k = xb.type().dim(-1), r = (int) (gb.count() / n);
-            float[] g = gb.toFloatArray(), x = xb.toFloatArray();
             if (c.transposed()) Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, n, k, r, 1f, g, 0, n, x, 0, k, 1f, grads, v.offset(), k);
             else Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, k, n, r, 1f, x, 0, k, g, 0, n, 1f, grads, v.offset(), n);
         }
         return head != null ? headLoss : mean(fo.get(loss));
+    }
+
+    private final Map<String, float[]> floatArrays = new HashMap<>();
+
+    /** b's values as floats, in the array kept for {@code name} (refilled on each call). */
+    private float[] floats(String name, TensorBuffer b) {
+        float[] a = floatArrays.get(name);
+        if (a == null || a.length != b.count()) floatArrays.put(name, a = new float[Math.toIntExact(b.count())]);
+        b.copyTo(0, a, 0, a.length);
+        return a;
     }
 
     private Map<String, TensorBuffer> inputs(float[] params, Map<String, TensorBuffer> data) {
