@@ -34,6 +34,7 @@ public final class BenchOptions {
             new Spec("reps", "N", "measured runs", Set.of("peak", "int8", "sgemm", "generate")),
             new Spec("max-seconds", "S", "stop measuring after S seconds", Set.of("peak", "int8")),
             new Spec("kernels", "hand|generated", "hand: the hand-written training kernels; generated: the model built with the fluent API, differentiated by Mil.grad, run as GraphStep", Set.of("step")),
+            new Spec("loss-head", "cpu|mil", "with --kernels generated: the loss and d_logits on the CPU (the default, as the hand-written step), or the graph's own cross-entropy in MIL", Set.of("step")),
             new Spec("weights", "dynamic|static", "weights in the kernel inputs, or baked in and recompiled", Set.of("step")),
             new Spec("storage", "fp16|fp32", "the reference backend's storage type", Set.of("step")),
             new Spec("compare-torch", null, "also time PyTorch's CPU step on the same config (with --lora: PyTorch LoRA, tools/torch_lora_step.py)", Set.of("step")),

@@ -58,7 +58,7 @@ public final class StepBench {
 
     public static BenchResult run(BenchOptions o, Backend backend) {
         Set<String> keys = new java.util.HashSet<>(Set.of("model", "steps", "warmup", "weights", "storage", "python", "torch-script", "torch-threads", "seed",
-                "lora", "lora-targets", "lora-alpha", "rounds", "kernels"));
+                "lora", "lora-targets", "lora-alpha", "rounds", "kernels", "loss-head"));
         for (String k : TrainOptions.MODEL_KEYS) keys.add(RunSpec.KEYS.key(k).flag().substring(2));
         o.check("step", keys);
         if (o.flag("compare-full")) return LoraComparison.run(o);
@@ -71,6 +71,7 @@ public final class StepBench {
         String storage = RunSpec.KEYS.key("storage").check(o.get("storage", "fp16"), "bench");
         String kernels = o.get("kernels", "hand");
         if (!kernels.equals("hand") && !kernels.equals("generated")) throw new IllegalArgumentException("[bench] --kernels " + kernels + " must be hand or generated");
+        if (o.has("loss-head") && !kernels.equals("generated")) throw new IllegalArgumentException("[bench] --loss-head chooses where the generated step's loss runs: give --kernels generated too");
         if (kernels.equals("generated")) {
             if (o.has("lora") || weights.equals("static")) throw new IllegalArgumentException("[bench] --kernels generated times the full step with dynamic weights: drop --lora and --weights static");
             return GeneratedStepBench.run(o, backend, cfg, steps, warmup, storage);

@@ -18,6 +18,8 @@ import ane4j.mil.Value;
  *            '.' (layers.0.wq → layers_0_wq), shaped as the layout's view; no weight files
  *   output : loss (1) = lossScale · mean_t cross-entropy(logits[t], targets[t])
  * </pre>
+ * {@link #buildLogits} is the same graph ending at the logits (S, V) with no targets input: the loss and d_logits are then
+ * computed on the CPU ({@code GraphStep} with a {@code CpuLossHead}), as the hand-written step and the ANE's split do.
  * Legend: S = seqLen, D = dim, NH = nHeads, NKV = nKvHeads, HD = headDim, H = hiddenDim, V = vocabSize.
  */
 public final class LlamaGraph {
@@ -26,12 +28,20 @@ public final class LlamaGraph {
     /** The MIL input name of parameter {@code viewName}. */
     public static String inputName(String viewName) { return viewName.replace('.', '_'); }
 
-    public static Program build(ModelConfig c, DType dtype, float lossScale) {
+    public static Program build(ModelConfig c, DType dtype, float lossScale) { return build(c, dtype, lossScale, false); }
+
+    /**
+     * The graph ending at the classifier: inputs tokens int32 (S) and the parameters (as {@link #build}); output
+     * logits (S, V). Its loss is left to the CPU (mean cross-entropy against the targets, {@code CpuLossHead}).
+     */
+    public static Program buildLogits(ModelConfig c, DType dtype) { return build(c, dtype, 1f, true); }
+
+    private static Program build(ModelConfig c, DType dtype, float lossScale, boolean logitsOnly) {
         if (c.residualScale() != 1f) throw new IllegalArgumentException("[graph] " + c.name() + ": residualScale " + c.residualScale() + " is not supported by the graph model; use 1");
         ParameterLayout layout = new ParameterLayout(c);
         return Mil.program().function("main", f -> {
             int s = c.seqLen(), d = c.dim(), nh = c.nHeads(), nkv = c.nKvHeads(), hd = c.headDim(), v = c.vocabSize();
-            Value tokens = f.input("tokens", Mil.int32(s)), targets = f.input("targets", Mil.int32(s));
+            Value tokens = f.input("tokens", Mil.int32(s)), targets = logitsOnly ? null : f.input("targets", Mil.int32(s));
             java.util.Map<String, Value> p = new java.util.HashMap<>();
             for (ParameterView view : layout.views()) p.put(view.name(), f.input(inputName(view.name()), TensorType.of(dtype, view.shape())));
             Value[] rope = ropeTables(f, c, dtype);
@@ -69,8 +79,11 @@ public final class LlamaGraph {
             }
             Value hn = rmsnorm(f, h, p.get("rmsFinal"), c.normEps());
             Value logits = f.matmul(hn, c.tiedEmbedding() ? p.get("tokenEmbedding") : p.get("wcls"), false, true);   // (S, V)
-            Value loss = f.crossEntropyLabels(logits, targets);
-            f.output(f.named("loss", lossScale == 1f ? f.identity(loss) : f.mul(loss, lossScale)));
+            if (logitsOnly) f.output(f.named("logits", logits));   // the matmul's own output: no copy of (S, V)
+            else {
+                Value loss = f.crossEntropyLabels(logits, targets);
+                f.output(f.named("loss", lossScale == 1f ? f.identity(loss) : f.mul(loss, lossScale)));
+            }
             assert logits.shape()[1] == v && d > 0;
         }).build();
     }

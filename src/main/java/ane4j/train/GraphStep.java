@@ -44,6 +44,9 @@ public final class GraphStep implements AutoCloseable {
     private final Map<String, TensorBuffer> paramBuffers = new HashMap<>();
     private final Map<String, TensorBuffer> lookupBuffers = new HashMap<>();
     private final String loss;
+    private final CpuLossHead head;
+    private float[] headScratch;
+    private TensorBuffer headGrad;
     private final int size;
 
     /**
@@ -80,7 +83,33 @@ public final class GraphStep implements AutoCloseable {
      *                  would underflow, and the loss itself is not
      */
     public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor, boolean seedInput) {
+        this(graph, loss, null, params, backend, cpuWeights, packed, splitFor, seedInput);
+    }
+
+    /**
+     * A step whose loss is computed on the CPU ({@link CpuLossHead}): the graph ends at the logits output
+     * {@code head.logits()} [N, C], the backward takes d_logits as its upstream gradient, and the mean cross-entropy
+     * against the int32 labels {@code head.labels()} of the step's data (not an input of the graph) and d_logits are
+     * formed on the CPU, as the hand-written step does. {@link #forwardBackward(float[], float[], Map, float)}'s
+     * scale multiplies d_logits (so every gradient); the loss returned is not scaled.
+     */
+    public GraphStep(Program graph, CpuLossHead head, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor) {
+        this(graph, checkHead(graph, head), head, params, backend, cpuWeights, packed, splitFor, false);
+    }
+
+    /** The head's logits name, once it is known to be a float output [N, C] of the graph. */
+    private static String checkHead(Program graph, CpuLossHead head) {
+        Value out = graph.main().outputs().stream().filter(v -> v.name().equals(head.logits())).findFirst().orElse(null);
+        String outs = graph.main().outputs().stream().map(Value::name).toList().toString();
+        if (out == null) throw new IllegalArgumentException("[graph] the loss head's logits '" + head.logits() + "' is not an output of the graph (outputs: " + outs + "); give the logits output");
+        if (out.rank() != 2 || !out.dtype().isFloat() || out.shape()[1] < 2)
+            throw new IllegalArgumentException("[graph] the loss head's logits '" + head.logits() + "' is " + out.type() + "; give a float output [N, C] with C ≥ 2 classes");
+        return head.logits();
+    }
+
+    private GraphStep(Program graph, String loss, CpuLossHead head, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor, boolean seedInput) {
         this.loss = loss;
+        this.head = head;
         // embedding lookups (gather of a parameter by data indices) run on the CPU: the ANE refuses gathers with run-time
         // indices (chip rule runtime-gather); their outputs become inputs of the programs and their gradients come back
         Program g = cpuLookups(graph, params);
@@ -109,7 +138,6 @@ public final class GraphStep implements AutoCloseable {
         this.packing = packed && oneDtype ? PackedParams.plan(freshName(g, "params"), inputParams) : null;
         this.forwardProgram = packing == null ? split.forward() : packing.rewrite(split.forward());
         this.backwardProgram = packing == null ? split.backward() : packing.rewrite(split.backward());
-        this.packedBuffer = packing == null ? null : TensorBuffer.allocate(packing.type());
         for (ParameterView v : views) offsets.put(v.name(), v.offset());
         Chip chip = splitFor != null ? splitFor : chipOf(backend);
         Kernel f = compile(forwardProgram, "forward", backend, chip);
@@ -120,11 +148,15 @@ public final class GraphStep implements AutoCloseable {
             throw e;
         }
         this.forward = f;
+        // the packed parameters in the forward's direct buffer (the reference backend: fp16 held as floats, read in
+        // place; the same fp16 values as a packed buffer), which the backward reads too
+        this.packedBuffer = packing == null ? null : forward.allocateDirectInput(packing.input());
     }
 
     private final PackedParams packing;
     private final Program forwardProgram, backwardProgram;
     private final TensorBuffer packedBuffer;
+    private Map<String, TensorBuffer> forwardOut, backwardOut;
     private final Map<String, Integer> offsets = new HashMap<>();
 
     /** {@code base}, or base_1, base_2 … when the graph has a value of that name. */
@@ -214,8 +246,20 @@ public final class GraphStep implements AutoCloseable {
         return forward.evaluate(inputs(params, data));
     }
 
-    /** Loss of one batch (its mean when the loss has several elements). */
-    public float loss(float[] params, Map<String, TensorBuffer> data) { return mean(forward(params, data).get(loss)); }
+    /** Loss of one batch (its mean when the loss has several elements; the CPU loss head's when there is one). */
+    public float loss(float[] params, Map<String, TensorBuffer> data) {
+        Map<String, TensorBuffer> fo = forward(params, data);
+        return head != null ? headLoss(fo.get(loss), data, null, 1f) : mean(fo.get(loss));
+    }
+
+    /** The CPU loss head, or null when the graph's own output is the loss. */
+    public CpuLossHead head() { return head; }
+
+    /** The head's loss of the forward's logits; d_logits (times scale) into {@code grad} when not null. */
+    private float headLoss(TensorBuffer logits, Map<String, TensorBuffer> data, TensorBuffer grad, float scale) {
+        if (headScratch == null) headScratch = new float[Math.toIntExact(logits.count())];
+        return head.apply(logits, data.get(head.labels()), grad, scale, headScratch);
+    }
 
     /**
      * Forward and backward on one batch: adds d loss / d params into {@code grads} (flat layout) and returns the loss
@@ -233,17 +277,37 @@ public final class GraphStep implements AutoCloseable {
      */
     public float forwardBackward(float[] params, float[] grads, Map<String, TensorBuffer> data, float scale) {
         Map<String, TensorBuffer> in = inputs(params, data);
-        Map<String, TensorBuffer> fo = forward.evaluate(in);
+        if (forwardOut == null) {
+            // the programs' outputs in their kernels' direct buffers, kept from step to step (the reference backend:
+            // fp16 held as floats, written without packing and read by the backward and the CPU without unpacking; the
+            // same fp16 values as packed buffers, so the same bits), as the hand-written step keeps its own
+            forwardOut = new LinkedHashMap<>();
+            for (TensorSpec o : forward.outputs()) forwardOut.put(o.name(), forward.allocateDirectOutput(o.name()));
+            backwardOut = new LinkedHashMap<>();
+            for (TensorSpec o : backward.outputs()) backwardOut.put(o.name(), backward.allocateDirectOutput(o.name()));
+        }
+        forward.evaluate(in, forwardOut);
+        Map<String, TensorBuffer> fo = forwardOut;
         Map<String, TensorBuffer> bin = new LinkedHashMap<>();
+        float headLoss = Float.NaN;
+        if (head != null) {
+            // the loss and d_logits on the CPU: d_logits is the backward's upstream gradient
+            TensorSpec ds = backward.inputs().stream().filter(s -> s.name().equals("d_" + loss)).findFirst().orElseThrow();
+            if (headGrad == null) headGrad = backward.allocateDirectInput(ds.name());
+            headLoss = headLoss(fo.get(loss), data, headGrad, scale);
+            bin.put(ds.name(), headGrad);
+        }
         boolean seeded = backward.inputs().stream().anyMatch(s -> s.name().equals("d_" + loss));
         if (!seeded && scale != 1f) throw new IllegalStateException("[graph] a loss scale of " + scale + " needs the step built with seedInput (the loss has one element)");
         for (TensorSpec s : backward.inputs()) {
+            if (bin.containsKey(s.name())) continue;
             TensorBuffer b = s.name().equals("d_" + loss) ? data.getOrDefault(s.name(), seed(s.type(), scale)) : fo.containsKey(s.name()) ? fo.get(s.name())
                     : in.containsKey(s.name()) ? in.get(s.name()) : packing != null && s.name().equals(packing.input()) ? packed(params) : null;
             if (b == null) throw new IllegalStateException("[graph] no value for backward input " + s.name());
             bin.put(s.name(), b);
         }
-        Map<String, TensorBuffer> bo = backward.evaluate(bin);
+        backward.evaluate(bin, backwardOut);
+        Map<String, TensorBuffer> bo = backwardOut;
         Map<String, ParameterView> byName = new HashMap<>();
         for (ParameterView v : views) byName.put(v.name(), v);
         // gradients formed in MIL (the lookups' outputs: scattered back into their parameter's rows)
@@ -266,22 +330,35 @@ public final class GraphStep implements AutoCloseable {
         }
         // weight gradients of matmul/linear on the CPU: dW += gᵀ·x (transposed) or xᵀ·g, over the flattened rows R;
         // of conv: im2col and sgemm (ConvWeightGrad)
+        // (each tensor read as floats once per step, into arrays kept from step to step: an activation read by several
+        // projections, e.g. the normed x of q, k and v, is converted once, and the classifier's g is not reallocated)
+        Map<String, float[]> asFloats = new HashMap<>();
         for (Grad.CpuGrad c : split.cpuGrads()) {
             ParameterView v = byName.get(c.param());
             TensorBuffer gb = bo.get(c.upstream()), xb = fo.containsKey(c.activation()) ? fo.get(c.activation()) : in.get(c.activation());
             if (xb == null) xb = paramBuffer(c.activation(), params);   // the activation is itself a parameter (packed)
+            TensorBuffer xbuf = xb;
+            float[] g = asFloats.computeIfAbsent("g " + c.upstream(), n -> floats(n, gb)), x = asFloats.computeIfAbsent("x " + c.activation(), n -> floats(n, xbuf));
             if (c.isConv()) {
                 int[] w = paramTypes.get(c.param()).shape();
-                ConvWeightGrad.accumulate(xb.toFloatArray(), xb.type().shape(), gb.toFloatArray(), gb.type().shape(),
-                        Arrays.copyOfRange(w, 2, w.length), c.conv(), grads, v.offset());
+                ConvWeightGrad.accumulate(x, xb.type().shape(), g, gb.type().shape(), Arrays.copyOfRange(w, 2, w.length), c.conv(), grads, v.offset());
                 continue;
             }
             int n = gb.type().dim(-1), k = xb.type().dim(-1), r = (int) (gb.count() / n);
-            float[] g = gb.toFloatArray(), x = xb.toFloatArray();
             if (c.transposed()) Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, n, k, r, 1f, g, 0, n, x, 0, k, 1f, grads, v.offset(), k);
             else Blas.sgemm(Layout.ROW_MAJOR, Transpose.YES, Transpose.NO, k, n, r, 1f, x, 0, k, g, 0, n, 1f, grads, v.offset(), n);
         }
-        return mean(fo.get(loss));
+        return head != null ? headLoss : mean(fo.get(loss));
+    }
+
+    private final Map<String, float[]> floatArrays = new HashMap<>();
+
+    /** b's values as floats, in the array kept for {@code name} (refilled on each call). */
+    private float[] floats(String name, TensorBuffer b) {
+        float[] a = floatArrays.get(name);
+        if (a == null || a.length != b.count()) floatArrays.put(name, a = new float[Math.toIntExact(b.count())]);
+        b.copyTo(0, a, 0, a.length);
+        return a;
     }
 
     private Map<String, TensorBuffer> inputs(float[] params, Map<String, TensorBuffer> data) {

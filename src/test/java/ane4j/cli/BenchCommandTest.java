@@ -122,6 +122,19 @@ class BenchCommandTest {
     }
 
     @Test
+    void generatedStepWithTheLossOnTheCpuOrInMilReachesTheSameLoss() throws IOException {
+        var cpu = summary(bench("step", "--steps", "2", "--warmup", "0", "--kernels", "generated"));
+        var mil = summary(bench("step", "--steps", "2", "--warmup", "0", "--kernels", "generated", "--loss-head", "mil"));
+        // fp16 storage: the same first loss and the same loss after one update, fp16 rounding apart
+        for (String k : List.of("firstLoss", "lastLoss"))
+            assertEquals(((Number) mil.get(k)).doubleValue(), ((Number) cpu.get(k)).doubleValue(), 5e-3, k);
+        // the loss's ops are gone from the programs
+        assertTrue(((Number) cpu.get("forwardOps")).intValue() < ((Number) mil.get("forwardOps")).intValue());
+        Result r = run("bench", "step", "--quick", "--no-save", "--loss-head", "cpu");
+        assertEquals("ane4j bench: [bench] --loss-head chooses where the generated step's loss runs: give --kernels generated too\n", r.err());
+    }
+
+    @Test
     void stepReportsMedianPhasesFlopsAndMemory() throws IOException {
         var m = bench("step", "--steps", "2", "--warmup", "0");
         var s = summary(m);
