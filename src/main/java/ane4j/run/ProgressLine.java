@@ -14,7 +14,7 @@ import java.util.Locale;
  *   <li>{@code step}: the global 1-based step (a resumed run goes on from its checkpoint's step, as metrics.jsonl and
  *       the tables count) of the run's steps;</li>
  *   <li>{@code val}: the latest validation loss, shown from the step it ran after until the next one;</li>
- *   <li>{@code tok/s}: absent where a step has no tokens (a user graph's step, GraphTrainer);</li>
+ *   <li>{@code tok/s}: absent where a step has no tokens (a user graph's step: its samples are not tokens);</li>
  *   <li>{@code ETA}: the wall time left at the pace since the first step this line saw; only where a run is followed
  *       step by step ({@link #add}), not for one step shown alone ({@link #of});</li>
  *   <li>a last word when the step did not update the weights: {@code (update skipped)} after a non-finite gradient,
