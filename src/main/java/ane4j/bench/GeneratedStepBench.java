@@ -47,8 +47,8 @@ final class GeneratedStepBench {
         DType dt = fp16 ? DType.FP16 : DType.FP32;
         // cpu: the graph ends at the logits and the loss with d_logits (scaled) is formed on the CPU, as the hand-written
         // step does; mil: the graph's own cross-entropy, scaled in the graph
-        GraphStep step = cpuLoss ? new GraphStep(LlamaGraph.buildLogits(cfg, dt), new CpuLossHead("logits", "targets"), names, backend, true, true, null)
-                : new GraphStep(LlamaGraph.build(cfg, dt, lossScale), "loss", names, backend, true);
+        GraphStep step = cpuLoss ? new GraphStep(LlamaGraph.buildLogits(cfg, dt), new CpuLossHead("logits", "targets"), names, backend, GraphStep.Options.defaults())
+                : new GraphStep(LlamaGraph.build(cfg, dt, lossScale), "loss", names, backend, GraphStep.Options.defaults());
         double compileMs = (System.nanoTime() - c0) / 1e6;
         double[] fb = new double[steps], opt = new double[steps], total = new double[steps];
         float firstLoss = Float.NaN, lastLoss = Float.NaN;

@@ -22,7 +22,7 @@ final class GraphRunStep implements RunStep {
 
     GraphRunStep(GraphData data, Backend backend) {
         this.data = data;
-        this.step = new GraphStep(data.program(), data.loss(), data.params(), backend, true, true, null, true);
+        this.step = new GraphStep(data.program(), data.loss(), data.params(), backend, GraphStep.Options.defaults().withSeedInput(true));
         if (!step.views().equals(data.layout().views())) {
             step.close();
             throw new IllegalStateException("[train] internal: the graph step's parameter layout differs from the run's");

@@ -50,40 +50,40 @@ public final class GraphStep implements AutoCloseable {
     private final int size;
 
     /**
+     * How a step is built.
+     *
+     * @param cpuWeights the weight gradients of matmul/linear/conv by sgemm on the CPU (the ANE's split); false: in MIL
+     * @param packed     the parameters travel as columns of one packed input ({@link PackedParams}, the default); false:
+     *                   one input each. Either gives the same bits; parameters of mixed dtypes are always separate inputs
+     * @param splitFor   the chip whose rules the programs must obey, or null for the backend's own (the ANE's family, or
+     *                   the chip the reference backend emulates; none otherwise): a program that breaks an error rule of
+     *                   it is cut at op boundaries ({@link ProgramSplit}) into parts that break none, run on the
+     *                   backend, and parts no cut can make legal (a tensor past the axis cap), run on the reference
+     *                   backend (the CPU); a program that breaks none is compiled whole
+     * @param seedInput  the backward takes the loss's upstream gradient d_&lt;loss&gt; as an input even when the loss has
+     *                   one element, so {@link #forwardBackward(float[], float[], Map, float)} can seed it with a loss
+     *                   scale (the trainer's, {@link LossScaler}): every gradient is then scaled inside the backward,
+     *                   where fp16 would underflow, and the loss itself is not
+     */
+    public record Options(boolean cpuWeights, boolean packed, Chip splitFor, boolean seedInput) {
+        /** Weight gradients on the CPU, packed parameters, the backend's own chip rules, no seed input. */
+        public static Options defaults() { return new Options(true, true, null, false); }
+
+        public Options withCpuWeights(boolean b) { return new Options(b, packed, splitFor, seedInput); }
+
+        public Options withPacked(boolean b) { return new Options(cpuWeights, b, splitFor, seedInput); }
+
+        public Options withSplitFor(Chip c) { return new Options(cpuWeights, packed, c, seedInput); }
+
+        public Options withSeedInput(boolean b) { return new Options(cpuWeights, packed, splitFor, b); }
+    }
+
+    /**
      * @param graph  the forward: one function whose inputs are the data and the parameters, one of whose outputs is the loss
      * @param params the inputs to train (float inputs of the graph), in the order of the flat layout
      */
-    public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights) {
-        this(graph, loss, params, backend, cpuWeights, true);
-    }
-
-    /**
-     * @param packed the parameters travel as columns of one packed input ({@link PackedParams}, the default); false:
-     *               one input each. Either gives the same bits; parameters of mixed dtypes are always separate inputs.
-     */
-    public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed) {
-        this(graph, loss, params, backend, cpuWeights, packed, null);
-    }
-
-    /**
-     * @param splitFor the chip whose rules the programs must obey, or null for the backend's own (the ANE's family, or
-     *                 the chip the reference backend emulates; none otherwise): a program that breaks an error rule of
-     *                 it is cut at op boundaries ({@link ProgramSplit}) into parts that break none, run on
-     *                 {@code backend}, and parts no cut can make legal (a tensor past the axis cap), run on the
-     *                 reference backend (the CPU); a program that breaks none is compiled whole
-     */
-    public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor) {
-        this(graph, loss, params, backend, cpuWeights, packed, splitFor, false);
-    }
-
-    /**
-     * @param seedInput the backward takes the loss's upstream gradient d_&lt;loss&gt; as an input even when the loss has
-     *                  one element, so {@link #forwardBackward(float[], float[], Map, float)} can seed it with a loss scale
-     *                  (the trainer's, {@link LossScaler}): every gradient is then scaled inside the backward, where fp16
-     *                  would underflow, and the loss itself is not
-     */
-    public GraphStep(Program graph, String loss, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor, boolean seedInput) {
-        this(graph, loss, null, params, backend, cpuWeights, packed, splitFor, seedInput);
+    public GraphStep(Program graph, String loss, List<String> params, Backend backend, Options o) {
+        this(graph, loss, null, params, backend, o);
     }
 
     /**
@@ -93,8 +93,8 @@ public final class GraphStep implements AutoCloseable {
      * formed on the CPU, as the hand-written step does. {@link #forwardBackward(float[], float[], Map, float)}'s
      * scale multiplies d_logits (so every gradient); the loss returned is not scaled.
      */
-    public GraphStep(Program graph, CpuLossHead head, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor) {
-        this(graph, checkHead(graph, head), head, params, backend, cpuWeights, packed, splitFor, false);
+    public GraphStep(Program graph, CpuLossHead head, List<String> params, Backend backend, Options o) {
+        this(graph, checkHead(graph, head), head, params, backend, o.withSeedInput(false));
     }
 
     /** The head's logits name, once it is known to be a float output [N, C] of the graph. */
@@ -107,7 +107,9 @@ public final class GraphStep implements AutoCloseable {
         return head.logits();
     }
 
-    private GraphStep(Program graph, String loss, CpuLossHead head, List<String> params, Backend backend, boolean cpuWeights, boolean packed, Chip splitFor, boolean seedInput) {
+    private GraphStep(Program graph, String loss, CpuLossHead head, List<String> params, Backend backend, Options o) {
+        boolean cpuWeights = o.cpuWeights(), packed = o.packed(), seedInput = o.seedInput();
+        Chip splitFor = o.splitFor();
         this.loss = loss;
         this.head = head;
         // embedding lookups (gather of a parameter by data indices) run on the CPU: the ANE refuses gathers with run-time

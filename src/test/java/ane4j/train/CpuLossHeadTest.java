@@ -89,8 +89,8 @@ class CpuLossHeadTest {
                 "tokens", TensorBuffer.of(TensorType.of(DType.INT32, c.seqLen()), GeneratedGradientsTest.toFloats(g.i32("tokens"))),
                 "targets", TensorBuffer.of(TensorType.of(DType.INT32, c.seqLen()), GeneratedGradientsTest.toFloats(g.i32("targets"))));
         RefBackend backend = new RefBackend(opt);
-        try (GraphStep step = cpuLoss ? new GraphStep(LlamaGraph.buildLogits(c, dt), new CpuLossHead("logits", "targets"), names, backend, true, true, null)
-                : new GraphStep(LlamaGraph.build(c, dt, scale), "loss", names, backend, true)) {
+        try (GraphStep step = cpuLoss ? new GraphStep(LlamaGraph.buildLogits(c, dt), new CpuLossHead("logits", "targets"), names, backend, GraphStep.Options.defaults())
+                : new GraphStep(LlamaGraph.build(c, dt, scale), "loss", names, backend, GraphStep.Options.defaults())) {
             if (cpuLoss) {
                 // the programs: no cross-entropy in MIL (no one-hot, no exp over the vocabulary), d_logits an input of the backward
                 assertTrue(step.forwardProgram().main().operations().stream().noneMatch(o -> o.op() == ane4j.mil.Op.EQUAL || o.op() == ane4j.mil.Op.EXP));
@@ -147,11 +147,11 @@ class CpuLossHeadTest {
             f.output(y, f.named("s", f.reduceSum(y, false, 0, 1)));
         }).build();
         RefBackend b = new RefBackend(RefBackend.Options.FP32_STORAGE);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new GraphStep(p, new CpuLossHead("logits", "labels"), List.of("w"), b, true, true, null));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new GraphStep(p, new CpuLossHead("logits", "labels"), List.of("w"), b, GraphStep.Options.defaults()));
         assertEquals("[graph] the loss head's logits 'logits' is not an output of the graph (outputs: [y, s]); give the logits output", e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> new GraphStep(p, new CpuLossHead("s", "labels"), List.of("w"), b, true, true, null));
+        e = assertThrows(IllegalArgumentException.class, () -> new GraphStep(p, new CpuLossHead("s", "labels"), List.of("w"), b, GraphStep.Options.defaults()));
         assertTrue(e.getMessage().startsWith("[graph] the loss head's logits 's' is fp32") && e.getMessage().endsWith("; give a float output [N, C] with C ≥ 2 classes"), e.getMessage());
-        try (GraphStep step = new GraphStep(p, new CpuLossHead("y", "labels"), List.of("w"), b, true, true, null)) {
+        try (GraphStep step = new GraphStep(p, new CpuLossHead("y", "labels"), List.of("w"), b, GraphStep.Options.defaults())) {
             float[] w = new float[15], grads = new float[15];
             Map<String, TensorBuffer> noLabels = Map.of("x", TensorBuffer.of(Mil.fp32(4, 3), new float[12]));
             e = assertThrows(IllegalArgumentException.class, () -> step.forwardBackward(w, grads, noLabels));

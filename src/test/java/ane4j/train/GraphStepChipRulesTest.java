@@ -28,7 +28,7 @@ class GraphStepChipRulesTest {
     void stories15mSplitHasNoChipRuleErrorsOnM4AndM5() {
         ModelConfig c = ModelConfig.parse("stories15m");
         List<String> names = new ParameterLayout(c).views().stream().map(v -> LlamaGraph.inputName(v.name())).toList();
-        try (GraphStep step = new GraphStep(LlamaGraph.build(c, DType.FP16, 512f), "loss", names, new RefBackend(RefBackend.Options.ANE_LIKE), true)) {
+        try (GraphStep step = new GraphStep(LlamaGraph.build(c, DType.FP16, 512f), "loss", names, new RefBackend(RefBackend.Options.ANE_LIKE), GraphStep.Options.defaults())) {
             for (Program p : List.of(step.forwardProgram(), step.backwardProgram()))
                 for (String chip : List.of("m4", "m5")) {
                     List<Violation> errors = ChipRules.errors(ChipRules.check(MilWriter.write(p, ane4j.mil.Dialect.IOS18), p, Chip.parse(chip)));

@@ -42,7 +42,7 @@ class GraphStepConvTest {
     @MethodSource("cases")
     void convWeightGradientsMatchPyTorch(GradGolden.Case c, boolean cpuWeights) {
         Program forward = MilParser.parse(c.mil());
-        try (GraphStep step = new GraphStep(forward, c.loss(), c.wrt(), new RefBackend(RefBackend.Options.ANE_LIKE), cpuWeights)) {
+        try (GraphStep step = new GraphStep(forward, c.loss(), c.wrt(), new RefBackend(RefBackend.Options.ANE_LIKE), GraphStep.Options.defaults().withCpuWeights(cpuWeights))) {
             long convs = forward.main().operations().stream().filter(o -> o.op() == Op.CONV).count();
             long cpuConvs = step.split().cpuGrads().stream().filter(g -> g.isConv()).count();
             // on the CPU: no conv weight gradient left in the backward program (it keeps only the dx convs)

@@ -40,7 +40,7 @@ class GraphStepPackedTest {
         float[][] grads = new float[2][];
         float[] losses = new float[2];
         for (int packed = 0; packed < 2; packed++)
-            try (GraphStep step = new GraphStep(forward, c.loss(), c.wrt(), new RefBackend(RefBackend.Options.ANE_LIKE), true, packed == 1)) {
+            try (GraphStep step = new GraphStep(forward, c.loss(), c.wrt(), new RefBackend(RefBackend.Options.ANE_LIKE), GraphStep.Options.defaults().withPacked(packed == 1))) {
                 float[] params = new float[step.size()];
                 for (ParameterView v : step.views()) System.arraycopy(c.inputs().get(v.name()).data(), 0, params, v.offset(), v.size());
                 grads[packed] = new float[step.size()];
@@ -66,7 +66,7 @@ class GraphStepPackedTest {
             float[][] grads = new float[2][];
             for (int packed = 0; packed < 2; packed++)
                 try (GraphStep step = new GraphStep(LlamaGraph.build(c, dt, 1f), "loss", names,
-                        new RefBackend(dt == DType.FP32 ? RefBackend.Options.FP32_STORAGE : RefBackend.Options.ANE_LIKE), true, packed == 1)) {
+                        new RefBackend(dt == DType.FP32 ? RefBackend.Options.FP32_STORAGE : RefBackend.Options.ANE_LIKE), GraphStep.Options.defaults().withPacked(packed == 1))) {
                     grads[packed] = new float[step.size()];
                     step.forwardBackward(params, grads[packed], data);
                     if (packed == 1) onePackedInput(step, names);

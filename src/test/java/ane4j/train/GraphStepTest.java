@@ -36,7 +36,7 @@ class GraphStepTest {
         ParameterLayout layout = new ParameterLayout(c);
         List<String> names = layout.views().stream().map(v -> LlamaGraph.inputName(v.name())).toList();
         Program graph = LlamaGraph.build(c, DType.FP32, 1f);
-        try (GraphStep step = new GraphStep(graph, "loss", names, new RefBackend(RefBackend.Options.FP32_STORAGE), cpuWeights)) {
+        try (GraphStep step = new GraphStep(graph, "loss", names, new RefBackend(RefBackend.Options.FP32_STORAGE), GraphStep.Options.defaults().withCpuWeights(cpuWeights))) {
             Grad.Split s = step.split();
             // the two programs are ordinary MIL (they survive the text) and have no weight files
             MilParser.parse(s.forward().toString());

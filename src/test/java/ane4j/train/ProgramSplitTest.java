@@ -74,7 +74,7 @@ class ProgramSplitTest {
 
     @Test
     void everyAnePartPassesTheM1Rules() {
-        try (GraphStep step = new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), true)) {
+        try (GraphStep step = new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), GraphStep.Options.defaults())) {
             for (Program p : List.of(step.forwardProgram(), step.backwardProgram())) {
                 assertTrue(!errors(p, Chip.M1).isEmpty(), p.main().name() + " breaks no M1 rule unsplit: the test graph is not wide enough");
                 List<ProgramSplit.Part> parts = ProgramSplit.split(p, Chip.M1);
@@ -115,9 +115,9 @@ class ProgramSplitTest {
         float[] loss = new float[3];
         // 0: unsplit on the plain reference backend; 1: split for M1 as asked; 2: split for the chip the backend emulates
         for (int k = 0; k < 3; k++)
-            try (GraphStep step = k == 0 ? new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), true)
-                    : k == 1 ? new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), true, true, Chip.M1)
-                    : new GraphStep(wideHead(), "loss", PARAMS, m1, true)) {
+            try (GraphStep step = k == 0 ? new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), GraphStep.Options.defaults())
+                    : k == 1 ? new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), GraphStep.Options.defaults().withSplitFor(Chip.M1))
+                    : new GraphStep(wideHead(), "loss", PARAMS, m1, GraphStep.Options.defaults())) {
                 grads[k] = new float[step.size()];
                 loss[k] = step.forwardBackward(params(step.size()), grads[k], batch());
                 if (k == 0) {
@@ -135,7 +135,7 @@ class ProgramSplitTest {
 
     @Test
     void anOpBudgetCutsConsecutiveAneParts() {
-        try (GraphStep step = new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), true)) {
+        try (GraphStep step = new GraphStep(wideHead(), "loss", PARAMS, new RefBackend(RefBackend.Options.ANE_LIKE), GraphStep.Options.defaults())) {
             Program p = step.forwardProgram();
             RefBackend ref = new RefBackend(RefBackend.Options.ANE_LIKE);
             try (Kernel whole = ref.compile(p); SplitKernel parts = new SplitKernel(p, Chip.M4, 3, ref, ref, "forward")) {
