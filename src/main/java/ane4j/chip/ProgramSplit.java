@@ -1,6 +1,5 @@
 package ane4j.chip;
 
-import ane4j.mil.Arg;
 import ane4j.mil.Function;
 import ane4j.mil.Op;
 import ane4j.mil.Operation;
@@ -75,7 +74,7 @@ public final class ProgramSplit {
                     for (Operation o : p.function().operations()) {
                         if (o.op() == Op.CONST) continue;
                         boolean defines = o.outputs().stream().anyMatch(x -> x.name().equals(v.value()));
-                        boolean reads = isInput && reads(o).stream().anyMatch(x -> x.name().equals(v.value()));
+                        boolean reads = isInput && o.reads().stream().anyMatch(x -> x.name().equals(v.value()));
                         if (defines || reads || v.value() == null) cpu.add(byLabel.get(o.label()));
                     }
                 }
@@ -118,7 +117,7 @@ public final class ProgramSplit {
             Set<Operation> body = new HashSet<>(run);
             List<Operation> stack = new ArrayList<>(run);
             while (!stack.isEmpty())
-                for (Value v : reads(stack.remove(stack.size() - 1))) {
+                for (Value v : stack.remove(stack.size() - 1).reads()) {
                     Operation view = viewOf.get(v.name());
                     if (view != null && body.add(view)) stack.add(view);
                 }
@@ -126,7 +125,7 @@ public final class ProgramSplit {
             ordered.sort(java.util.Comparator.comparingInt(index::get));
             Set<String> def = new HashSet<>(), need = new LinkedHashSet<>();
             for (Operation o : ordered) for (Value v : o.outputs()) def.add(v.name());
-            for (Operation o : ordered) for (Value v : reads(o)) if (!def.contains(v.name())) need.add(v.name());
+            for (Operation o : ordered) for (Value v : o.reads()) if (!def.contains(v.name())) need.add(v.name());
             bodies.add(ordered);
             defined.add(def);
             needed.add(need);
@@ -140,7 +139,7 @@ public final class ProgramSplit {
             LinkedHashSet<Value> in = new LinkedHashSet<>();
             LinkedHashSet<Operation> needConsts = new LinkedHashSet<>();
             for (Operation o : body)
-                for (Value v : reads(o)) {
+                for (Value v : o.reads()) {
                     if (defined.get(i).contains(v.name())) continue;
                     if (consts.containsKey(v.name())) needConsts.add(consts.get(v.name()));
                     else in.add(v);
@@ -173,9 +172,9 @@ public final class ProgramSplit {
         Set<Operation> views = new LinkedHashSet<>();
         for (Operation o : ops) {
             if (o.outputs().stream().anyMatch(v -> fnOutputs.contains(v.name()))) continue;
-            boolean fromConstants = reads(o).stream().allMatch(v -> constValues.contains(v.name()));
+            boolean fromConstants = o.reads().stream().allMatch(v -> constValues.contains(v.name()));
             boolean view = (o.op() == Op.SLICE_BY_SIZE || o.op() == Op.RESHAPE || o.op() == Op.CONCAT)
-                    && reads(o).stream().allMatch(v -> inputs.contains(v.name()) || constValues.contains(v.name()) || viewValues.contains(v.name()));
+                    && o.reads().stream().allMatch(v -> inputs.contains(v.name()) || constValues.contains(v.name()) || viewValues.contains(v.name()));
             if (!fromConstants && !view) continue;
             views.add(o);
             for (Value v : o.outputs()) (fromConstants ? constValues : viewValues).add(v.name());
@@ -183,12 +182,4 @@ public final class ProgramSplit {
         return views;
     }
 
-    private static List<Value> reads(Operation o) {
-        List<Value> vs = new ArrayList<>();
-        for (Arg a : o.inputs().values()) {
-            if (a instanceof Arg.Ref r) vs.add(r.value());
-            else if (a instanceof Arg.Tuple t) vs.addAll(t.values());
-        }
-        return vs;
-    }
 }

@@ -33,4 +33,14 @@ public record Operation(Op op, Map<String, Arg> inputs, Map<String, Literal> att
     public List<Value> values(String param) {
         return inputs.get(param) instanceof Arg.Tuple t ? t.values() : List.of();
     }
+
+    /** Every value this operation reads, single and tuple parameters alike, in parameter order (literals left out). */
+    public List<Value> reads() {
+        List<Value> vs = new java.util.ArrayList<>();
+        for (Arg a : inputs.values()) {
+            if (a instanceof Arg.Ref r) vs.add(r.value());
+            else if (a instanceof Arg.Tuple t) vs.addAll(t.values());
+        }
+        return vs;
+    }
 }

@@ -115,15 +115,6 @@ public final class Grad {
         return new GradException(at[0], at[1], message.replace("@", at[0] > 0 ? " at " + at[0] + ":" + at[1] : ""));
     }
 
-    private static List<Value> tensorInputs(Operation o) {
-        List<Value> in = new ArrayList<>();
-        for (Arg a : o.inputs().values()) {
-            if (a instanceof Arg.Ref r) in.add(r.value());
-            else if (a instanceof Arg.Tuple t) in.addAll(t.values());
-        }
-        return in;
-    }
-
     /** Whether the edge from input {@code v} (bound to {@code param}) to o's outputs carries a gradient. */
     private static boolean differentiableEdge(Operation o, String param, Value v) {
         return RULES.containsKey(o.op()) && !stopsGradient(o) && !constantParam(o.op(), param) && v.dtype().isFloat()
@@ -176,7 +167,7 @@ public final class Grad {
             Value out0 = o.outputs().get(0);
             boolean onPath = o.outputs().stream().anyMatch(v -> toLoss.contains(v.name()));
             if (!onPath) continue;
-            boolean fromWrt = tensorInputs(o).stream().anyMatch(v -> any.contains(v.name()));
+            boolean fromWrt = o.reads().stream().anyMatch(v -> any.contains(v.name()));
             if (!fromWrt) continue;
             if (!RULES.containsKey(o.op()) && !isNonDifferentiable(o))
                 throw err(out0.name(), "no gradient for op " + o.op().milName() + "@ (value '" + out0.name() + "', on the path from "
@@ -187,7 +178,7 @@ public final class Grad {
             for (Operation o : fn.operations()) {
                 Value out0 = o.outputs().get(0);
                 if (o.outputs().stream().noneMatch(v -> toLoss.contains(v.name()))) continue;
-                if (tensorInputs(o).stream().noneMatch(v -> any.contains(v.name()))) continue;
+                if (o.reads().stream().noneMatch(v -> any.contains(v.name()))) continue;
                 boolean diffOut = o.outputs().stream().anyMatch(v -> diff.contains(v.name()));
                 if (!diffOut)
                     throw err(out0.name(), "no differentiable path from " + from(o, any, wrt) + " to the loss '" + lossName + "': it goes through "
@@ -221,7 +212,7 @@ public final class Grad {
     private String from(Operation o, Set<String> any, List<String> wrt) {
         // the wrt inputs this op depends on
         Set<String> anc = new HashSet<>();
-        for (Value v : tensorInputs(o)) ancestors(v.name(), anc);
+        for (Value v : o.reads()) ancestors(v.name(), anc);
         List<String> ws = wrt.stream().filter(anc::contains).toList();
         return ws.isEmpty() ? "'" + wrt.get(0) + "'" : "'" + String.join("', '", ws) + "'";
     }
@@ -232,7 +223,7 @@ public final class Grad {
             String n = stack.remove(stack.size() - 1);
             if (!into.add(n)) continue;
             Operation o = producer.get(n);
-            if (o != null) for (Value v : tensorInputs(o)) stack.add(v.name());
+            if (o != null) for (Value v : o.reads()) stack.add(v.name());
         }
     }
 
@@ -327,7 +318,7 @@ public final class Grad {
         Set<String> inputNames = new HashSet<>();
         for (Value v : all.inputs()) inputNames.add(v.name());
         Set<String> read = new LinkedHashSet<>();
-        for (Operation o : bwd) for (Value v : tensorInputs(o)) if (g.forwardValues.contains(v.name()) || inputNames.contains(v.name())) read.add(v.name());
+        for (Operation o : bwd) for (Value v : o.reads()) if (g.forwardValues.contains(v.name()) || inputNames.contains(v.name())) read.add(v.name());
         for (CpuGrad c : g.cpuGrads) read.add(c.activation());
         Map<String, Value> allValues = new HashMap<>();
         for (Value v : all.inputs()) allValues.put(v.name(), v);
@@ -422,7 +413,7 @@ public final class Grad {
                 anyGrad |= g != null;
             }
             if (!anyGrad) continue;
-            boolean anyNeeded = tensorInputs(o).stream().anyMatch(sink::needs);
+            boolean anyNeeded = o.reads().stream().anyMatch(sink::needs);
             if (!anyNeeded) continue;
             Vjp ctx = new Vjp(f, o, map, up, sink);
             CpuGrad cg = cpuWeights ? cpuGrad(o, wrt) : null;
