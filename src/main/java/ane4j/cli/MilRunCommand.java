@@ -6,7 +6,6 @@ import ane4j.backend.Kernel;
 import ane4j.backend.TensorBuffer;
 import ane4j.backend.TensorSpec;
 import ane4j.mil.MilException;
-import ane4j.mil.MilParser;
 import ane4j.mil.Program;
 
 import java.io.IOException;
@@ -36,15 +35,8 @@ final class MilRunCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        String text;
+        Program p = MilCommand.readSource(mil, weights).program();   // one-line errors naming FILE:line:col
         try {
-            text = MilParser.readText(mil);
-        } catch (MilException e) {
-            throw new CliException(e.getMessage());
-        }
-        Path dir = weights != null ? weights : mil.toAbsolutePath().getParent();
-        try {
-            Program p = MilParser.parse(text, dir);
             return run(p, function, inputs, output, Backends.select(), out);
         } catch (MilException e) {
             throw new CliException(e.getMessage());

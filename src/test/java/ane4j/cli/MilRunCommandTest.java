@@ -100,6 +100,19 @@ class MilRunCommandTest {
         return err.toString(StandardCharsets.UTF_8);
     }
 
+    @Test
+    void malformedMilIsOneLineNamingFileLineAndColumn() throws Exception {
+        Path f = dir.resolve("bad.mil");
+        Files.writeString(f, "program(1.3)\n{\n  func main<ios18>(tensor<fp32, [1, 4]> x) {\n    tensor<fp32, [1, 4]> y = relux(x = x)[name = string(\"y\")];\n  } -> (y);\n}\n");
+        var out = new ByteArrayOutputStream();
+        var err = new ByteArrayOutputStream();
+        int rc = Main.run(new String[] {"mil", "run", f.toString(), "--output", dir.resolve("o").toString()}, new PrintStream(out), new PrintStream(err));
+        String e = err.toString(StandardCharsets.UTF_8);
+        assertEquals(1, rc, e);
+        assertEquals(1, e.lines().count(), e);
+        assertTrue(e.contains(f + ":4:") && e.contains("relux"), e);
+    }
+
     // issue 18 row 16: corrupt headers give one line naming the file, the field and the fix
     @Test
     void corruptNpyHeadersAreOneLineErrorsThroughTheCli() throws Exception {
