@@ -34,6 +34,15 @@ class GraphStepChipRulesTest {
                     List<Violation> errors = ChipRules.errors(ChipRules.check(MilWriter.write(p, ane4j.mil.Dialect.IOS18), p, Chip.parse(chip)));
                     assertEquals(List.of(), errors.stream().map(Violation::format).toList(), p.main().name() + " on " + chip);
                 }
+            // the same with the loss on the CPU (the graph ends at the logits: bench step --kernels generated)
+            try (GraphStep head = new GraphStep(LlamaGraph.buildLogits(c, DType.FP16), new CpuLossHead("logits", "targets"), names,
+                    new RefBackend(RefBackend.Options.ANE_LIKE), GraphStep.Options.defaults())) {
+                for (Program p : List.of(head.forwardProgram(), head.backwardProgram()))
+                    for (String chip : List.of("m4", "m5")) {
+                        List<Violation> errors = ChipRules.errors(ChipRules.check(MilWriter.write(p, ane4j.mil.Dialect.IOS18), p, Chip.parse(chip)));
+                        assertEquals(List.of(), errors.stream().map(Violation::format).toList(), "loss head: " + p.main().name() + " on " + chip);
+                    }
+            }
             // on M1 (axis cap 16384, contraction multiple of 32, no cast) the programs break rules; every ANE part of their split none
             for (Program p : List.of(step.forwardProgram(), step.backwardProgram())) {
                 assertTrue(!ChipRules.errors(ChipRules.check(p, Chip.M1)).isEmpty(), p.main().name());
