@@ -1,37 +1,36 @@
 package ane4j.cli;
 
-import ane4j.run.RunState;
-import ane4j.run.StepMetrics;
 import ane4j.model.Generator;
 import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Tokenizer;
+import ane4j.run.KeyTable.Key;
+import ane4j.run.ProgressLine;
+import ane4j.run.RunSpec;
+import ane4j.run.RunState;
+import ane4j.run.SetupProgress;
+import ane4j.run.StepMetrics;
+import ane4j.run.TrainOptions;
 import ane4j.session.LocalSession;
 import ane4j.session.Run;
-import ane4j.session.RunDirs;
-import ane4j.run.RunSpec;
 import ane4j.session.Session;
 import ane4j.session.Training;
 import ane4j.session.WorkerSession;
 import ane4j.train.Checkpoint;
-import ane4j.run.Key;
-import ane4j.run.ProgressLine;
-import ane4j.run.SetupProgress;
-import ane4j.run.TrainOptions;
 import ane4j.train.Trainer;
 import ane4j.worker.Supervisor;
-import java.io.PrintStream;
 import java.io.IOException;
+import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.ParseResult;
+import picocli.CommandLine;
 
 /**
  * {@code ane4j train [--model tiny] [--steps N] …}: trains with a progress line, then writes a loss plot and a sample.
@@ -119,22 +118,22 @@ final class TrainCommand {
             throw new CliException(e.getMessage());
         }
         RunSpec spec;
-        RunDirs.Placed placed;
+        Run.Placed placed;
         try {
             spec = RunSpec.of(given);
-            placed = RunDirs.place(spec);
+            placed = Run.place(spec);
         } catch (IllegalArgumentException e) {
             throw new CliException(e.getMessage());
         }
         try {
             return run(placed, out);
         } catch (RuntimeException | Error e) {
-            RunDirs.removeIfUnused(placed);   // a run that never reached step 0 leaves no empty folder behind
+            Run.removeIfUnused(placed);   // a run that never reached step 0 leaves no empty folder behind
             throw e;
         }
     }
 
-    private static int run(RunDirs.Placed placed, PrintStream out) {
+    private static int run(Run.Placed placed, PrintStream out) {
         RunSpec spec = placed.spec();
         TrainOptions o = spec.train();
         long t0 = System.nanoTime();

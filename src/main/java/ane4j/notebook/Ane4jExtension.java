@@ -25,7 +25,7 @@ public final class Ane4jExtension implements Extension {
             "ane4j.mil", "ane4j.backend", "ane4j.model", "ane4j.train", "ane4j.worker", "ane4j.bench");
 
     /** The magic classes; a new magic is an annotated method on one of these (or a new class added here). */
-    static final List<Supplier<Object>> MAGICS = List.of(AneMagics::new, MilMagics::new, TrainMagics::new, FitMagics::new, BenchMagics::new);
+    static final List<Supplier<Object>> MAGICS = List.of(AneMagics::new, MilMagics::new, TrainMagics::new, BenchMagics::new);
 
     @Override
     public void install(BaseKernel kernel) {

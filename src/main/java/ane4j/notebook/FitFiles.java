@@ -9,7 +9,7 @@ import ane4j.mil.TensorType;
 import ane4j.mil.Value;
 import ane4j.run.RunFolder;
 import ane4j.run.RunSpec;
-import ane4j.session.RunDirs;
+import ane4j.session.Run;
 import ane4j.session.Session;
 import ane4j.train.Npy;
 import java.io.IOException;
@@ -42,7 +42,7 @@ final class FitFiles {
                 throw new IllegalArgumentException("[fit] " + c + " is given as an argument of Ane.fit (the graph, data, validation and init maps); drop " + k + " from the settings");
         }
         keys.put("graph", "graph.mil");   // named after the file the folder will hold (run folder: runs/graph-<time>)
-        RunDirs.Placed placed = RunDirs.place(Ane.runSpec(keys));
+        Run.Placed placed = Run.place(Ane.runSpec(keys));
         try {
             Path dir = placed.runDir().toAbsolutePath();
             // a run folder with checkpoints is resumed or left alone: its graph and data are not replaced before the run refuses
@@ -55,7 +55,7 @@ final class FitFiles {
             if (init != null && !init.isEmpty()) spec = spec.with("init", init(dir.resolve("init"), graph, init).toString());
             return TrainingRun.start(session, spec);
         } catch (RuntimeException e) {
-            RunDirs.removeIfUnused(placed);
+            Run.removeIfUnused(placed);
             throw e;
         }
     }

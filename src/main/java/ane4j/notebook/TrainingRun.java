@@ -52,7 +52,7 @@ public final class TrainingRun {
 
     /**
      * Starts a run in the session (or, with {@code inProcess = true}, in this JVM), in the run folder the one rule of
-     * {@link ane4j.session.RunDirs} gives it; it becomes the {@link #current()} run.
+     * {@link ane4j.session.Run#place} gives it; it becomes the {@link #current()} run.
      */
     public static TrainingRun start(Session session, RunSpec spec) {
         TrainingRun r = new TrainingRun(Run.start(session, spec, null));

@@ -2,6 +2,7 @@ package ane4j.run;
 
 import ane4j.backend.Backend;
 import ane4j.backend.Backends;
+import ane4j.run.KeyTable.Key;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;

@@ -1,6 +1,7 @@
 package ane4j.run;
 
 import ane4j.model.ModelConfig;
+import ane4j.run.KeyTable.Key;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;

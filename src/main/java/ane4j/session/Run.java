@@ -1,20 +1,23 @@
 package ane4j.session;
 
-import ane4j.run.RunSpec;
-import ane4j.infer.BackendGenerator;
-import ane4j.mil.DType;
-import ane4j.model.Generator;
-import ane4j.model.Tokenizer;
 import ane4j.run.ProgressLine;
+import ane4j.run.RunFolder;
+import ane4j.run.RunSpec;
 import ane4j.run.RunState;
 import ane4j.run.SetupProgress;
+import ane4j.run.StepMetrics;
 import ane4j.run.StopFlag;
 import ane4j.run.TrainOptions;
+import ane4j.train.Checkpoint;
 import ane4j.train.Trainer;
-import ane4j.run.StepMetrics;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -22,7 +25,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 
 /**
  * A training run of every face ({@code ane4j train}, {@code %%train}, {@code Ane.train}): described by a {@link RunSpec},
- * placed in the folder {@link RunDirs} gives it, trained in a {@link Session} (this JVM or a supervised worker) on a
+ * placed in the folder {@link #place the rule} gives it, trained in a {@link Session} (this JVM or a supervised worker) on a
  * thread of its own, one micro-step at a time, so it can be watched, stopped between steps and resumed. At the end
  * (and at a stop) it writes {@code loss.png} beside the run record.
  */
@@ -36,7 +39,7 @@ public final class Run {
     }
 
     private final Session session;
-    private final RunDirs.Placed placed;
+    private final Placed placed;
     private final RunSpec spec;
     private final TrainOptions options;
     private final List<Trainer.Listener> listeners = new CopyOnWriteArrayList<>();
@@ -50,8 +53,9 @@ public final class Run {
     private final StopFlag stop = new StopFlag();   // the run's one stop flag: its training and trainer serve this one
     private volatile Throwable failure;
     private volatile SetupProgress setup;   // the latest setup event before the first step, or null
+    private final RunText text = new RunText(this);   // generation from the run's model
 
-    private Run(Session session, RunDirs.Placed placed, Trainer.Listener observer) {
+    private Run(Session session, Placed placed, Trainer.Listener observer) {
         this.session = session;
         this.placed = placed;
         this.spec = placed.spec();
@@ -60,20 +64,102 @@ public final class Run {
     }
 
     /**
-     * Starts a run in {@code session} (with {@code inProcess = true}: in this JVM), in the folder the rule of {@link RunDirs}
+     * Starts a run in {@code session} (with {@code inProcess = true}: in this JVM), in the folder the rule of {@link #place}
      * gives it. {@code observer} (or null) sees every step and message too, on the run's thread.
      */
     public static Run start(Session session, RunSpec spec, Trainer.Listener observer) {
-        return start(session, RunDirs.place(spec), observer);
+        return start(session, place(spec), observer);
     }
 
     /** {@link #start(Session, RunSpec, Trainer.Listener)} in a folder already placed. */
-    public static Run start(Session session, RunDirs.Placed placed, Trainer.Listener observer) {
+    public static Run start(Session session, Placed placed, Trainer.Listener observer) {
         RunSpec spec = placed.spec();
         Session where = spec.inProcess() && !(session instanceof LocalSession) ? new LocalSession(spec.newBackend()) : session;
         Run run = new Run(where, placed, observer);
         run.launch();
         return run;
+    }
+
+    // ---- the run folder
+
+    /** The system property naming the folder new run folders go to (default {@code runs} in the working directory). */
+    public static final String RUNS_PROPERTY = "ane4j.runs";
+
+    /** Where new run folders go. */
+    public static Path runsFolder() {
+        return Path.of(System.getProperty(RUNS_PROPERTY, "runs"));
+    }
+
+    /** A run described without a run folder gets one by the rule ({@link #place}); {@link Placed#isNew()} says whether it was created now. */
+    public record Placed(RunSpec spec, boolean isNew) {
+        public Path runDir() { return spec.train().runDir(); }
+    }
+
+    /**
+     * The one rule for run folders, for the CLI, {@code %%train} and {@code Ane.train} alike: the {@code runDir} given;
+     * else, with {@code resume} alone, the run {@code runs/latest} points at; else a new {@code runs/<model>-<time>}
+     * (with {@code -2}, {@code -3} … when that second already has one), which {@code runs/latest} points at once its
+     * first step is done. {@code runs} is relative to the working directory (a notebook's is the notebook's folder), or
+     * the folder the system property {@value #RUNS_PROPERTY} names.
+     */
+    public static Placed place(RunSpec spec) {
+        if (spec.train().runDir() != null) return new Placed(spec, false);
+        Path runs = runsFolder(), latest = runs.resolve("latest");
+        if (spec.train().resume()) {
+            if (!Files.exists(latest))
+                throw new IllegalArgumentException("[run] --resume without --run-dir (resume = true without runDir) continues " + latest + ", but there is none; give --run-dir DIR");
+            Path dir;
+            try {
+                dir = latest.toRealPath();
+            } catch (IOException e) {
+                throw new IllegalArgumentException("[run] cannot resolve " + latest + ": " + RunFolder.reason(e), e);
+            }
+            if (Checkpoint.list(dir.resolve("checkpoints")).isEmpty())
+                throw new IllegalArgumentException("[run] --resume: " + latest + " is " + dir + ", which has no checkpoint to resume from; start a new run without "
+                        + "--resume, or give --run-dir DIR of a run that wrote checkpoints");
+            return new Placed(spec.with("runDir", dir.toString()), false);
+        }
+        String model = Path.of(spec.modelName()).getFileName().toString().replaceAll("[^A-Za-z0-9._-]", "_");
+        String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
+        for (int n = 1; ; n++) {
+            Path dir = runs.resolve(model + "-" + stamp + (n == 1 ? "" : "-" + n));
+            try {
+                Files.createDirectories(runs);
+                Files.createDirectory(dir);
+                return new Placed(spec.with("runDir", dir.toString()), true);
+            } catch (FileAlreadyExistsException taken) {
+                // a run started in the same second: the next suffix
+            } catch (IOException e) {
+                throw new IllegalArgumentException("[run] cannot create " + dir + ": " + RunFolder.reason(e) + "; give runDir (--run-dir DIR) somewhere writable", e);
+            }
+        }
+    }
+
+    /** runs/latest → {@code dir}, once its run has really started (its first step); a failed start leaves it alone. */
+    public static void pointLatestAt(Path dir) {
+        Path latest = runsFolder().resolve("latest");
+        try {
+            if (!dir.toAbsolutePath().getParent().equals(runsFolder().toAbsolutePath())) return;   // only runs/ folders are "latest"
+            Files.deleteIfExists(latest);
+            Files.createSymbolicLink(latest, dir.getFileName());
+        } catch (IOException | UnsupportedOperationException e) {
+            // symlinks are a convenience; the run directory is printed anyway
+        }
+    }
+
+    /** A new run folder that never reached step 0 holds nothing the user had: it goes (runs/latest still names the previous run). */
+    public static void removeIfUnused(Placed p) {
+        if (!p.isNew()) return;
+        Path dir = p.runDir();
+        try {
+            try (var files = Files.list(dir)) {   // the worker's run.lock alone is not something the user had
+                if (files.allMatch(f -> f.getFileName().toString().equals(RunFolder.LOCK_FILE)))
+                    Files.deleteIfExists(dir.resolve(RunFolder.LOCK_FILE));
+            }
+            Files.deleteIfExists(dir);
+        } catch (IOException notEmpty) {
+            // it holds something: kept
+        }
     }
 
     // ---- running
@@ -92,7 +178,7 @@ public final class Run {
             if (training == null) {
                 training = session.train(spec, new Trainer.Listener() {
                     @Override public void onStep(StepMetrics m) {
-                        if (history.isEmpty() && placed.isNew()) RunDirs.pointLatestAt(placed.runDir());
+                        if (history.isEmpty() && placed.isNew()) pointLatestAt(placed.runDir());
                         history.add(m);
                         line.add(m);
                         for (Trainer.Listener l : listeners) l.onStep(m);
@@ -125,7 +211,7 @@ public final class Run {
         } catch (Throwable e) {
             failure = e;
             if (training != null) training.close();
-            else RunDirs.removeIfUnused(placed);   // a run that never reached step 0 leaves no empty folder behind
+            else removeIfUnused(placed);   // a run that never reached step 0 leaves no empty folder behind
             setState(RunState.FAILED);
         }
     }
@@ -248,7 +334,7 @@ public final class Run {
 
     public Path runDir() { return options.runDir(); }
 
-    /** True when the rule of {@link RunDirs} created the run folder for this run. */
+    /** True when the rule of {@link #place} created the run folder for this run. */
     public boolean newRunDir() { return placed.isNew(); }
 
     /** The session the run trains in. */
@@ -337,53 +423,13 @@ public final class Run {
         return generate(prompt, maxTokens, temperature, topP, seed, "cpu", null);
     }
 
-    private BackendGenerator.KernelCache generationKernels;   // the session's generation kernels, compiled once for the run
-    private volatile String lastGenerate;
-
-    /**
-     * Text from the run's current model: on the CPU ({@code backend} "cpu" or null), or with the prompt's prefill as MIL
-     * kernels on the session's backend ({@code backend} its name, or "backend"), compiled once for the run and reused as
-     * it trains (the weights are inputs), and decoding where {@code decode} says (null: {@link
-     * BackendGenerator#defaultDecode}). A LoRA run's adapters go into the kernels unmerged. In a worker session the
-     * kernels are the worker's: its compile budget and restart apply as to training.
-     */
+    /** Text from the run's current model, on the CPU or prefilled on the session's backend ({@link RunText#generate}). */
     public String generate(String prompt, int maxTokens, float temperature, float topP, long seed, String backend, String decode) {
-        Training t = training;
-        if (t == null) throw new IllegalStateException("[generate] the run has not started a model yet");
-        if (options.graph() != null)
-            throw new IllegalStateException("[generate] this run trains the graph " + options.graph().getFileName() + ", not a language model; Fit.apply (or ane4j mil run) evaluates it");
-        if (running()) throw new IllegalStateException("[generate] training is still running; %train stop (or wait) first");
-        Tokenizer tok = t.tokenizer();
-        if (tok == null) throw new IllegalStateException("[generate] the run's data came without tokenizer.bin next to it; nothing to decode with");
-        String b = backend == null ? "cpu" : backend.strip().toLowerCase(Locale.ROOT);
-        if (b.equals("cpu")) {
-            if (decode != null) throw new IllegalArgumentException("[generate] --decode applies to the backend, not --backend cpu");
-            long t0 = System.nanoTime();
-            String text = new Generator(t.parameters(), tok).generate(prompt, maxTokens, temperature, topP, seed);
-            lastGenerate = String.format(Locale.ROOT, "cpu, %.2f s", (System.nanoTime() - t0) / 1e9);
-            return text;
-        }
-        String here = session.backendName();
-        if (!b.equals("backend") && !b.equals(here))
-            throw new IllegalArgumentException("[generate] the session runs on " + here + ", not " + b + "; use --backend " + here + " or cpu (Ane.use(...) for another session)");
-        BackendGenerator.Decode d = decode == null ? null : BackendGenerator.Decode.parse(decode);
-        int[] ids = tok.encode(prompt, true, false);
-        synchronized (this) {
-            if (generationKernels == null) generationKernels = new BackendGenerator.KernelCache(session::compile);
-        }
-        try (BackendGenerator g = new BackendGenerator(t.baseParameters(), t.adapters(), generationKernels, here, d, null, DType.FP16)) {
-            double prepared = ids.length > 0 ? g.prepare(ids.length) : 0;
-            int[] all = g.generateTokens(ids, maxTokens, temperature, topP, seed, tok.bosId(), tok.eosId(), x -> {});
-            BackendGenerator.Stats st = g.lastStats();
-            lastGenerate = String.format(Locale.ROOT, "%s: prefill %d tokens (bucket %d) at %.1f tok/s, decode %d tokens at %.1f tok/s (decode %s), %d kernels compiled for the run, %.2f s to compile and stage",
-                    here, st.promptTokens(), st.bucket(), st.prefillTokensPerSecond(), st.decodedTokens(), st.decodeTokensPerSecond(),
-                    st.decode().name().toLowerCase(Locale.ROOT), g.compiles(), prepared);
-            return tok.decodeVisible(all);
-        }
+        return text.generate(prompt, maxTokens, temperature, topP, seed, backend, decode);
     }
 
     /** Where and how fast the last {@link #generate} ran, or null. */
-    public String lastGenerate() { return lastGenerate; }
+    public String lastGenerate() { return text.last(); }
 
     @Override
     public String toString() {

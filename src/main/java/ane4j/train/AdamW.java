@@ -13,6 +13,7 @@ import java.util.List;
  *   m ← β1·m + (1 − β1)·g,   v ← β2·v + (1 − β2)·g²
  *   w ← w − lr/(1 − β1^t) · m / (sqrt(v)/sqrt(1 − β2^t) + eps)
  * </pre>
+ * with {@code lr} from its {@link Schedule} at each step.
  */
 public final class AdamW {
     private final float beta1, beta2, eps, weightDecay;
@@ -59,6 +60,16 @@ public final class AdamW {
             m[i] = beta1 * m[i] + (1 - beta1) * g;
             v[i] = beta2 * v[i] + (1 - beta2) * g * g;
             params[i] = params[i] * decay - stepSize * m[i] / ((float) Math.sqrt(v[i]) / bc2Sqrt + eps);
+        }
+    }
+
+    /** The learning rate per step: linear warm-up to {@code maxLr}, then cosine decay to {@code minLr} at the last step (docs/ane-facts.md §5.4). */
+    public record Schedule(float maxLr, float minLr, int warmup, int totalSteps) {
+        public float at(long step) {
+            if (step < warmup) return maxLr * (step + 1) / warmup;
+            if (totalSteps <= warmup) return maxLr;
+            double progress = Math.min(1.0, (double) (step - warmup) / (totalSteps - warmup));
+            return (float) (minLr + 0.5 * (maxLr - minLr) * (1 + Math.cos(Math.PI * progress)));
         }
     }
 

@@ -61,7 +61,7 @@ public final class Trainer implements AutoCloseable {
     private final Tokenizer tokenizer;
     private final RunStep step;
     private final AdamW adamw;
-    private final LrSchedule schedule;
+    private final AdamW.Schedule schedule;
     private final LossScaler scaler;
     private final Divergence divergence = new Divergence();
     private float lostLoss;                            // the non-finite loss of a micro-step since the last update, else 0
@@ -127,7 +127,7 @@ public final class Trainer implements AutoCloseable {
         this.v = new float[trained];
         this.rng = new Rng(o.seed() ^ 0x9E3779B97F4A7C15L);
         this.adamw = new AdamW(0.9f, 0.95f, 1e-8f, o.weightDecay());
-        this.schedule = new LrSchedule(o.lr(), 0.1f * o.lr(), o.warmup(), o.steps());
+        this.schedule = new AdamW.Schedule(o.lr(), 0.1f * o.lr(), o.warmup(), o.steps());
         float initialScale = o.lossScale() > 0 ? o.lossScale() : LossScaler.DEFAULT_SCALE;
         // capped below the chip's fp16 cliffs (LossScaler.capFor); off the ANE, or before the chip is known, fp16's 65536
         this.scaler = new LossScaler(LossScaler.Mode.valueOf(o.lossScaling().toUpperCase(java.util.Locale.ROOT)), initialScale, LossScaler.capFor(backend.describeChip().family()));

@@ -10,7 +10,7 @@ import ane4j.mil.Program;
 import ane4j.model.Json;
 import ane4j.run.RunState;
 import ane4j.session.LocalSession;
-import ane4j.session.RunDirs;
+import ane4j.session.Run;
 import ane4j.train.GraphRunFixture;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,15 +34,15 @@ class FitTest {
 
     @BeforeEach
     void setUp() {
-        runsBefore = System.getProperty(RunDirs.PROPERTY);
-        System.setProperty(RunDirs.PROPERTY, dir.resolve("runs").toString());
+        runsBefore = System.getProperty(Run.RUNS_PROPERTY);
+        System.setProperty(Run.RUNS_PROPERTY, dir.resolve("runs").toString());
         Ane.use(new LocalSession(new ane4j.backend.ref.RefBackend(ane4j.backend.ref.RefBackend.Options.ANE_LIKE)));
     }
 
     @AfterEach
     void tearDown() {
-        if (runsBefore == null) System.clearProperty(RunDirs.PROPERTY);
-        else System.setProperty(RunDirs.PROPERTY, runsBefore);
+        if (runsBefore == null) System.clearProperty(Run.RUNS_PROPERTY);
+        else System.setProperty(Run.RUNS_PROPERTY, runsBefore);
         Ane.shutdown();
     }
 
@@ -106,7 +106,7 @@ class FitTest {
     @Test
     void fitCellTrainsNotebookVariablesWithTheLiveDisplay() throws Exception {
         FakeKernel kernel = new FakeKernel();
-        new MagicRegistry().add(new FitMagics()).add(new TrainMagics()).installInto(kernel, false);
+        new MagicRegistry().add(new TrainMagics()).installInto(kernel, false);
         kernel.variables.put("mlp", GraphRunFixture.mlp());
         kernel.variables.put("digits", GraphRunFixture.samples(96, 3));
         Object out = kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of("fitted"), "graph = mlp\ndata = digits\nsteps = 30\nlr = 0.05\nevalEvery = 10\n");
@@ -125,7 +125,7 @@ class FitTest {
         Object helpOut = kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of("--help"), "");
         String help = String.valueOf(helpOut);
         assertTrue(help.startsWith("%%fit [NAME]") && help.contains("graph = ") && help.contains("valFraction"), help);
-        // the first line is read as %%train's (RunCell): a second name or a flag %%fit does not take is one line
+        // the first line is read as %%train's: a second name or a flag %%fit does not take is one line
         var two = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
                 () -> kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of("a", "b"), "graph = mlp\n"));
         assertTrue(two.getMessage().contains("[%%fit] unexpected argument 'b'; the first line takes [NAME], the cell key = value lines"), two.getMessage());

@@ -11,7 +11,7 @@ import ane4j.model.ModelConfig;
 import ane4j.model.Parameters;
 import ane4j.model.Safetensors;
 import ane4j.session.LocalSession;
-import ane4j.session.RunDirs;
+import ane4j.session.Run;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -34,8 +34,8 @@ class HubIdsInNotebookTest {
 
     @BeforeEach
     void setUp() {
-        runsBefore = System.getProperty(RunDirs.PROPERTY);
-        System.setProperty(RunDirs.PROPERTY, dir.resolve("runs").toString());
+        runsBefore = System.getProperty(Run.RUNS_PROPERTY);
+        System.setProperty(Run.RUNS_PROPERTY, dir.resolve("runs").toString());
         Ane.use(new LocalSession(new ane4j.backend.ref.RefBackend()));
         kernel = new FakeKernel();
         new MagicRegistry().add(new TrainMagics()).installInto(kernel, false);
@@ -45,8 +45,8 @@ class HubIdsInNotebookTest {
     @AfterEach
     void tearDown() {
         Ane.hub = hubBefore;
-        if (runsBefore == null) System.clearProperty(RunDirs.PROPERTY);
-        else System.setProperty(RunDirs.PROPERTY, runsBefore);
+        if (runsBefore == null) System.clearProperty(Run.RUNS_PROPERTY);
+        else System.setProperty(Run.RUNS_PROPERTY, runsBefore);
         Ane.shutdown();
     }
 

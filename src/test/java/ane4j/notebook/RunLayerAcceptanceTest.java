@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ane4j.cli.Main;
 import ane4j.session.LocalSession;
-import ane4j.session.RunDirs;
+import ane4j.session.Run;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -30,8 +30,8 @@ class RunLayerAcceptanceTest {
 
     @BeforeEach
     void setUp() {
-        runsBefore = System.getProperty(RunDirs.PROPERTY);
-        System.setProperty(RunDirs.PROPERTY, dir.resolve("runs").toString());
+        runsBefore = System.getProperty(Run.RUNS_PROPERTY);
+        System.setProperty(Run.RUNS_PROPERTY, dir.resolve("runs").toString());
         Ane.use(new LocalSession(new ane4j.backend.ref.RefBackend()));
         kernel = new FakeKernel();
         new MagicRegistry().add(new TrainMagics()).installInto(kernel, false);
@@ -39,8 +39,8 @@ class RunLayerAcceptanceTest {
 
     @AfterEach
     void tearDown() {
-        if (runsBefore == null) System.clearProperty(RunDirs.PROPERTY);
-        else System.setProperty(RunDirs.PROPERTY, runsBefore);
+        if (runsBefore == null) System.clearProperty(Run.RUNS_PROPERTY);
+        else System.setProperty(Run.RUNS_PROPERTY, runsBefore);
         Ane.shutdown();
     }
 

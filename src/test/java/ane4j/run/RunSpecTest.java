@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ane4j.model.ModelConfig;
-import ane4j.session.RunDirs;
+import ane4j.session.Run;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -79,22 +79,22 @@ class RunSpecTest {
 
     @Test
     void aNewRunDirPerRunAndLatestAfterTheFirstStep() {
-        String before = System.getProperty(RunDirs.PROPERTY);
-        System.setProperty(RunDirs.PROPERTY, dir.resolve("runs").toString());
+        String before = System.getProperty(Run.RUNS_PROPERTY);
+        System.setProperty(Run.RUNS_PROPERTY, dir.resolve("runs").toString());
         try {
-            RunDirs.Placed a = RunDirs.place(RunSpec.of(Map.of())), b = RunDirs.place(RunSpec.of(Map.of()));
+            Run.Placed a = Run.place(RunSpec.of(Map.of())), b = Run.place(RunSpec.of(Map.of()));
             assertTrue(a.isNew() && b.isNew());
             assertTrue(a.runDir().getFileName().toString().matches("tiny-\\d{8}-\\d{6}(-\\d+)?"), a.runDir().toString());
             assertFalse(a.runDir().equals(b.runDir()), "two runs in one second get two folders");
-            var none = assertThrows(IllegalArgumentException.class, () -> RunDirs.place(RunSpec.of(Map.of("resume", "true"))));
+            var none = assertThrows(IllegalArgumentException.class, () -> Run.place(RunSpec.of(Map.of("resume", "true"))));
             assertTrue(none.getMessage().startsWith("[run] --resume"), none.getMessage());
-            RunDirs.pointLatestAt(b.runDir());
+            Run.pointLatestAt(b.runDir());
             assertEquals(b.runDir().getFileName(), readLink(dir.resolve("runs/latest")));
-            RunDirs.removeIfUnused(a);
+            Run.removeIfUnused(a);
             assertFalse(Files.exists(a.runDir()), "a run that never started leaves no folder");
         } finally {
-            if (before == null) System.clearProperty(RunDirs.PROPERTY);
-            else System.setProperty(RunDirs.PROPERTY, before);
+            if (before == null) System.clearProperty(Run.RUNS_PROPERTY);
+            else System.setProperty(Run.RUNS_PROPERTY, before);
         }
     }
 
