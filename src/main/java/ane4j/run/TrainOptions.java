@@ -144,6 +144,11 @@ public final class TrainOptions {
         return of(m);
     }
 
+    /** The same options with {@code resume = true}: a restarted backend takes the run up from its checkpoint. */
+    public TrainOptions resuming() {
+        return with("resume", "true");
+    }
+
     public String get(String key) {
         String v = values.get(key);
         if (v == null) throw KEYS.unknown(key);

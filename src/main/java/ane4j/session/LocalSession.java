@@ -86,11 +86,6 @@ public final class LocalSession implements Session {
         return "none (" + os + " " + arch + ")";
     }
 
-    /** The same options with {@code resume = true}. */
-    public static TrainOptions resuming(TrainOptions o) {
-        return o.with("resume", "true");
-    }
-
     /** A run in this JVM; replaces the backend when it reaches its compile budget. */
     static final class LocalTraining implements Training {
         private final RunSpec run;
@@ -172,7 +167,7 @@ public final class LocalSession implements Session {
             trainer.close();
             restarts++;
             backend = run.newBackend();
-            trainer = start(resuming(options), backend, true);
+            trainer = start(options.resuming(), backend, true);
             listener.onMessage(String.format(Locale.ROOT, "backend restarted: compile budget %d reached — restored step %d, kernels recompiled in %.1f s (in-process session, restart %d)",
                     e.budget(), step, (System.nanoTime() - t0) / 1e9, restarts));
         }
