@@ -78,22 +78,43 @@ public final class Supervisor implements AutoCloseable {
         }
 
         public static Options defaults() {
-            return new Options(null, null, null, null, List.of(), Map.of(), Duration.ofSeconds(60), Duration.ofMinutes(10), 3, null, System.err::println, Hints.API);
+            return builder().build();
         }
 
-        public Options withBackend(String b) { return new Options(b, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints); }
-        public Options withCompileBudget(long b) { return new Options(backend, b, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints); }
-        public Options withRefStorage(String s) { return new Options(backend, compileBudget, s, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints); }
-        public Options withHeap(String h) { return new Options(backend, compileBudget, refStorage, h, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints); }
-        public Options withJvmOptions(String... o) { return new Options(backend, compileBudget, refStorage, heap, List.of(o), systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints); }
-        public Options withSystemProperty(String k, String v) {
-            Map<String, String> m = new LinkedHashMap<>(systemProperties);
-            m.put(k, v);
-            return new Options(backend, compileBudget, refStorage, heap, jvmOptions, m, startTimeout, requestTimeout, maxRetries, sharedDir, log, hints);
+        /** The defaults, to change one setting at a time ({@code Options.builder().backend("ref").heap("8g").build()}). */
+        public static Builder builder() {
+            return new Builder();
         }
-        public Options withRequestTimeout(Duration d) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, d, maxRetries, sharedDir, log, hints); }
-        public Options withMaxRetries(int n) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, n, sharedDir, log, hints); }
-        public Options withHints(Hints h) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, log, h); }
+
+        /** These options as a builder, to change a few of them. */
+        public Builder toBuilder() {
+            Builder b = new Builder();
+            b.backend = backend;
+            b.compileBudget = compileBudget;
+            b.refStorage = refStorage;
+            b.heap = heap;
+            b.jvmOptions = jvmOptions;
+            b.systemProperties = new LinkedHashMap<>(systemProperties);
+            b.startTimeout = startTimeout;
+            b.requestTimeout = requestTimeout;
+            b.maxRetries = maxRetries;
+            b.sharedDir = sharedDir;
+            b.log = log;
+            b.hints = hints;
+            return b;
+        }
+
+        public Options withBackend(String b) { return toBuilder().backend(b).build(); }
+        public Options withCompileBudget(long b) { return toBuilder().compileBudget(b).build(); }
+        public Options withRefStorage(String s) { return toBuilder().refStorage(s).build(); }
+        public Options withHeap(String h) { return toBuilder().heap(h).build(); }
+        public Options withJvmOptions(String... o) { return toBuilder().jvmOptions(o).build(); }
+        public Options withSystemProperty(String k, String v) { return toBuilder().systemProperty(k, v).build(); }
+        public Options withRequestTimeout(Duration d) { return toBuilder().requestTimeout(d).build(); }
+        public Options withMaxRetries(int n) { return toBuilder().maxRetries(n).build(); }
+        public Options withHints(Hints h) { return toBuilder().hints(h).build(); }
+        public Options withLog(Consumer<String> l) { return toBuilder().log(l).build(); }
+
         /**
          * The worker's backend: these options, else this JVM's {@code -D} properties. They reach the worker as its first
          * frame ({@link Protocol#START}), never as system properties, and a training run is checked against them.
@@ -105,7 +126,38 @@ public final class Supervisor implements AutoCloseable {
             return new Backends.Settings(choice == null || choice.isBlank() ? null : choice.strip(), fp32, budget);
         }
 
-        public Options withLog(Consumer<String> l) { return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout, maxRetries, sharedDir, l, hints); }
+        /** {@link Options} one setting at a time; {@link #build} checks them. */
+        public static final class Builder {
+            private String backend, refStorage, heap;
+            private Long compileBudget;
+            private List<String> jvmOptions = List.of();
+            private Map<String, String> systemProperties = new LinkedHashMap<>();
+            private Duration startTimeout = Duration.ofSeconds(60), requestTimeout = Duration.ofMinutes(10);
+            private int maxRetries = 3;
+            private Path sharedDir;
+            private Consumer<String> log = System.err::println;
+            private Hints hints = Hints.API;
+
+            private Builder() {}
+
+            public Builder backend(String b) { backend = b; return this; }
+            public Builder compileBudget(Long b) { compileBudget = b; return this; }
+            public Builder refStorage(String s) { refStorage = s; return this; }
+            public Builder heap(String h) { heap = h; return this; }
+            public Builder jvmOptions(String... o) { jvmOptions = List.of(o); return this; }
+            public Builder systemProperty(String k, String v) { systemProperties.put(k, v); return this; }
+            public Builder startTimeout(Duration d) { startTimeout = d; return this; }
+            public Builder requestTimeout(Duration d) { requestTimeout = d; return this; }
+            public Builder maxRetries(int n) { maxRetries = n; return this; }
+            public Builder sharedDir(Path p) { sharedDir = p; return this; }
+            public Builder log(Consumer<String> l) { log = l; return this; }
+            public Builder hints(Hints h) { hints = h; return this; }
+
+            public Options build() {
+                return new Options(backend, compileBudget, refStorage, heap, jvmOptions, systemProperties, startTimeout, requestTimeout,
+                        maxRetries, sharedDir, log, hints);
+            }
+        }
     }
 
     /**

@@ -32,9 +32,7 @@ class LargeSharedTensorTest {
         Program p = RemoteKernelTest.program(0.5f);
         float[] x = RemoteKernelTest.random((int) RemoteKernelTest.X.count(), 5);
         var log = new WorkerTestSupport.Log();
-        Supervisor.Options d = WorkerTestSupport.options(log);
-        var options = new Supervisor.Options(d.backend(), d.compileBudget(), d.refStorage(), d.heap(), d.jvmOptions(), d.systemProperties(),
-                d.startTimeout(), d.requestTimeout(), d.maxRetries(), tmp, d.log(), d.hints());
+        var options = WorkerTestSupport.options(log).toBuilder().sharedDir(tmp).build();
         try (Supervisor s = new Supervisor(options)) {
             RemoteKernel k = s.compile(p);
             TensorBuffer whole = s.allocate(big);
