@@ -268,7 +268,7 @@ public final class WorkerSession implements Session {
             restartsAtStart = s.restarts();
             running = true;
             try {
-                s.startTraining(resuming ? options.resuming() : options, s.placement(), l, stop);
+                s.startTraining(resuming ? run.with("resume", "true") : run, l, stop);
                 started = true;
                 if (stop.requested()) s.stopTraining();
                 end.get();

@@ -1,5 +1,6 @@
 package ane4j.worker;
 
+import ane4j.run.RunSpec;
 import ane4j.run.RunState;
 import ane4j.run.StepMetrics;
 import ane4j.run.StopFlag;
@@ -389,10 +390,15 @@ public final class Supervisor implements AutoCloseable {
 
     /** Trains in the worker and blocks until the run ends; progress goes to {@code listener} (or null). Returns its steps. */
     public List<StepMetrics> train(TrainOptions o, Trainer.Listener listener) {
+        return train(RunSpec.of(o.toMap()), listener);
+    }
+
+    /** {@link #train(TrainOptions, Trainer.Listener)} of a whole run description. */
+    public List<StepMetrics> train(RunSpec run, Trainer.Listener listener) {
         ane4j.run.StepHistory steps = new ane4j.run.StepHistory();
         java.util.concurrent.CompletableFuture<List<StepMetrics>> end = new java.util.concurrent.CompletableFuture<>();
         Trainer.Listener l = listener != null ? listener : m -> {};
-        startTraining(o, placement(), new TrainingEvents() {
+        startTraining(run, new TrainingEvents() {
             @Override public void onStep(StepMetrics m) {
                 steps.add(m);
                 l.onStep(m);
@@ -418,18 +424,21 @@ public final class Supervisor implements AutoCloseable {
     }
 
     /**
-     * Starts a training run in the worker and returns at once; the worker serves the run's {@code stop} flag, and
-     * {@code placement} (the run layer's compileBudget, inProcess, heap, as text) goes into its run record. A run that is
-     * not a resume needs a run directory without checkpoints (a restart resumes from the newest one there). This JVM
-     * holds the run folder from here to the run's end, across restarts.
+     * Starts a training run in the worker and returns at once; the worker serves the run's {@code stop} flag. The whole
+     * description crosses the pipe, placed where it really runs: in this supervisor's worker, with its compile budget
+     * and heap (what its run record says). A run that is not a resume needs a run directory without checkpoints (a
+     * restart resumes from the newest one there). This JVM holds the run folder from here to the run's end, across restarts.
      */
-    public void startTraining(TrainOptions o, Map<String, String> placement, TrainingEvents events, StopFlag stop) {
+    public void startTraining(RunSpec run, TrainingEvents events, StopFlag stop) {
+        TrainOptions o = run.train();
         Checkpoint.refuseUnresumed(o);
+        RunSpec here = run.with("inProcess", "false").with("compileBudget", options.compileBudget() == null ? "" : options.compileBudget().toString())
+                .with("heap", options.heap() == null ? "" : options.heap());
         CarriedRun s;
         synchronized (lock) {
             CarriedRun t = training;
             if (t != null && t.isActive()) throw new IllegalStateException("[train] a run is already training in " + t.options.runDir() + "; stop() it or wait for it");
-            s = new CarriedRun(o, placement, events, stop, RunFolder.lock(o.runDir()));
+            s = new CarriedRun(here, events, stop, RunFolder.lock(o.runDir()));
             training = s;
             WorkerProcess w = worker;
             if (w == null || !w.isAlive()) s.onSetup(ane4j.run.SetupProgress.startingWorker());
@@ -455,15 +464,6 @@ public final class Supervisor implements AutoCloseable {
     /** How often the worker was restarted (killed, died, or its compile budget spent) since this supervisor began. */
     public int restarts() { return restarts; }
 
-    /** This supervisor's placement of a run: in a worker, with its compile budget and heap ("" where the default applies). */
-    public Map<String, String> placement() {
-        Map<String, String> m = new LinkedHashMap<>();
-        m.put("compileBudget", options.compileBudget() == null ? "" : options.compileBudget().toString());
-        m.put("inProcess", "false");
-        m.put("heap", options.heap() == null ? "" : options.heap());
-        return m;
-    }
-
     /** Starts training in {@code w} when a run is active and not yet there; returns the step it resumed at, or -1. */
     private long attachTraining(WorkerProcess w) throws WorkerProcess.DiedException {
         CarriedRun s = training;
@@ -475,7 +475,7 @@ public final class Supervisor implements AutoCloseable {
         int id = w.newId();
         s.attach(w, id);
         try {
-            long step = w.call(id, Protocol.TRAIN, new Protocol.Writer().map(m).map(s.placement).bytes(), options.requestTimeout()).reader().i64();
+            long step = w.call(id, Protocol.TRAIN, new Protocol.Writer().map(m).map(s.run.placement()).bytes(), options.requestTimeout()).reader().i64();
             if (s.stop.requested()) w.post(Protocol.STOP_TRAINING, new byte[0]);
             return step;
         } catch (WorkerProcess.DiedException e) {
@@ -693,14 +693,14 @@ public final class Supervisor implements AutoCloseable {
 
     /**
      * The training run this supervisor carries across worker restarts: what a new worker needs to take it up (its
-     * options and placement, the stop flag), which worker and request carry it now, and what keeps its events whole
+     * description, placed in its worker, and the stop flag), which worker and request carry it now, and what keeps its events whole
      * across restarts — the first loss of recent steps, to check and drop the steps a restarted worker runs again, and
      * the setup notes already said. Events go to the run's listener in order on one thread.
      */
     private static final class CarriedRun {
         private static final int REPLAY_WINDOW = 4096;
+        final RunSpec run;
         final TrainOptions options;
-        final Map<String, String> placement;
         final StopFlag stop;
         private final TrainingEvents events;
         private final RunFolder folder;
@@ -717,9 +717,9 @@ public final class Supervisor implements AutoCloseable {
         private volatile int requestId = -1;
         private long maxStep = -1;
 
-        CarriedRun(TrainOptions options, Map<String, String> placement, TrainingEvents events, StopFlag stop, RunFolder folder) {
-            this.options = options;
-            this.placement = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(placement));
+        CarriedRun(RunSpec run, TrainingEvents events, StopFlag stop, RunFolder folder) {
+            this.run = run;
+            this.options = run.train();
             this.events = events;
             this.stop = stop;
             this.folder = folder;

@@ -95,7 +95,7 @@ final class WorkerTestSupport {
 
     static Started start(Supervisor s, ane4j.run.TrainOptions o, ane4j.train.Trainer.Listener listener) {
         Started run = new Started(s, listener);
-        s.startTraining(o, s.placement(), run, new ane4j.run.StopFlag());
+        s.startTraining(ane4j.run.RunSpec.of(o.toMap()), run, new ane4j.run.StopFlag());
         return run;
     }
 }
