@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import tech.tablesaw.api.Table;
 
 /**
  * The training magics: {@code %%train} (a preset), {@code %%fit} (a graph), {@code %train status|stop|resume|plot|table|record}
