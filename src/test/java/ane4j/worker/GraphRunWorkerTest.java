@@ -56,6 +56,27 @@ class GraphRunWorkerTest {
         assertTrue(Files.readString(runDir.resolve("run.json")).contains("\"param.w1\": \"16 4\""));
     }
 
+    /** The CPU loss head's run (keys logits and labels) in a worker: the same bits as in this JVM. */
+    @Test
+    void aHeadRunInAWorkerEqualsTheSameRunInProcess() throws Exception {
+        GraphRunFixture.writeWithLogits(dir);
+        Map<String, String> ref = head(GraphRunFixture.options(dir, dir.resolve("ref"), 40));
+        Reference expected = inProcess(ref);
+        Path runDir = dir.resolve("worker");
+        try (Supervisor s = new Supervisor(WorkerTestSupport.options(new WorkerTestSupport.Log()))) {
+            List<StepMetrics> h = s.train(TrainOptions.of(head(GraphRunFixture.options(dir, runDir, 40))), null);
+            assertSameRun(expected, runDir, h);
+        }
+    }
+
+    /** The options of {@link GraphRunFixture#writeWithLogits}'s logits-only graph trained with the CPU loss head. */
+    private Map<String, String> head(Map<String, String> o) {
+        o.put("graph", dir.resolve("logits.mil").toString());
+        o.put("logits", "logits");
+        o.put("labels", "labels");
+        return o;
+    }
+
     @Test
     void aSigkilledWorkerRestartsAndTheGraphRunEndsBitIdentical() throws Exception {
         GraphRunFixture.write(dir);
