@@ -102,7 +102,7 @@ public record GraphData(Program program, GraphLayout layout, float[] init, Map<S
                 throw new IllegalArgumentException("[train] graph input '" + v.name() + "' " + v.type() + " has no data file " + o.data().resolve(v.name() + ".npy")
                         + (v.dtype().isFloat() ? " and is not among params" : "") + "; add that file (samples along the first axis)");
         if (params.isEmpty()) throw new IllegalArgumentException("[train] graph " + file + " has no parameter to train: every input has a data file; name the trained inputs with params = A,B");
-        if (dataFiles.isEmpty() || dataFiles.keySet().equals(java.util.Set.of(labelsFile == null ? "" : labelsFile))) throw new IllegalArgumentException("[train] data " + o.data() + " has no NAME.npy for any input of graph " + file + " (inputs: " + names(f) + ")");
+        if (dataFiles.isEmpty() || (dataFiles.size() == 1 && dataFiles.containsKey(labelsFile))) throw new IllegalArgumentException("[train] data " + o.data() + " has no NAME.npy for any input of graph " + file + " (inputs: " + names(f) + ")");
         if (head != null) checkLabelsInput(head, file, f, params, labelsFile, dataFiles, o.data());
         int batch = -1;
         String batchOf = null;
