@@ -159,7 +159,10 @@ public final class Ane {
      * restarts, and writes metrics.jsonl, run.json and loss.png. In a notebook the cell shows the live progress line
      * and loss plot; elsewhere a progress line is printed every 10%.
      *
-     * @param data       each data input of the graph → every sample along the first axis (input x [B, 64]: [N, 64])
+     * @param data       each data input of the graph → every sample along the first axis (input x [B, 64]: [N, 64]);
+     *                   with {@code logits = NAME; labels = NAME} in {@code config} (the loss on the CPU: the mean
+     *                   cross-entropy of the graph's logits output), the int32 labels too, whether or not the graph has
+     *                   an input of that name
      * @param validation held-out samples of the same inputs, or null: the last valFraction of {@code data} (0.1)
      * @param init       starting values of parameters by input name (row-major); a parameter not given starts from the
      *                   seed (matrices N(0, 1/fan_in), vectors 0). The parameters are the float inputs without data.

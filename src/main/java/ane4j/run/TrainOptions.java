@@ -66,6 +66,8 @@ public final class TrainOptions {
             // a user graph instead of a preset (docs/autograd.md): data and valData are then folders of NAME.npy, init a folder too
             Key.path("graph", "a MIL program to train instead of a preset: data is then a folder of NAME.npy per data input (samples along the first axis), init a folder of NAME.npy per parameter (default: from the seed)"),
             Key.text("loss", "", "the graph's loss output (default: its output named loss, else its only output)"),
+            Key.text("logits", "", "instead of loss: the graph's logits output [N, C]; the loss is then their mean cross-entropy against labels, on the CPU"),
+            Key.text("labels", "", "with logits: the int32 class ids, one per row of the logits (a data input of the graph, or data/NAME.npy; -1 ignores a row)"),
             Key.text("params", "", "the graph inputs to train, comma-separated (default: every float input without a data file)")));
 
     /** The keys that describe the preset transformer: a graph run refuses them (their defaults aside). */
@@ -97,11 +99,18 @@ public final class TrainOptions {
     // are the graph's keys without a graph
     private void checkGraph() {
         if (graph() == null) {
-            for (String key : List.of("loss", "params"))
+            for (String key : List.of("loss", "params", "logits", "labels"))
                 if (!values.get(key).isEmpty())
                     throw new IllegalArgumentException("[train] " + key + " = " + values.get(key) + " without graph: it names outputs and inputs of a graph; add graph = FILE.mil (--graph FILE.mil) or drop " + key);
             return;
         }
+        // the loss is the graph's output, or the CPU loss head's cross-entropy of its logits: one or the other
+        if (!logits().isEmpty() && !loss().isEmpty())
+            throw new IllegalArgumentException("[train] loss = " + loss() + " and logits = " + logits() + " both name the loss: with logits the loss is their cross-entropy against labels, computed on the CPU; drop loss, or drop logits and labels to train the graph's own loss");
+        if (!logits().isEmpty() && labels().isEmpty())
+            throw new IllegalArgumentException("[train] logits = " + logits() + " needs labels = NAME, the int32 class ids of its rows (a data input of the graph, or data/NAME.npy); add labels");
+        if (logits().isEmpty() && !labels().isEmpty())
+            throw new IllegalArgumentException("[train] labels = " + labels() + " without logits: the labels are the CPU loss head's, which needs the graph's logits output; add logits = NAME or drop labels");
         for (String key : PRESET_KEYS)
             if (!values.get(key).equals(CANONICAL_DEFAULTS.get(key)))
                 throw new IllegalArgumentException("[train] " + key + " = " + values.get(key) + " is a setting of the preset transformer, but graph = " + graph()
@@ -193,6 +202,10 @@ public final class TrainOptions {
     public Path graph() { return path("graph"); }
     /** The graph's loss output, or "" for its output named loss, else its only one. */
     public String loss() { return get("loss"); }
+    /** The graph's logits output for the CPU loss head, or "": the graph's own loss output ({@link #loss}). */
+    public String logits() { return get("logits"); }
+    /** The CPU loss head's int32 class ids (a data input of the graph, or a data file), or "" without {@link #logits}. */
+    public String labels() { return get("labels"); }
     /** The graph inputs to train, or empty: every float input without a data file. */
     public List<String> params() { return get("params").isEmpty() ? List.of() : java.util.Arrays.stream(get("params").split(",")).map(String::strip).filter(x -> !x.isEmpty()).toList(); }
 

@@ -11,7 +11,7 @@ import java.util.Map;
 /**
  * A user graph's micro-step: B samples drawn uniformly (with replacement) from the training samples through
  * {@link GraphStep} (forward and backward compiled once, matmul/linear/conv weight gradients by sgemm on the CPU), its
- * loss's upstream gradient seeded with the loss scale. Validation reads the held-out samples in consecutive batches of
+ * loss's upstream gradient seeded with the loss scale (or, with a {@link CpuLossHead}, d_logits scaled by it). Validation reads the held-out samples in consecutive batches of
  * B (the last batch wraps to the first held-out samples; fewer than B held out: one batch, wrapping).
  */
 final class GraphRunStep implements RunStep {
@@ -22,13 +22,16 @@ final class GraphRunStep implements RunStep {
 
     GraphRunStep(GraphData data, Backend backend) {
         this.data = data;
-        this.step = new GraphStep(data.program(), data.loss(), data.params(), backend, GraphStep.Options.defaults().withSeedInput(true));
+        // the graph's loss output, its upstream gradient an input seeded with the loss scale; or the CPU loss head, whose
+        // d_logits carries the scale
+        this.step = data.head() != null ? new GraphStep(data.program(), data.head(), data.params(), backend, GraphStep.Options.defaults())
+                : new GraphStep(data.program(), data.loss(), data.params(), backend, GraphStep.Options.defaults().withSeedInput(true));
         if (!step.views().equals(data.layout().views())) {
             step.close();
             throw new IllegalStateException("[train] internal: the graph step's parameter layout differs from the run's");
         }
         this.batch = data.batch();
-        for (String n : data.samples().keySet()) buffers.put(n, TensorBuffer.allocate(data.program().main().input(n).type()));
+        for (String n : data.samples().keySet()) buffers.put(n, TensorBuffer.allocate(data.batchType(n)));
     }
 
     /** The trained parameters' views of the flat array (AdamW: decay on matrices only). */

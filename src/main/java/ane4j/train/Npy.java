@@ -60,6 +60,19 @@ public final class Npy {
         }
     }
 
+    /** The element type a .npy file's header declares, as numpy writes it ({@code <f4}, {@code <i8} …; its data is not read). */
+    public static String descr(Path file) {
+        String special = ane4j.model.InputFile.notRegular(file);
+        if (special != null) throw new IllegalArgumentException("[npy] " + special);
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            ByteBuffer head = ByteBuffer.allocate((int) Math.min(ch.size(), 12 + MAX_HEADER)).order(ByteOrder.LITTLE_ENDIAN);
+            while (head.hasRemaining() && ch.read(head, head.position()) > 0) { }
+            return header(head.flip(), ch.size(), file).descr().replace("=", "<").replace("|", "<");
+        } catch (IOException e) {
+            throw cannotRead(file, e);
+        }
+    }
+
     /** The values of a file of {@code shape} in fp32 ({@code <f4}) or fp16 ({@code <f2}), as floats. */
     public static float[] readFloats(Path file, int[] shape, String name) {
         String special = ane4j.model.InputFile.notRegular(file);

@@ -122,7 +122,7 @@ public record TrainingSetup(ModelConfig config, Parameters params, Tokenizer tok
     }
 
     private static GraphData withoutValidation(GraphData g) {
-        return new GraphData(g.program(), g.layout(), g.init(), g.samples(), g.train(), null, null, g.inputs());
+        return new GraphData(g.program(), g.layout(), g.init(), g.samples(), g.train(), null, null, g.inputs(), g.head());
     }
 
     private static ModelConfig resolveConfig(String model) {

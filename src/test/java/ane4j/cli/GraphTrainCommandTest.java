@@ -107,6 +107,30 @@ class GraphTrainCommandTest {
             org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(local.resolve("params/" + p + ".npy")), Files.readAllBytes(supervised.resolve("params/" + p + ".npy")), p);
     }
 
+    /** --logits and --labels: the CPU loss head from the command line, in a worker, with the trained parameters as .npy. */
+    @Test
+    void trainsAGraphEndingAtItsLogitsWithTheCpuLossHead() throws Exception {
+        GraphRunFixture.writeWithLogits(dir);
+        Path run = dir.resolve("run");
+        var out = new ByteArrayOutputStream();
+        var err = new ByteArrayOutputStream();
+        int rc = cli(out, err, "train", "--graph", dir.resolve("logits.mil").toString(), "--logits", "logits", "--labels", "labels", "--data", dir.resolve("data").toString(),
+                "--steps", "40", "--lr", "0.05", "--backend", "ref", "--heap", "256m", "--run-dir", run.toString());
+        assertEquals(0, rc, err.toString() + out);
+        assertTrue(out.toString().contains("trained w1, b1, w2, b2 → " + run.resolve("params")), out.toString());
+        double[] l = losses(run);
+        assertEquals(40, l.length);
+        assertTrue(l[39] < l[0], "learns: " + l[0] + " → " + l[39]);
+        assertTrue(Files.readString(run.resolve("run.txt")).contains("loss = cross-entropy(logits, labels) on the CPU"));
+        // a logits name that is not an output: one line
+        err.reset();
+        rc = cli(out, err, "train", "--graph", dir.resolve("logits.mil").toString(), "--logits", "scores", "--labels", "labels", "--data", dir.resolve("data").toString(),
+                "--in-process", "--run-dir", dir.resolve("bad").toString());
+        assertEquals(1, rc);
+        assertEquals(1, err.toString().strip().lines().count(), err.toString());
+        assertTrue(err.toString().contains("[train] logits = scores is not an output of graph "), err.toString());
+    }
+
     @Test
     void badInputIsOneLine() throws Exception {
         Path graph = GraphRunFixture.write(dir);

@@ -103,6 +103,35 @@ class FitTest {
         assertTrue(e.getMessage().startsWith("[fit] data is given as an argument of Ane.fit"), e.getMessage());
     }
 
+    /**
+     * The CPU loss head from both notebook faces: a graph ending at its logits, the labels a data map entry of no graph
+     * input, and the keys logits and labels in the settings text (Ane.fit) or the cell (%%fit).
+     */
+    @Test
+    void aGraphEndingAtItsLogitsTrainsWithTheCpuLossHead() throws Exception {
+        Map<String, TensorBuffer> train = GraphRunFixture.samples(96, 3), test = GraphRunFixture.samples(64, 4);
+        Fit fit = Ane.fit(GraphRunFixture.mlpLogits(false), train, test, Map.of(), "logits = logits; labels = labels; steps = 60; lr = 0.05; evalEvery = 20; seed = 5");
+        assertEquals(RunState.FINISHED, fit.run().state());
+        assertTrue(Files.exists(fit.run().runDir().resolve("data/labels.npy")));
+        Map<?, ?> options = (Map<?, ?>) ((Map<?, ?>) Json.parse(Files.readString(fit.run().runDir().resolve("run.json")))).get("options");
+        assertEquals("logits", options.get("logits"));
+        assertEquals("labels", options.get("labels"));
+        assertTrue(accuracy(fit, test) > 0.85, "held-out accuracy " + accuracy(fit, test));
+        assertTrue(fit.lastValidationLoss() < 0.5f, fit.toString());
+        FakeKernel kernel = new FakeKernel();
+        new MagicRegistry().add(new FitMagics()).add(new TrainMagics()).installInto(kernel, false);
+        kernel.variables.put("net", GraphRunFixture.mlpLogits(false));
+        kernel.variables.put("digits", train);
+        kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of("fitted"), "graph = net\ndata = digits\nlogits = logits\nlabels = labels\nsteps = 30\nlr = 0.05\n");
+        TrainingRun run = TrainingRun.current();
+        assertEquals(30, run.history().size());
+        assertTrue(run.history().getLast().loss() < run.history().getFirst().loss(), "learns: " + run.history().getFirst().loss() + " → " + run.history().getLast().loss());
+        // the head's keys with a loss: one line
+        var e = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+                () -> kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of(), "graph = net\ndata = digits\nlogits = logits\nlabels = labels\nloss = loss\n"));
+        assertTrue(e.getMessage().contains("[train] loss = loss and logits = logits both name the loss"), e.getMessage());
+    }
+
     @Test
     void fitCellTrainsNotebookVariablesWithTheLiveDisplay() throws Exception {
         FakeKernel kernel = new FakeKernel();

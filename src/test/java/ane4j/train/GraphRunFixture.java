@@ -38,6 +38,34 @@ public final class GraphRunFixture {
         }).build();
     }
 
+    /**
+     * The same MLP ending at its logits [8, 2] for the CPU loss head (run keys logits = logits, labels = labels): no
+     * labels input ({@code withLabels} false: the labels are a data file of no input) or the labels input and both the
+     * loss and the logits as outputs ({@code withLabels} true: the one graph trains either way). The parameters are the
+     * same inputs in the same order, so the seed gives them the same starting values.
+     */
+    public static Program mlpLogits(boolean withLabels) {
+        return Mil.program().function("main", f -> {
+            var x = f.input("x", TensorType.of(DType.FP32, 8, 4));
+            var labels = withLabels ? f.input("labels", int32(8)) : null;
+            var w1 = f.input("w1", TensorType.of(DType.FP32, 16, 4));
+            var b1 = f.input("b1", TensorType.of(DType.FP32, 16));
+            var w2 = f.input("w2", TensorType.of(DType.FP32, 2, 16));
+            var b2 = f.input("b2", TensorType.of(DType.FP32, 2));
+            var logits = f.named("logits", f.linear(f.tanh(f.linear(x, w1, b1)), w2, b2));
+            if (withLabels) f.output(f.named("loss", f.crossEntropyLabels(logits, labels)));
+            f.output(logits);
+        }).build();
+    }
+
+    /** {@link #write(Path)}, and {@link #mlpLogits} as dir/logits.mil (no labels input) and dir/both.mil (labels input, loss and logits out). */
+    public static Path writeWithLogits(Path dir) throws IOException {
+        Path g = write(dir);
+        Files.writeString(dir.resolve("logits.mil"), MilWriter.write(mlpLogits(false), Dialect.IOS18));
+        Files.writeString(dir.resolve("both.mil"), MilWriter.write(mlpLogits(true), Dialect.IOS18));
+        return g;
+    }
+
     /** Writes dir/mlp.mil and dir/data/{x,labels}.npy; returns the graph file. */
     public static Path write(Path dir) throws IOException { return write(dir, DType.FP32); }
 

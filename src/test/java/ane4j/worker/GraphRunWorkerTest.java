@@ -56,6 +56,72 @@ class GraphRunWorkerTest {
         assertTrue(Files.readString(runDir.resolve("run.json")).contains("\"param.w1\": \"16 4\""));
     }
 
+    /** The CPU loss head's run (keys logits and labels) in a worker: the same bits as in this JVM. */
+    @Test
+    void aHeadRunInAWorkerEqualsTheSameRunInProcess() throws Exception {
+        GraphRunFixture.writeWithLogits(dir);
+        Map<String, String> ref = head(GraphRunFixture.options(dir, dir.resolve("ref"), 40));
+        Reference expected = inProcess(ref);
+        Path runDir = dir.resolve("worker");
+        try (Supervisor s = new Supervisor(WorkerTestSupport.options(new WorkerTestSupport.Log()))) {
+            List<StepMetrics> h = s.train(TrainOptions.of(head(GraphRunFixture.options(dir, runDir, 40))), null);
+            assertSameRun(expected, runDir, h);
+        }
+    }
+
+    /**
+     * A graph run compiles its forward and backward once per worker (the parameters are inputs), so it reaches a compile
+     * budget only when other compiles in the same worker spend it (a notebook's kernels, {@code Fit.apply}). With a
+     * budget of 3 the run's two kernels leave room for one more: the second kernel compiled while it trains stops it at
+     * an update boundary with a checkpoint, the worker exits for the budget, and the next one resumes the run and
+     * compiles the kernel. Four kernels compiled during the run: three restarts, and the run ends bit-identical to the
+     * same run uninterrupted in this JVM (with the CPU loss head: both kinds of graph run).
+     */
+    @Test
+    void kernelsCompiledDuringAGraphRunSpendTheBudgetAndItRestartsBitIdentical() throws Exception {
+        GraphRunFixture.writeWithLogits(dir);
+        for (boolean withHead : new boolean[] {false, true}) {
+            int steps = 600;
+            Map<String, String> ref = GraphRunFixture.options(dir, dir.resolve("ref" + withHead), steps, "checkpointEvery", "50");
+            Reference expected = inProcess(withHead ? head(ref) : ref);
+            var log = new WorkerTestSupport.Log();
+            Path runDir = dir.resolve("budget" + withHead);
+            Map<String, String> opts = GraphRunFixture.options(dir, runDir, steps, "checkpointEvery", "50");
+            try (Supervisor s = new Supervisor(WorkerTestSupport.options(log).withCompileBudget(3))) {
+                WorkerTestSupport.Started session = WorkerTestSupport.start(s, TrainOptions.of(withHead ? head(opts) : opts), null);
+                int compiled = 0;
+                for (int at = 10; at <= 40 && !session.isDone(); at += 10) {
+                    while (!session.isDone() && session.nextStep() < at) Thread.sleep(1);
+                    if (session.isDone()) break;
+                    try (RemoteKernel k = s.compile(RemoteKernelTest.program(at))) {
+                        compiled++;
+                    }
+                }
+                List<StepMetrics> h = session.await(java.time.Duration.ofMinutes(3));
+                assertSameRun(expected, runDir, h);
+                assertEquals(4, compiled, "the run ended before four kernels were compiled during it");
+                List<String> restarts = log.matching("worker restarted: ");
+                assertEquals(3, restarts.size(), log.lines.toString());
+                assertEquals(3, s.status().restarts());
+                for (String r : restarts) assertTrue(r.startsWith("worker restarted: compile budget 3 reached — restored step "), r);
+            }
+        }
+        // a budget of 1 cannot hold the run's two kernels: no restart loop, one line naming the fix
+        try (Supervisor s = new Supervisor(WorkerTestSupport.options(new WorkerTestSupport.Log()).withCompileBudget(1))) {
+            var e = org.junit.jupiter.api.Assertions.assertThrows(WorkerException.class, () -> s.train(TrainOptions.of(GraphRunFixture.options(dir, dir.resolve("tiny"), 20)), null));
+            assertTrue(e.getMessage().startsWith("[worker] gave up after 3 restarts without progress at step 0 (the worker compile budget 1 reached each time)")
+                    && e.getMessage().contains("raise it with") && !e.getMessage().contains("\n"), e.getMessage());
+        }
+    }
+
+    /** The options of {@link GraphRunFixture#writeWithLogits}'s logits-only graph trained with the CPU loss head. */
+    private Map<String, String> head(Map<String, String> o) {
+        o.put("graph", dir.resolve("logits.mil").toString());
+        o.put("logits", "logits");
+        o.put("labels", "labels");
+        return o;
+    }
+
     @Test
     void aSigkilledWorkerRestartsAndTheGraphRunEndsBitIdentical() throws Exception {
         GraphRunFixture.write(dir);
