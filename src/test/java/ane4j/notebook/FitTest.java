@@ -119,7 +119,7 @@ class FitTest {
         assertTrue(accuracy(fit, test) > 0.85, "held-out accuracy " + accuracy(fit, test));
         assertTrue(fit.lastValidationLoss() < 0.5f, fit.toString());
         FakeKernel kernel = new FakeKernel();
-        new MagicRegistry().add(new FitMagics()).add(new TrainMagics()).installInto(kernel, false);
+        new MagicRegistry().add(new TrainMagics()).installInto(kernel, false);
         kernel.variables.put("net", GraphRunFixture.mlpLogits(false));
         kernel.variables.put("digits", train);
         kernel.getMagicsRegistry().evalCellMagic(kernel, "fit", List.of("fitted"), "graph = net\ndata = digits\nlogits = logits\nlabels = labels\nsteps = 30\nlr = 0.05\n");
