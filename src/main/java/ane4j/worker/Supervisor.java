@@ -291,14 +291,29 @@ public final class Supervisor implements AutoCloseable {
     private RemoteKernel compile(RemoteKernel k) {
         synchronized (lock) {
             WorkerProcess w = ensureWorker();
-            if (live.size() + 1 > w.compileBudget)
+            long forTraining = trainingCompiles(w);
+            if (live.size() + 1 + forTraining > w.compileBudget)
                 throw new IllegalStateException("[worker] the compile budget of " + w.compileBudget + " cannot hold " + (live.size() + 1)
-                        + " live kernels; close kernels you no longer need or raise it with " + options.hints().compileBudget());
+                        + " live kernels" + (forTraining > 0 ? " beside the " + forTraining + " kernels of the training run" : "")
+                        + "; close kernels you no longer need or raise it with " + options.hints().compileBudget());
             Protocol.Reader r = call(Protocol.COMPILE, compileBody(k), "compiling kernel " + k.id()).reader();
             k.specs(r.specs(), r.specs());
             live.put(k.id(), k);
         }
         return k;
+    }
+
+    /** The compiles the training run carried by {@code w} spent there when it started in it (its kernels); 0 without one. */
+    private long trainingCompiles(WorkerProcess w) {
+        CarriedRun s = training;
+        return s == null || !s.isActive() || s.worker != w ? 0 : s.compiles;
+    }
+
+    /** The compiles {@code w} has made so far. */
+    private long compileCount(WorkerProcess w) throws TimeoutException {
+        Protocol.Reader r = w.call(Protocol.STATUS, new byte[0], options.requestTimeout()).reader();
+        r.str();
+        return r.i64();
     }
 
     private static byte[] compileBody(RemoteKernel k) {
@@ -475,7 +490,9 @@ public final class Supervisor implements AutoCloseable {
         int id = w.newId();
         s.attach(w, id);
         try {
+            long before = compileCount(w);
             long step = w.call(id, Protocol.TRAIN, new Protocol.Writer().map(m).map(s.run.placement()).bytes(), options.requestTimeout()).reader().i64();
+            s.compiles = Math.max(0, compileCount(w) - before);   // the run's kernels, compiled before the worker answers
             if (s.stop.requested()) w.post(Protocol.STOP_TRAINING, new byte[0]);
             return step;
         } catch (WorkerProcess.DiedException e) {
@@ -714,6 +731,7 @@ public final class Supervisor implements AutoCloseable {
         volatile String error;
         volatile WorkerProcess worker;
         volatile int attachments;
+        volatile long compiles;   // what starting the run in its current worker compiled there
         private volatile int requestId = -1;
         private long maxStep = -1;
 

@@ -114,6 +114,26 @@ class GraphRunWorkerTest {
         }
     }
 
+    /**
+     * A budget the training run's own kernels fill: a kernel compiled beside the run could never fit, not even in a new
+     * worker (which compiles the run's kernels first), so it is refused at once in one line, and the run goes on
+     * without a restart.
+     */
+    @Test
+    void aKernelThatCannotFitBesideTheRunIsRefusedWithoutRestarts() throws Exception {
+        GraphRunFixture.writeWithLogits(dir);
+        var log = new WorkerTestSupport.Log();
+        try (Supervisor s = new Supervisor(WorkerTestSupport.options(log).withCompileBudget(2))) {
+            WorkerTestSupport.Started session = WorkerTestSupport.start(s, TrainOptions.of(GraphRunFixture.options(dir, dir.resolve("full"), 300)), null);
+            while (!session.isDone() && session.nextStep() < 5) Thread.sleep(1);
+            var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> s.compile(RemoteKernelTest.program(1)));
+            assertEquals("[worker] the compile budget of 2 cannot hold 1 live kernels beside the 2 kernels of the training run; close kernels you "
+                    + "no longer need or raise it with Supervisor.Options.withCompileBudget (or -Dane4j.compileBudget)", e.getMessage());
+            assertEquals(300, session.await(java.time.Duration.ofMinutes(3)).size());
+            assertEquals(0, s.status().restarts(), log.lines.toString());
+        }
+    }
+
     /** The options of {@link GraphRunFixture#writeWithLogits}'s logits-only graph trained with the CPU loss head. */
     private Map<String, String> head(Map<String, String> o) {
         o.put("graph", dir.resolve("logits.mil").toString());
