@@ -326,6 +326,27 @@ def safetensors_bytes(meta, tensors):
     return struct.pack("<Q", len(hb)) + hb + b"".join(blobs)
 
 
+def write_or_check(names, generate, out, check):
+    """Generates each case (generate(name) -> (safetensors bytes, losses, grad norms)) and writes <out>/<name>.safetensors,
+    or with check compares it with the file there; exits 1 when any differs. gen_lora_golden.py's main uses it too."""
+    bad = 0
+    for name in names:
+        data, losses, norms = generate(name)
+        path = os.path.join(out, name + ".safetensors")
+        print(f"{name}: {len(data)} bytes, loss {losses[0]:.6f} -> {losses[-1]:.6f}, "
+              f"grad norms {norms[0]:.4f} .. {norms[-1]:.4f}")
+        if check:
+            same = os.path.exists(path) and open(path, "rb").read() == data
+            print(f"  {path}: {'identical' if same else 'DIFFERENT'}")
+            bad += not same
+        else:
+            os.makedirs(out, exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+            print(f"  wrote {path}")
+    sys.exit(1 if bad else 0)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
@@ -333,22 +354,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    bad = 0
-    for name in CONFIGS:
-        data, losses, norms = generate(name)
-        path = os.path.join(args.out, name + ".safetensors")
-        print(f"{name}: {len(data)} bytes, loss {losses[0]:.6f} -> {losses[-1]:.6f}, "
-              f"grad norms {norms[0]:.4f} .. {norms[-1]:.4f}")
-        if args.check:
-            same = os.path.exists(path) and open(path, "rb").read() == data
-            print(f"  {path}: {'identical' if same else 'DIFFERENT'}")
-            bad += not same
-        else:
-            os.makedirs(args.out, exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(data)
-            print(f"  wrote {path}")
-    sys.exit(1 if bad else 0)
+    write_or_check(CONFIGS, generate, args.out, args.check)
 
 
 if __name__ == "__main__":
