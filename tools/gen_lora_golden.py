@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gen_golden as G  # noqa: E402  the base model, its init and the safetensors writer
+import gen_golden as G  # noqa: E402  the base model, its init, the golden records and the safetensors writer
 
 SCRIPT = "tools/gen_lora_golden.py"
 OUT_DIR = os.path.join("src", "test", "resources", "golden", "lora")
@@ -245,12 +245,7 @@ def generate(name):
     tensors = {k: v.numpy() for k, v in base.items()}
     for k, v in ad0.items():
         tensors[k] = v.numpy()
-    tensors["tokens"] = x.numpy().astype(np.int32)
-    tensors["targets"] = y.numpy().astype(np.int32)
-    tensors["logits"] = logits0.numpy()
-    tensors["loss"] = loss0.reshape(1).numpy()
-    for k, g in grads0.items():
-        tensors["grad." + k] = g.numpy()
+    G.add_first_step(tensors, x, y, logits0, loss0, grads0)
     tensors["losses"] = np.array(losses, dtype=np.float32)
     if case.get("dropout", 0.0) > 0:
         tensors["maskCheck"] = keep_mask(case["dropout"], case["dropoutSeed"], 3, 1, "w2", c["hiddenDim"], c["seqLen"]).T.numpy().astype(np.int32).reshape(-1)
@@ -260,12 +255,7 @@ def generate(name):
 
     meta = {"format": FORMAT, "version": VERSION, "case": name, "config": case["config"], "generator": SCRIPT,
             "torchVersion": torch.__version__}
-    for k in ("dim", "hiddenDim", "nLayers", "nHeads", "nKvHeads", "headDim", "vocabSize", "seqLen", "seed"):
-        meta[k] = str(c[k])
-    meta["ropeTheta"] = repr(float(c["ropeTheta"]))
-    meta["ropeStyle"] = c["ropeStyle"]
-    meta["qkNorm"] = "true" if c["qkNorm"] else "false"
-    meta["normEps"] = repr(c["normEps"])
+    G.add_config_meta(meta, c)
     meta["rank"] = str(case["rank"])
     meta["alpha"] = repr(case["alpha"])
     meta["targets"] = ",".join(case["targets"])
@@ -273,9 +263,7 @@ def generate(name):
     if case.get("dropout", 0.0) > 0:
         meta["dropout"] = repr(float(np.float32(case["dropout"])))
         meta["dropoutSeed"] = str(case["dropoutSeed"])
-    for k in ("lr", "beta1", "beta2", "eps", "weightDecay", "clip"):
-        meta[k] = repr(float(OPT[k]))
-    meta["adamSteps"] = str(OPT["adamSteps"])
+    G.add_opt_meta(meta, OPT)
     meta["adapters"] = ",".join(ad0.keys())
     return G.safetensors_bytes(meta, tensors), losses, norms
 
