@@ -248,31 +248,46 @@ def generate(name):
     self_check(c, p_init, x, y, logits0, loss0, grads0, losses, params)
 
     tensors = {k: v.numpy() for k, v in p_init.items()}
-    tensors["tokens"] = x.numpy().astype(np.int32)
-    tensors["targets"] = y.numpy().astype(np.int32)
-    tensors["logits"] = logits0.numpy()
-    tensors["loss"] = loss0.reshape(1).numpy()
-    for k, g in grads0.items():
-        tensors["grad." + k] = g.numpy()
+    add_first_step(tensors, x, y, logits0, loss0, grads0)
     tensors["losses"] = np.array(losses, dtype=np.float32)
     tensors["gradNorms"] = np.array(grad_norms, dtype=np.float32)
     for k in FINAL_NAMES:
         tensors["final." + k] = params[k].detach().numpy()
 
     meta = {"format": FORMAT, "version": VERSION, "config": name, "generator": SCRIPT, "torchVersion": torch.__version__}
+    add_config_meta(meta, c)
+    meta["tied"] = "true"
+    add_opt_meta(meta, OPT)
+    meta["params"] = ",".join(p_init.keys())
+    meta["finals"] = ",".join(FINAL_NAMES)
+    return safetensors_bytes(meta, tensors), losses, grad_norms
+
+
+def add_first_step(tensors, x, y, logits0, loss0, grads0):
+    """Step 0's record in a golden: tokens, targets, logits, loss and the raw gradients (grad.<name>), before clipping."""
+    tensors["tokens"] = x.numpy().astype(np.int32)
+    tensors["targets"] = y.numpy().astype(np.int32)
+    tensors["logits"] = logits0.numpy()
+    tensors["loss"] = loss0.reshape(1).numpy()
+    for k, g in grads0.items():
+        tensors["grad." + k] = g.numpy()
+
+
+def add_config_meta(meta, c):
+    """The model config in a golden's metadata, from which the Java tests rebuild their ModelConfig."""
     for k in ("dim", "hiddenDim", "nLayers", "nHeads", "nKvHeads", "headDim", "vocabSize", "seqLen", "seed"):
         meta[k] = str(c[k])
     meta["ropeTheta"] = repr(float(c["ropeTheta"]))
     meta["ropeStyle"] = c["ropeStyle"]
     meta["qkNorm"] = "true" if c["qkNorm"] else "false"
     meta["normEps"] = repr(c["normEps"])
-    meta["tied"] = "true"
+
+
+def add_opt_meta(meta, opt):
+    """The AdamW settings and step count in a golden's metadata."""
     for k in ("lr", "beta1", "beta2", "eps", "weightDecay", "clip"):
-        meta[k] = repr(float(OPT[k]))
-    meta["adamSteps"] = str(OPT["adamSteps"])
-    meta["params"] = ",".join(p_init.keys())
-    meta["finals"] = ",".join(FINAL_NAMES)
-    return safetensors_bytes(meta, tensors), losses, grad_norms
+        meta[k] = repr(float(opt[k]))
+    meta["adamSteps"] = str(opt["adamSteps"])
 
 
 def self_check(c, p_init, x, y, logits0, loss0, grads0, losses, params):
@@ -326,6 +341,27 @@ def safetensors_bytes(meta, tensors):
     return struct.pack("<Q", len(hb)) + hb + b"".join(blobs)
 
 
+def write_or_check(names, generate, out, check):
+    """Generates each case (generate(name) -> (safetensors bytes, losses, grad norms)) and writes <out>/<name>.safetensors,
+    or with check compares it with the file there; exits 1 when any differs. gen_lora_golden.py's main uses it too."""
+    bad = 0
+    for name in names:
+        data, losses, norms = generate(name)
+        path = os.path.join(out, name + ".safetensors")
+        print(f"{name}: {len(data)} bytes, loss {losses[0]:.6f} -> {losses[-1]:.6f}, "
+              f"grad norms {norms[0]:.4f} .. {norms[-1]:.4f}")
+        if check:
+            same = os.path.exists(path) and open(path, "rb").read() == data
+            print(f"  {path}: {'identical' if same else 'DIFFERENT'}")
+            bad += not same
+        else:
+            os.makedirs(out, exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+            print(f"  wrote {path}")
+    sys.exit(1 if bad else 0)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
@@ -333,22 +369,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    bad = 0
-    for name in CONFIGS:
-        data, losses, norms = generate(name)
-        path = os.path.join(args.out, name + ".safetensors")
-        print(f"{name}: {len(data)} bytes, loss {losses[0]:.6f} -> {losses[-1]:.6f}, "
-              f"grad norms {norms[0]:.4f} .. {norms[-1]:.4f}")
-        if args.check:
-            same = os.path.exists(path) and open(path, "rb").read() == data
-            print(f"  {path}: {'identical' if same else 'DIFFERENT'}")
-            bad += not same
-        else:
-            os.makedirs(args.out, exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(data)
-            print(f"  wrote {path}")
-    sys.exit(1 if bad else 0)
+    write_or_check(CONFIGS, generate, args.out, args.check)
 
 
 if __name__ == "__main__":

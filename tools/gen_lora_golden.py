@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gen_golden as G  # noqa: E402  the base model, its init and the safetensors writer
+import gen_golden as G  # noqa: E402  the base model, its init, the golden records and the safetensors writer
 
 SCRIPT = "tools/gen_lora_golden.py"
 OUT_DIR = os.path.join("src", "test", "resources", "golden", "lora")
@@ -179,6 +179,18 @@ def masked_forward(c, p, x, y):
     return logits, F.cross_entropy(logits, y, ignore_index=-1)
 
 
+def check_gradients(a64, grads0, loss, seed):
+    """For each adapter k: <grads0[k], d> against a central difference of loss(adapters) along a random direction d
+    (float64 adapters a64; the directions drawn from default_rng(seed) in adapter order)."""
+    rng = np.random.default_rng(seed)
+    h = 1e-6
+    for k in a64:
+        d = torch.tensor(rng.standard_normal(tuple(a64[k].shape)))
+        fd = (loss({**a64, k: a64[k] + h * d}) - loss({**a64, k: a64[k] - h * d})) / (2 * h)
+        an = float((grads0[k].double() * d).sum())
+        assert abs(fd - an) < 1e-5 * max(0.1, abs(fd)), (k, fd, an)
+
+
 def self_check_dropout(c, base, ad0, case, x, y, grads0):
     """With dropout: central differences of the LoRA loss itself (float64), step 0's masks fixed."""
     b64 = {k: v.double() for k, v in base.items()}
@@ -186,15 +198,7 @@ def self_check_dropout(c, base, ad0, case, x, y, grads0):
     masks = masks_of(c, case, 0)
     torch.set_default_dtype(torch.float64)
     try:
-        rng = np.random.default_rng(6)
-        h = 1e-6
-        for k in ad0:
-            d = torch.tensor(rng.standard_normal(tuple(ad0[k].shape)))
-            lp = lora_forward(c, b64, {**a64, k: a64[k] + h * d}, case, x, y, masks)[1].item()
-            lm = lora_forward(c, b64, {**a64, k: a64[k] - h * d}, case, x, y, masks)[1].item()
-            fd = (lp - lm) / (2 * h)
-            an = float((grads0[k].double() * d).sum())
-            assert abs(fd - an) < 1e-5 * max(0.1, abs(fd)), (k, fd, an)
+        check_gradients(a64, grads0, lambda a: lora_forward(c, b64, a, case, x, y, masks)[1].item(), 6)
     finally:
         torch.set_default_dtype(torch.float32)
 
@@ -208,15 +212,7 @@ def self_check(c, base, ad0, case, x, y, logits0, grads0):
     try:
         lg, _ = masked_forward(c, merged(c, b64, a64, case), x, y)
         assert (lg - logits0.double()).abs().max() < 1e-5, (lg - logits0.double()).abs().max()
-        rng = np.random.default_rng(5)
-        h = 1e-6
-        for k in ad0:
-            d = torch.tensor(rng.standard_normal(tuple(ad0[k].shape)))
-            lp = masked_forward(c, merged(c, b64, {**a64, k: a64[k] + h * d}, case), x, y)[1].item()
-            lm = masked_forward(c, merged(c, b64, {**a64, k: a64[k] - h * d}, case), x, y)[1].item()
-            fd = (lp - lm) / (2 * h)
-            an = float((grads0[k].double() * d).sum())
-            assert abs(fd - an) < 1e-5 * max(0.1, abs(fd)), (k, fd, an)
+        check_gradients(a64, grads0, lambda a: masked_forward(c, merged(c, b64, a, case), x, y)[1].item(), 5)
     finally:
         torch.set_default_dtype(torch.float32)
 
@@ -249,12 +245,7 @@ def generate(name):
     tensors = {k: v.numpy() for k, v in base.items()}
     for k, v in ad0.items():
         tensors[k] = v.numpy()
-    tensors["tokens"] = x.numpy().astype(np.int32)
-    tensors["targets"] = y.numpy().astype(np.int32)
-    tensors["logits"] = logits0.numpy()
-    tensors["loss"] = loss0.reshape(1).numpy()
-    for k, g in grads0.items():
-        tensors["grad." + k] = g.numpy()
+    G.add_first_step(tensors, x, y, logits0, loss0, grads0)
     tensors["losses"] = np.array(losses, dtype=np.float32)
     if case.get("dropout", 0.0) > 0:
         tensors["maskCheck"] = keep_mask(case["dropout"], case["dropoutSeed"], 3, 1, "w2", c["hiddenDim"], c["seqLen"]).T.numpy().astype(np.int32).reshape(-1)
@@ -264,12 +255,7 @@ def generate(name):
 
     meta = {"format": FORMAT, "version": VERSION, "case": name, "config": case["config"], "generator": SCRIPT,
             "torchVersion": torch.__version__}
-    for k in ("dim", "hiddenDim", "nLayers", "nHeads", "nKvHeads", "headDim", "vocabSize", "seqLen", "seed"):
-        meta[k] = str(c[k])
-    meta["ropeTheta"] = repr(float(c["ropeTheta"]))
-    meta["ropeStyle"] = c["ropeStyle"]
-    meta["qkNorm"] = "true" if c["qkNorm"] else "false"
-    meta["normEps"] = repr(c["normEps"])
+    G.add_config_meta(meta, c)
     meta["rank"] = str(case["rank"])
     meta["alpha"] = repr(case["alpha"])
     meta["targets"] = ",".join(case["targets"])
@@ -277,9 +263,7 @@ def generate(name):
     if case.get("dropout", 0.0) > 0:
         meta["dropout"] = repr(float(np.float32(case["dropout"])))
         meta["dropoutSeed"] = str(case["dropoutSeed"])
-    for k in ("lr", "beta1", "beta2", "eps", "weightDecay", "clip"):
-        meta[k] = repr(float(OPT[k]))
-    meta["adamSteps"] = str(OPT["adamSteps"])
+    G.add_opt_meta(meta, OPT)
     meta["adapters"] = ",".join(ad0.keys())
     return G.safetensors_bytes(meta, tensors), losses, norms
 
@@ -371,21 +355,7 @@ def main():
             _json.dump({"generator": SCRIPT + " --peft", "torchVersion": torch.__version__, **out}, f)
         print(f"wrote {path}")
         return
-    bad = 0
-    for name in CASES:
-        data, losses, norms = generate(name)
-        path = os.path.join(args.out, name + ".safetensors")
-        print(f"{name}: {len(data)} bytes, loss {losses[0]:.6f} -> {losses[-1]:.6f}, grad norms {norms[0]:.4f} .. {norms[-1]:.4f}")
-        if args.check:
-            same = os.path.exists(path) and open(path, "rb").read() == data
-            print(f"  {path}: {'identical' if same else 'DIFFERENT'}")
-            bad += not same
-        else:
-            os.makedirs(args.out, exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(data)
-            print(f"  wrote {path}")
-    sys.exit(1 if bad else 0)
+    G.write_or_check(CASES, generate, args.out, args.check)
 
 
 if __name__ == "__main__":

@@ -808,18 +808,21 @@ def gen_gather(c):
 # the zero point, then clip to the dtype range. input / scale is computed in fp32 here (the interpreter's rule);
 # coremltools' numpy value_inference divides in the input dtype, which can only differ next to a .5 tie.
 
+def along_axis(p, ndim, axis):
+    """A scale or zero point of quantize/dequantize as it broadcasts over an ndim-d input: a vector lies along `axis`;
+    None, a scalar or a full-rank tensor as it is."""
+    if p is None or p.ndim == 0 or p.ndim == ndim:
+        return p
+    shape = [1] * ndim
+    shape[axis % ndim] = p.shape[0]
+    return p.reshape(shape)
+
+
 def quantize_ref(x, scale, zp, axis, out_dt):
-    def promote(p):
-        if p is None or p.ndim == 0 or p.ndim == x.ndim:
-            return p
-        ax = axis % x.ndim
-        shape = [1] * x.ndim
-        shape[ax] = p.shape[0]
-        return p.reshape(shape)
-    v = x.astype(F32) / promote(scale).astype(F32)
+    v = x.astype(F32) / along_axis(scale, x.ndim, axis).astype(F32)
     r = np.rint(v)
     if zp is not None:
-        r = r + promote(zp).astype(F32)
+        r = r + along_axis(zp, x.ndim, axis).astype(F32)
     info = np.iinfo(out_dt)
     return np.clip(r, info.min, info.max).astype(out_dt)
 
@@ -855,17 +858,10 @@ def gen_quantize(c):
 # out = scale * (input - zero_point), in fp32 then cast to the scale dtype (optimize/_utils.dequantize_by_scale_and_zp)
 
 def dequant_ref(q, scale, zp, axis):
-    def promote(p):
-        if p is None or p.ndim == 0 or p.ndim == q.ndim:
-            return p
-        ax = axis % q.ndim
-        shape = [1] * q.ndim
-        shape[ax] = p.shape[0]
-        return p.reshape(shape)
     v = q.astype(F32)
     if zp is not None:
-        v = v - promote(zp).astype(F32)
-    return (v * promote(scale).astype(F32)).astype(scale.dtype)
+        v = v - along_axis(zp, q.ndim, axis).astype(F32)
+    return (v * along_axis(scale, q.ndim, axis).astype(F32)).astype(scale.dtype)
 
 
 @op("dequantize", CT + "iOS17/quantization_ops.py, coremltools/optimize/_utils.py")

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_golden as G  # noqa: E402  the model
 import gen_lora_golden as L  # noqa: E402  the adapters
 import blas_info  # noqa: E402
-from torch_train_step import MODELS, peak_rss_bytes  # noqa: E402  the presets of the full-step baseline
+from torch_train_step import MODELS, config, peak_rss_bytes  # noqa: E402  the presets of the full-step baseline
 
 
 def main():
@@ -51,12 +51,7 @@ def main():
     if any(t not in L.TARGETS for t in targets) or not targets:
         sys.exit(f"[torch_lora_step] --targets {args.targets}: use some of {','.join(L.TARGETS)}")
 
-    c = dict(MODELS[args.model])
-    for kv in args.set:
-        k, _, v = kv.partition("=")
-        if k not in c:
-            sys.exit(f"[torch_lora_step] unknown config field '{k}'; known: {', '.join(c)}")
-        c[k] = type(c[k])(v) if not isinstance(c[k], bool) else v.lower() == "true"
+    c = config(args.model, args.set, "torch_lora_step")
 
     torch.set_num_threads(args.threads)
     g = torch.Generator().manual_seed(1)

@@ -62,6 +62,18 @@ def peak_rss_bytes():
     return r if sys.platform == "darwin" else 1024 * r
 
 
+def config(model, sets, tool):
+    """The preset `model` with the --set KEY=VALUE overrides in `sets` (a value takes the field's type); an unknown
+    field exits with one line tagged [tool]. torch_lora_step.py uses it too."""
+    c = dict(MODELS[model])
+    for kv in sets:
+        k, _, v = kv.partition("=")
+        if k not in c:
+            sys.exit(f"[{tool}] unknown config field '{k}'; known: {', '.join(c)}")
+        c[k] = type(c[k])(v) if not isinstance(c[k], bool) else v.lower() == "true"
+    return c
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="stories15m", choices=sorted(MODELS))
@@ -74,12 +86,7 @@ def main():
     if args.steps < 1:
         sys.exit(f"[torch_train_step] --steps must be >= 1, got {args.steps}")
 
-    c = dict(MODELS[args.model])
-    for kv in args.set:
-        k, _, v = kv.partition("=")
-        if k not in c:
-            sys.exit(f"[torch_train_step] unknown config field '{k}'; known: {', '.join(c)}")
-        c[k] = type(c[k])(v) if not isinstance(c[k], bool) else v.lower() == "true"
+    c = config(args.model, args.set, "torch_train_step")
 
     torch.set_num_threads(args.threads)
     params, x, y = build(c)

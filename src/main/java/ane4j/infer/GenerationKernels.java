@@ -7,13 +7,19 @@ import ane4j.mil.Program;
 import ane4j.mil.TensorType;
 import ane4j.mil.Value;
 import ane4j.model.ModelConfig;
-import ane4j.model.RopeStyle;
 import ane4j.train.PackedLayout;
+import ane4j.train.RopeTables;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+
+import static ane4j.train.HeadOps.fromHeads;
+import static ane4j.train.HeadOps.fromRows;
+import static ane4j.train.HeadOps.tileHeads;
+import static ane4j.train.HeadOps.toHeads;
+import static ane4j.train.HeadOps.toRows;
 
 /**
  * The MIL kernels of generation on a backend: one transformer layer as two programs, its attention half and its FFN half,
@@ -202,18 +208,18 @@ public final class GenerationKernels {
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, d, 1, in.width()));
             Value xs = cols(f, x, 0, d, in.start("x"), s);                               // (1,D,1,S)
-            Value xnT = rows(f, rmsnorm(f, xs, cols(f, x, 0, d, in.start("rms"), 1)), d, s);   // (1,1,S,D)
+            Value xnT = toRows(f, rmsnorm(f, xs, cols(f, x, 0, d, in.start("rms"), 1)), d, s); // (1,1,S,D)
             Map<String, LoraSlot> slots = bySlot(loraSlots(ATTN_TARGETS));
             Value qAll = project(f, x, in, xnT, "wqT", d, q, slots.get("q"), s);          // (1,1,S,Q)
             Value kAll = project(f, x, in, xnT, "wkT", d, kv, slots.get("k"), s);         // (1,1,S,KV)
             Value vAll = project(f, x, in, xnT, "wvT", d, kv, slots.get("v"), s);
-            Value qh = toHeads(f, qAll, nh, s), kh = toHeads(f, kAll, nkv, s), vh = toHeads(f, vAll, nkv, s);   // (1,n,S,HD)
+            Value qh = toHeads(f, qAll, nh, hd, s), kh = toHeads(f, kAll, nkv, hd, s), vh = toHeads(f, vAll, nkv, hd, s);   // (1,n,S,HD)
             if (c.qkNorm()) {
                 qh = headNorm(f, qh, qkNorm(f, x, in, 0));
                 kh = headNorm(f, kh, qkNorm(f, x, in, hd));
             }
-            Value cos = rows(f, cols(f, x, 0, hd, in.start("cos"), s), hd, s);           // (1,1,S,HD)
-            Value sin = rows(f, cols(f, x, 0, hd, in.start("sin"), s), hd, s);
+            Value cos = toRows(f, cols(f, x, 0, hd, in.start("cos"), s), hd, s);         // (1,1,S,HD)
+            Value sin = toRows(f, cols(f, x, 0, hd, in.start("sin"), s), hd, s);
             Value rot = rotation(f, x, in);
             Value zeroQ = zeros(f, x, in, nh, s);
             Value qr = rope(f, qh, zeroQ, cos, sin, rot);
@@ -223,13 +229,13 @@ public final class GenerationKernels {
             Value kpos = f.reshape(cols(f, x, 1, 1, in.start("pos"), s), 1, 1, 1, s);    // (1,1,1,S)
             Value diff = f.sub(kpos, qpos);                                              // (1,1,S,S)
             Value mask = f.mul(f.sub(f.relu(diff), f.relu(f.add(diff, -1f))), MASK_VALUE);
-            Value scores = f.matmul(padded(f, qr, zeroQ), padded(f, tileHeads(f, kr, s), zeroQ), false, true);   // (1,NH,S,S)
+            Value scores = f.matmul(padded(f, qr, zeroQ), padded(f, tileHeads(f, kr, nh), zeroQ), false, true);  // (1,NH,S,S)
             Value probs = f.softmax(f.add(f.mul(scores, scale()), mask), -1);
-            Value attn = f.matmul(probs, tileHeads(f, vh, s));                           // (1,NH,S,HD)
-            Value attnT = rows(f, fromHeads(f, attn, q, s), q, s);                       // (1,1,S,Q)
+            Value attn = f.matmul(probs, tileHeads(f, vh, nh));                          // (1,NH,S,HD)
+            Value attnT = toRows(f, fromHeads(f, attn, hd, q, s), q, s);                 // (1,1,S,Q)
             Value o = withLora(f, x, in, slots.get("o"), attnT, f.matmul(attnT, block(f, x, in, "wo", d, q), false, true), s);   // (1,1,S,D)
             Value xOut = f.add(xs, f.mul(fromRows(f, o, d, s), alpha));                 // (1,D,1,S)
-            f.output(f.named(OUTPUT, f.concat(1, xOut, fromHeads(f, kr, kv, s), fromHeads(f, vh, kv, s))));
+            f.output(f.named(OUTPUT, f.concat(1, xOut, fromHeads(f, kr, hd, kv, s), fromHeads(f, vh, hd, kv, s))));
         }).build();
         return new Spec(l, p);
     }
@@ -261,16 +267,16 @@ public final class GenerationKernels {
             Value rot = rotation(f, x, in);
             Value qr = rope(f, qh, zeros(f, x, in, nh, 1), cos, sin, rot);               // (1,NH,1,HD)
             Value kr = rope(f, kh, zeros(f, x, in, nkv, 1), cos, sin, rot);              // (1,NKV,1,HD)
-            Value kc = tileHeads(f, channelHeads(f, x, in.start("kCache"), t), t);       // (1,NH,T,HD)
-            Value vc = tileHeads(f, channelHeads(f, x, in.start("vCache"), t), t);
+            Value kc = tileHeads(f, channelHeads(f, x, in.start("kCache"), t), nh);      // (1,NH,T,HD)
+            Value vc = tileHeads(f, channelHeads(f, x, in.start("vCache"), t), nh);
             Value zeroT = zeros(f, x, in, nh, t), zero1 = zeros(f, x, in, nh, 1);
             Value mask = f.reshape(cols(f, x, 0, 1, in.start("mask"), t), 1, 1, 1, t);  // (1,1,1,T)
             Value sCache = f.add(f.mul(f.matmul(padded(f, qr, zero1), padded(f, kc, zeroT), false, true), scale()), mask);   // (1,NH,1,T)
-            Value sNew = f.mul(f.reduceSum(f.mul(qr, tileHeads(f, kr, 1)), true, -1), scale());                         // (1,NH,1,1)
+            Value sNew = f.mul(f.reduceSum(f.mul(qr, tileHeads(f, kr, nh)), true, -1), scale());                        // (1,NH,1,1)
             Value probs = f.softmax(f.concat(3, sCache, sNew), -1);                      // (1,NH,1,T+1)
             Value pCache = f.sliceBySize(probs, new int[] {0, 0, 0, 0}, new int[] {1, nh, 1, t});
             Value pNew = f.sliceBySize(probs, new int[] {0, 0, 0, t}, new int[] {1, nh, 1, 1});
-            Value attn = f.add(f.matmul(pCache, vc), f.mul(pNew, tileHeads(f, vh, 1)));  // (1,NH,1,HD)
+            Value attn = f.add(f.matmul(pCache, vc), f.mul(pNew, tileHeads(f, vh, nh))); // (1,NH,1,HD)
             Value attnRow = f.reshape(attn, 1, 1, 1, q);
             Value o = withLora(f, x, in, slots.get("o"), attnRow, f.matmul(attnRow, block(f, x, in, "wo", d, q), false, true), 1);   // (1,1,1,D)
             Value xOut = f.add(f.reshape(xs, 1, 1, 1, d), f.mul(o, alpha));
@@ -287,7 +293,7 @@ public final class GenerationKernels {
         Program p = Mil.program().function("main", f -> {
             Value x = f.input(INPUT, t(1, d, 1, in.width()));
             Value xs = cols(f, x, 0, d, in.start("x"), s);                               // (1,D,1,S)
-            Value xnT = rows(f, rmsnorm(f, xs, cols(f, x, 0, d, in.start("rms"), 1)), d, s);   // (1,1,S,D)
+            Value xnT = toRows(f, rmsnorm(f, xs, cols(f, x, 0, d, in.start("rms"), 1)), d, s); // (1,1,S,D)
             Map<String, LoraSlot> slots = bySlot(loraSlots(FFN_TARGETS));
             Value h1 = project(f, x, in, xnT, "w1T", d, h, slots.get("w1"), s);          // (1,1,S,H)
             Value h3 = project(f, x, in, xnT, "w3T", d, h, slots.get("w3"), s);
@@ -312,16 +318,6 @@ public final class GenerationKernels {
     /** Channels [ch, ch+n) of columns [col, col+w) of x: (1,n,1,w). */
     private static Value cols(FunctionBuilder f, Value x, int ch, int n, int col, int w) {
         return f.sliceBySize(x, new int[] {0, ch, 0, col}, new int[] {1, n, 1, w});
-    }
-
-    /** (1,C,1,S) → (1,1,S,C). */
-    private static Value rows(FunctionBuilder f, Value a, int channels, int s) {
-        return f.transpose(f.reshape(a, 1, 1, channels, s), 0, 1, 3, 2);
-    }
-
-    /** (1,1,S,C) → (1,C,1,S). */
-    private static Value fromRows(FunctionBuilder f, Value y, int channels, int s) {
-        return f.reshape(f.transpose(y, 0, 1, 3, 2), 1, channels, 1, s);
     }
 
     /**
@@ -357,31 +353,9 @@ public final class GenerationKernels {
         return f.add(proj, f.matmul(u, bT));                                             // (1,1,S,OC)
     }
 
-    /** (1,1,S,n·HD) → (1,n,S,HD). */
-    private Value toHeads(FunctionBuilder f, Value y, int heads, int s) {
-        Value t = f.transpose(y, 0, 1, 3, 2);                                            // (1,1,n·HD,S)
-        return f.transpose(f.reshape(t, 1, heads, hd, s), 0, 1, 3, 2);
-    }
-
-    /** (1,n,S,HD) → (1,n·HD,1,S). */
-    private Value fromHeads(FunctionBuilder f, Value heads, int width, int s) {
-        return f.reshape(f.transpose(heads, 0, 1, 3, 2), 1, width, 1, s);
-    }
-
     /** KV channels × T columns of x from column {@code col} as (1,NKV,T,HD). */
     private Value channelHeads(FunctionBuilder f, Value x, int col, int t) {
         return f.transpose(f.reshape(cols(f, x, 0, kv, col, t), 1, nkv, hd, t), 0, 1, 3, 2);
-    }
-
-    /** Query head i reads KV head i / (NH/NKV): each KV head sliced and its copies concatenated on axis 1 (TrainingKernels.tileHeads). */
-    private Value tileHeads(FunctionBuilder f, Value kvHeads, int s) {
-        int group = nh / nkv;
-        if (group == 1) return kvHeads;
-        Value[] kvHead = new Value[nkv];
-        for (int j = 0; j < nkv; j++) kvHead[j] = f.sliceBySize(kvHeads, new int[] {0, j, 0, 0}, new int[] {1, 1, s, hd});
-        Value[] copies = new Value[nh];
-        for (int i = 0; i < nh; i++) copies[i] = kvHead[i / group];
-        return f.concat(1, copies);
     }
 
     /**
@@ -418,18 +392,8 @@ public final class GenerationKernels {
         return f.add(f.mul(x, cos), f.mul(f.matmul(padded(f, x, pad), rot), sin));
     }
 
-    /** P (HDp, HD) row-major: interleaved pairs (2i, 2i+1) or halves (i, i+HD/2); rows ≥ HD zero. */
-    float[] rotationMatrix() {
-        float[] p = new float[hdp * hd];
-        for (int i = 0; i < hd / 2; i++) {
-            int a, b;                                                                    // rotated[a] = −x[b], rotated[b] = x[a]
-            if (c.ropeStyle() == RopeStyle.INTERLEAVED) { a = 2 * i; b = 2 * i + 1; }
-            else { a = i; b = i + hd / 2; }
-            p[b * hd + a] = -1f;
-            p[a * hd + b] = 1f;
-        }
-        return p;
-    }
+    /** P (HDp, HD) row-major with pad(x)·P = rotate(x); rows ≥ HD zero. */
+    float[] rotationMatrix() { return RopeTables.rotation(c, hdp, hd); }
 
     int paddedHeadDim() { return hdp; }
 

@@ -249,7 +249,7 @@ public final class TrainingKernels {
         Consts k = new Consts(in, d);
         k.add("ropeCos", padHeads(RopeTables.cos(c), s));                              // (S, HDp), zero pad columns
         k.add("ropeSin", padHeads(RopeTables.sin(c), s));
-        if (!provenRotation()) k.add("ropeRotation", rotation());
+        if (!provenRotation()) k.add("ropeRotation", RopeTables.rotation(c, hdp, hdp));
         if (!threeStage) k.add("mask", RopeTables.causalMask(s));
         PackedLayout input = in.columns(d), output = out.channels(s);
         List<Constant> constants = k.placed(input);
@@ -473,8 +473,7 @@ public final class TrainingKernels {
 
     /** Columns [col, col+S) of x (1,C,1,W) as (1,1,S,C). */
     private Value activationT(FunctionBuilder f, Value x, int channels, int col) {
-        Value a = f.sliceBySize(x, new int[] {0, 0, 0, col}, new int[] {1, channels, 1, s});
-        return f.transpose(f.reshape(a, 1, 1, channels, s), 0, 1, 3, 2);
+        return HeadOps.toRows(f, f.sliceBySize(x, new int[] {0, 0, 0, col}, new int[] {1, channels, 1, s}), channels, s);
     }
 
     /** actT (1,1,S,IC) times the [IC, OC] weight block of segment {@code seg} → (1,1,S,OC). */
@@ -492,26 +491,13 @@ public final class TrainingKernels {
     }
 
     /** (1,1,S,C) → (1,C,1,S). */
-    private Value fromRows(FunctionBuilder f, Value y, int channels) {
-        return f.reshape(f.transpose(y, 0, 1, 3, 2), 1, channels, 1, s);
-    }
+    private Value fromRows(FunctionBuilder f, Value y, int channels) { return HeadOps.fromRows(f, y, channels, s); }
 
     /** (1,1,S,n·W) → (1,n,S,W), W = HD or the padded HDp. */
-    private Value toHeads(FunctionBuilder f, Value y, int heads, int w) {
-        Value t = f.transpose(y, 0, 1, 3, 2);                                           // (1,1,n·W,S)
-        return f.transpose(f.reshape(t, 1, heads, w, s), 0, 1, 3, 2);
-    }
+    private Value toHeads(FunctionBuilder f, Value y, int heads, int w) { return HeadOps.toHeads(f, y, heads, w, s); }
 
-    /**
-     * (1,n,S,W) → (1,n·HD,1,S): padded heads (W = HDp) drop their zero columns, as a slice of the first HD rows of each
-     * head once it is transposed to (1,n,HDp,S), rows of S values at offset 0 (no width-axis op at a head boundary).
-     */
-    private Value fromHeads(FunctionBuilder f, Value heads, int width) {
-        int n = heads.shape()[1], w = heads.shape()[3];
-        Value t = f.transpose(heads, 0, 1, 3, 2);                                       // (1,n,W,S)
-        if (w != hd) t = f.sliceBySize(t, new int[] {0, 0, 0, 0}, new int[] {1, n, hd, s});
-        return f.reshape(t, 1, width, 1, s);
-    }
+    /** (1,n,S,W) → (1,n·HD,1,S): padded heads (W = HDp) drop their zero columns ({@link HeadOps#fromHeads}). */
+    private Value fromHeads(FunctionBuilder f, Value heads, int width) { return HeadOps.fromHeads(f, heads, hd, width, s); }
 
     private Value channels(FunctionBuilder f, Value x, int from, int count) {
         return f.sliceBySize(x, new int[] {0, from, 0, 0}, new int[] {1, count, 1, s});
@@ -544,21 +530,8 @@ public final class TrainingKernels {
         return out;
     }
 
-    /**
-     * Repeat-interleave KV heads to NH query heads: query head i uses KV head i / (NH/NKV). Each KV head is sliced on the
-     * channel axis and the copies are concatenated on axis 1 of (1,·,S,HD), as maderix tiles (mil_dynamic.h, concat on
-     * axis 1 of [1,KV,S,HD]): S and HD stay separate axes (a flattened (1,KV,1,S·HD) breaks the axis cap, docs/ane-audit.md F5).
-     */
-    private Value tileHeads(FunctionBuilder f, Value kvHeads) {
-        int group = nh / nkv;
-        if (group == 1) return kvHeads;
-        Value[] kvHead = new Value[nkv];
-        int w = kvHeads.shape()[3];
-        for (int j = 0; j < nkv; j++) kvHead[j] = f.sliceBySize(kvHeads, new int[] {0, j, 0, 0}, new int[] {1, 1, s, w});    // (1,1,S,W)
-        Value[] copies = new Value[nh];
-        for (int i = 0; i < nh; i++) copies[i] = kvHead[i / group];
-        return f.concat(1, copies);                                                     // (1,NH,S,W)
-    }
+    /** KV heads (1,NKV,S,W) repeated to NH query heads ({@link HeadOps#tileHeads}). */
+    private Value tileHeads(FunctionBuilder f, Value kvHeads) { return HeadOps.tileHeads(f, kvHeads, nh); }
 
     /**
      * RMSNorm over the head dimension (QK-norm): x (1,n,S,HDp), w (1,1,1,HDp); the pad columns add zeros to the sum of
@@ -614,19 +587,6 @@ public final class TrainingKernels {
             rotated = f.concat(3, f.mul(hi, -1f), lo);                                      // (−x[i+HD/2], x[i])
         }
         return f.add(f.mul(x, cos), f.mul(rotated, sin));
-    }
-
-    /** P (HDp,HDp) row-major with x·P = rotate(x): interleaved (−x[2i+1], x[2i]) or half (−x[i+HD/2], x[i]); pad rows and columns zero. */
-    private float[] rotation() {
-        float[] p = new float[hdp * hdp];
-        for (int i = 0; i < hd / 2; i++) {
-            int a, b;                                                                   // rotated[a] = −x[b], rotated[b] = x[a]
-            if (c.ropeStyle() == RopeStyle.INTERLEAVED) { a = 2 * i; b = 2 * i + 1; }
-            else { a = i; b = i + hd / 2; }
-            p[b * hdp + a] = -1f;
-            p[a * hdp + b] = 1f;
-        }
-        return p;
     }
 
     /** softmax(Q·Kᵀ·scale + mask)·V on (1,NH,S,HD). */

@@ -70,13 +70,16 @@ final class SharedMemory implements AutoCloseable {
 
     /**
      * Removes the shared tensor folders ({@code ane4j-<pid>-<id>}) of processes that are gone (SIGKILLed launchers and
-     * kernels never ran their cleanup) from {@code /dev/shm}, {@code java.io.tmpdir} and {@code extra}. A folder whose
-     * pid is alive is never touched (a reused pid keeps a dead one's folder until that process ends too). Returns the
-     * folders removed.
+     * kernels never ran their cleanup) from {@code /dev/shm}, {@code java.io.tmpdir}, {@code ANE4J_SHARED_DIR} (where
+     * the folders go when it is set) and {@code extra}. A folder whose pid is alive is never touched (a reused pid keeps
+     * a dead one's folder until that process ends too). Any ane4j start on the machine sweeps these places, so a dead
+     * process's folder goes to whichever starts first. Returns the folders removed.
      */
     static List<Path> removeStale(Path extra, java.util.function.Consumer<String> log) {
         List<Path> removed = new ArrayList<>();
         java.util.Set<Path> bases = new java.util.LinkedHashSet<>(List.of(SHM, tmpDir()));
+        String env = System.getenv(SHARED_DIR_ENV);
+        if (env != null && !env.isBlank()) bases.add(Path.of(env));
         if (extra != null) bases.add(extra);
         for (Path base : bases) {
             if (!Files.isDirectory(base)) continue;

@@ -207,9 +207,9 @@ public final class Supervisor implements AutoCloseable {
     public Options options() { return options; }
 
     /**
-     * Removes the shared tensor folders that dead processes left in {@code /dev/shm} and {@code java.io.tmpdir} (a
-     * SIGKILLed launcher or notebook kernel never cleans up); a live process's folder is never touched. Each new
-     * supervisor does this; an in-process run calls it too. Returns how many were removed.
+     * Removes the shared tensor folders that dead processes left in {@code /dev/shm}, {@code java.io.tmpdir} and
+     * {@code ANE4J_SHARED_DIR} (a SIGKILLed launcher or notebook kernel never cleans up); a live process's folder is
+     * never touched. Each new supervisor does this; an in-process run calls it too. Returns how many were removed.
      */
     public static int removeStaleSharedMemory(Consumer<String> log) { return SharedMemory.removeStale(null, log).size(); }
 

@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
@@ -110,8 +111,13 @@ class StopAndKillTest {
         return c;
     }
 
-    static Running start(List<String> jvm, String... args) throws IOException {
-        return new Running(new ProcessBuilder(command(jvm, args)).redirectErrorStream(true).start());
+    static Running start(List<String> jvm, String... args) throws IOException { return start(Map.of(), jvm, args); }
+
+    /** Starts {@code ane4j args…} with {@code env} added to this JVM's environment. */
+    static Running start(Map<String, String> env, List<String> jvm, String... args) throws IOException {
+        ProcessBuilder pb = new ProcessBuilder(command(jvm, args)).redirectErrorStream(true);
+        pb.environment().putAll(env);
+        return new Running(pb.start());
     }
 
     /** Runs {@code ane4j args…} to its end. */
@@ -151,17 +157,19 @@ class StopAndKillTest {
 
     /**
      * Rows 3 and 4, in process: a second run on the folder is refused naming the first's pid and command; Ctrl-C
-     * finishes the step, writes a checkpoint and says where; the resume continues there with each step once.
+     * finishes the step, writes a checkpoint and says where; the resume continues there with each step once. The first
+     * run writes no checkpoint of its own (--checkpoint-every 0: only at the end, which it never reaches), so the one
+     * checkpoint is Ctrl-C's however many steps it makes while the two refused runs start (over 1000 on a loaded machine).
      */
     @Test
     void secondRunIsRefusedAndCtrlCCheckpoints() throws Exception {
         assumeCtrlCReaches();
         Path run = tmp.resolve("run");
-        Running first = start(List.of(), "train", "--steps", "5000", "--checkpoint-every", "1000", "--run-dir", run.toString(), "--backend", "ref", "--in-process");
+        Running first = start(List.of(), "train", "--steps", "1000000", "--checkpoint-every", "0", "--run-dir", run.toString(), "--backend", "ref", "--in-process");
         await("a few steps", () -> metricsLines(run) >= 3, first);
         Done second = ane4j(List.of(), "train", "--steps", "10", "--run-dir", run.toString(), "--backend", "ref", "--in-process", "--resume");
         assertEquals(1, second.code(), second.out());
-        assertTrue(second.out().contains("[run] " + run + " is in use by process " + first.pid() + " (ane4j train --steps 5000 --checkpoint-every 1000 --run-dir " + run),
+        assertTrue(second.out().contains("[run] " + run + " is in use by process " + first.pid() + " (ane4j train --steps 1000000 --checkpoint-every 0 --run-dir " + run),
                 second.out());
         Done supervised = ane4j(List.of(), "train", "--steps", "10", "--run-dir", run.toString(), "--backend", "ref", "--resume");
         assertTrue(supervised.out().contains("is in use by process " + first.pid()), supervised.out());
@@ -174,7 +182,7 @@ class StopAndKillTest {
         List<Path> ckpts = Checkpoint.list(run.resolve("checkpoints"));
         assertEquals(1, ckpts.size(), ckpts.toString());
         long at = Checkpoint.load(ckpts.getFirst()).state().step();
-        assertTrue(d.out().contains("[train] stopped by Ctrl-C at step " + at + " of 5000; checkpoint " + ckpts.getFirst() + "; continue with: ane4j train --resume --run-dir " + run),
+        assertTrue(d.out().contains("[train] stopped by Ctrl-C at step " + at + " of 1000000; checkpoint " + ckpts.getFirst() + "; continue with: ane4j train --resume --run-dir " + run),
                 d.out());
         assertEquals(range(at), raw(run), "every step up to the checkpoint, once");
         assertTrue(seconds < 30, "stopped in " + seconds + " s");
@@ -206,12 +214,19 @@ class StopAndKillTest {
      * Ctrl-C to the group of a supervised run (the worker gets it too, and leaves it to the launcher), then SIGKILL of
      * the whole group of another: at most the steps since the last checkpoint are lost, the dead launcher's shared
      * memory folder is removed by the next start (row 9), and the lock died with it.
+     * <p>
+     * The runs keep their shared folders in a folder of this test's ({@code ANE4J_SHARED_DIR}): any ane4j process that
+     * starts on the machine sweeps /dev/shm and the temp dir of dead processes' folders, so under a concurrent build
+     * another process removed the killed launcher's folder before the resumed run could, and its "[worker] removed"
+     * line was missing. Here only these runs see the folder, so the line must come from the resumed run.
      */
     @Test
     void ctrlCThenSigkillOfASupervisedRun() throws Exception {
         assumeCtrlCReaches();
         Path run = tmp.resolve("sup");
-        Running r = start(List.of(), "train", "--steps", "5000", "--checkpoint-every", "5", "--run-dir", run.toString(), "--backend", "ref");
+        Path sharedDir = Files.createDirectories(tmp.resolve("shm"));
+        Map<String, String> env = Map.of("ANE4J_SHARED_DIR", sharedDir.toString());
+        Running r = start(env, List.of(), "train", "--steps", "5000", "--checkpoint-every", "5", "--run-dir", run.toString(), "--backend", "ref");
         await("a checkpoint", () -> metricsLines(run) >= 7, r);
         r.signalGroup("INT");
         Done d = r.await();
@@ -222,9 +237,10 @@ class StopAndKillTest {
         assertEquals(range(at), raw(run));
 
         // SIGKILL of launcher and worker together, between checkpoints
-        Running k = start(List.of(), "train", "--steps", "5000", "--checkpoint-every", "5", "--run-dir", run.toString(), "--backend", "ref", "--resume");
+        Running k = start(env, List.of(), "train", "--steps", "5000", "--checkpoint-every", "5", "--run-dir", run.toString(), "--backend", "ref", "--resume");
         await("more steps", () -> metricsLines(run) >= at + 8, k);
-        List<Path> shm = shmOf(k.pid());
+        List<Path> shm = shmOf(sharedDir, k.pid());
+        assertEquals(1, shm.size(), "the launcher's shared folder in " + sharedDir + ": " + shm);
         k.signalGroup("KILL");
         Done killed = k.await();
         assertEquals(137, killed.code());
@@ -233,7 +249,8 @@ class StopAndKillTest {
         assertTrue(kept >= at + 5 && written - kept < 5 + 2, "checkpoint " + kept + ", " + written + " steps written");
         for (Path p : shm) assertTrue(Files.exists(p), "left behind by the SIGKILL: " + p);
 
-        Done resumed = ane4j(List.of(), "train", "--steps", Long.toString(written + 2), "--checkpoint-every", "5", "--run-dir", run.toString(), "--backend", "ref", "--resume");
+        Done resumed = start(env, List.of(), "train", "--steps", Long.toString(written + 2), "--checkpoint-every", "5", "--run-dir", run.toString(), "--backend", "ref",
+                "--resume").await();
         assertEquals(0, resumed.code(), resumed.out());
         for (Path p : shm) {
             assertFalse(Files.exists(p), p + " removed");
@@ -279,9 +296,8 @@ class StopAndKillTest {
         return out;
     }
 
-    /** The shared tensor folders of process {@code pid} ({@code ane4j-<pid>-*} in /dev/shm, or the temp dir where there is none: macOS). */
-    static List<Path> shmOf(long pid) throws IOException {
-        Path shm = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));
+    /** The shared tensor folders of process {@code pid} in {@code shm} ({@code ane4j-<pid>-*}). */
+    static List<Path> shmOf(Path shm, long pid) throws IOException {
         try (Stream<Path> s = Files.list(shm)) {
             return s.filter(p -> p.getFileName().toString().startsWith("ane4j-" + pid + "-")).toList();
         }
