@@ -44,7 +44,7 @@ final class TrainCommand {
     /** Errors are one line; the usage is one flag away. */
     private static final String HELP_HINT = " (ane4j train --help lists every option)";
 
-    static final String USAGE = "train [--model tiny|stories15m|stories110m|qwen3-0.6b|FILE] [--dim N --n-layers N …] [--init FILE.bin|.safetensors] "
+    static final String USAGE = "train [--model " + String.join("|", ModelConfig.PRESETS) + "|FILE] [--dim N --n-layers N …] [--init FILE.bin|.safetensors] "
             + "[--data TOKENS.bin] [--steps N] [--lr F] [--backend ane|ref] [--compile-budget N] [--in-process] [--run-dir DIR] [--resume] "
             + "[--from-record run.json] … (ane4j train --help lists every option)";
 
@@ -157,7 +157,8 @@ final class TrainCommand {
             progress.finish();
             if (session instanceof WorkerSession w) {
                 Supervisor.Status st = w.supervisor().status();
-                out.printf("worker: backend %s, %d compiles, %d restart%s%n", st.backend(), st.compileCount(), st.restarts(), st.restarts() == 1 ? "" : "s");
+                out.printf("worker: backend %s, %d compiles%s, %d restart%s%n", st.backend(), st.compileCount(), st.restarts() > 0 ? " in its last process" : "",
+                        st.restarts(), st.restarts() == 1 ? "" : "s");
                 // the worker holds the run's whole training state (11 GB for qwen3-0.6b): it exits before this JVM reads
                 // the weights from the checkpoint for the sample and the export, so the two never add up
                 w.close();

@@ -13,7 +13,7 @@ import java.util.List;
 final class BenchMagics {
 
     @Magic(value = "bench", help = "%bench NAME [--quick] [--no-save] [--option value | key=value …] — a benchmark of ane4j.bench (peak, int8, step, "
-            + "compile, sgemm) in this JVM; shows its plot, prints its summary and notes, returns its table (the JSON and PNG go to runs/bench unless --no-save)")
+            + "compile, sgemm, soak, generate) in this JVM; shows its plot, prints its summary and notes, returns its table (the JSON and PNG go to runs/bench unless --no-save)")
     Object bench(MagicCall call) {
         if (call.args().isEmpty()) throw new MagicException("[%bench] needs a benchmark name (" + String.join(", ", Bench.NAMES) + "), e.g. %bench compile --quick");
         String name = call.args().getFirst();

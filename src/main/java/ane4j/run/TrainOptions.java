@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A training run's configuration: the training part of the run layer's key table ({@code ane4j.session.RunKeys} adds
+ * A training run's configuration: the training part of the run layer's key table ({@link RunSpec#KEYS} adds
  * where and how the run is placed). One line of {@link #KEYS} is one key: a CLI flag ({@code --steps 200}), a
  * {@code %%train} line ({@code steps = 200}), a map entry and a line of the run record. The value is the resolved
  * map of every key ({@link #toMap}), which is also how it crosses to the worker JVM.
