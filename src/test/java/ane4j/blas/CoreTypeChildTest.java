@@ -1,6 +1,7 @@
 package ane4j.blas;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.File;
@@ -19,6 +20,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * The core really is set before OpenBLAS loads: child JVMs report the core they got (OpenBLAS reads
  * OPENBLAS_CORETYPE only in its constructor, so nothing in the test JVM itself could show it).
  */
+@Tag("process")
 class CoreTypeChildTest {
 
     /** Run in the child JVM: the description of the loaded OpenBLAS (its core and why). */

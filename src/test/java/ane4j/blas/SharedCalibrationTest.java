@@ -1,6 +1,7 @@
 package ane4j.blas;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.File;
@@ -23,6 +24,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * calibration's key, the worker measured its own calibration, and on a CPU where the Java and native GEMMs are close
  * the two could route differently: a restarted worker's losses then left the uninterrupted run's in the last bits.
  */
+@Tag("process")
 class SharedCalibrationTest {
 
     /** In a child JVM: {@code identity} prints the loaded OpenBLAS's description and identity; {@code decide KEY} decides a slow random value. */

@@ -5,6 +5,7 @@ import ane4j.mil.DType;
 import ane4j.mil.TensorType;
 import ane4j.train.GraphRunFixture;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
@@ -20,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code ane4j train --graph FILE.mil --data DIR …}: the preset runs' command and run folder (metrics.jsonl, run.json,
  * checkpoints, loss.png; a rerun with --resume continues), plus the trained parameters as .npy; bad input in one line.
  */
+@Tag("process")
 class GraphTrainCommandTest {
     @TempDir Path dir;
 

@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -19,6 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
  * are the steps they claim to be (trained-parameter counts from the shapes, the same first loss with B = 0, PyTorch's
  * independent adapters of the same size), and the ratios and table that come from them.
  */
+@Tag("process")
 class LoraStepBenchTest {
     @TempDir Path dir;
 

@@ -19,12 +19,14 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Issue 18, "a run folder is a small database", through {@code ane4j train} in this JVM (rows 1, 2, 3, 10–13, 18, 19
  * of the issue's table; the signal and SIGKILL rows are in {@link StopAndKillTest}, in real subprocesses).
  */
+@Tag("process")
 class RunFolderTest {
     @TempDir Path tmp;
 

@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code ane4j train} started as a separate JVM in its own process group (setsid), signalled as a terminal or a
  * service manager would (the whole group for Ctrl-C, so the supervised worker gets the SIGINT too).
  */
+@Tag("process")
 class StopAndKillTest {
     @TempDir Path tmp;
 

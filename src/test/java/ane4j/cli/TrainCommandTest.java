@@ -11,8 +11,10 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
+@Tag("process")
 class TrainCommandTest {
     @TempDir Path dir;
 

@@ -17,6 +17,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * has exited before the launcher reads the weights for the sample and the export (at full size the two would add up
  * to 11 + 2.4 GB).
  */
+@Tag("process")
 class WorkerRestartCliTest {
     @TempDir Path tmp;
 

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -17,6 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Skipped only when Chromium is not installed; in CI (CI set) a missing Jupyter or npm install is a failure, since
  * install.sh --test installs both.
  */
+@Tag("process")
 class BrowserTest {
     static final Path CHROMIUM = ane4j.HostTools.chromium();
     static final String NAME = "ane4j-browser";

@@ -18,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * restart recompiles the generation kernels like any other), with a LoRA run's adapters unmerged; the kernels compile
  * once for the run.
  */
+@Tag("process")
 class GenerateOnBackendTest {
     @TempDir Path dir;
 

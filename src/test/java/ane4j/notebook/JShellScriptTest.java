@@ -11,6 +11,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -20,6 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
  * The script's default session is the supervised worker; its training run must give the same losses as the same run
  * in this JVM (in-process session).
  */
+@Tag("process")
 class JShellScriptTest {
     @TempDir
     Path dir;

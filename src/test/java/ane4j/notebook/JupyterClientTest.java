@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -20,6 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
  * tools/kernel_conformance_test.py (jupyter_kernel_test) against a kernelspec for the classes of this build.
  * Skipped when Jupyter is missing on a developer machine; fails in CI (CI set), where install.sh installs it.
  */
+@Tag("process")
 class JupyterClientTest {
     static final String PYTHON = ane4j.HostTools.python();
     static final String NAME = "ane4j-test";

@@ -8,6 +8,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -15,6 +16,7 @@ import org.junit.jupiter.api.io.TempDir;
  * metrics, charts, tables; stop_on_error; log streams; %lsmagic; %train help) against a kernelspec for this build.
  * Skipped when Jupyter is missing on a developer machine; fails in CI (CI set), where install.sh installs it.
  */
+@Tag("process")
 class KernelDisplaysTest {
     static final String NAME = "ane4j-displays";
 

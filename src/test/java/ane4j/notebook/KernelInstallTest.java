@@ -16,6 +16,7 @@ import java.util.spi.ToolProvider;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
  * starts through jupyter_client and runs a worker (tools/kernel_install_test.py). And {@code bin/ane4j jshell}
  * (tools/jshell.sh) starts JShell with the kernel's imports and the kernel's jars.
  */
+@Tag("process")
 class KernelInstallTest {
 
     /** A checkout with a built target/: ane4j.jar from the compiled classes, lib/ the runtime jars of this build. */

@@ -8,6 +8,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -17,6 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
  * and tools/notebook_client_test.py drives %%mil, the fluent API and %%train with jupyter_client, checking the messages.
  * Skipped when Jupyter is missing on a developer machine; fails in CI (CI set), where install.sh installs it.
  */
+@Tag("process")
 class NotebooksTest {
     static final String NAME = "ane4j-nbtest";
 

@@ -18,12 +18,14 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The notebook API on the supervised worker: kernels and training run in a child JVM, a killed worker and a spent
  * compile budget cost one line each, and the numbers are those of the in-process session.
  */
+@Tag("process")
 class WorkerSessionTest {
     @TempDir
     Path dir;

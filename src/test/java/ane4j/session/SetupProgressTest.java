@@ -15,6 +15,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  * for each of the ten kernels in the order they compile, "first step…", then the step lines; in process and in the
  * supervised worker (over the worker protocol), and in the progress line a notebook or the CLI shows.
  */
+@Tag("process")
 class SetupProgressTest {
     @TempDir
     Path dir;

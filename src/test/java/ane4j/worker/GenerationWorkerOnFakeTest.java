@@ -22,6 +22,7 @@ import java.util.jar.Attributes;
 import java.util.jar.JarOutputStream;
 import java.util.jar.Manifest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -29,6 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
  * kernels count against the worker's compile budget like training's, and when it is spent the worker is replaced and
  * the live kernels recompiled from their MIL, one line said, the tokens unchanged. Not yet run on Apple hardware.
  */
+@Tag("process")
 class GenerationWorkerOnFakeTest {
     @TempDir Path dir;
 

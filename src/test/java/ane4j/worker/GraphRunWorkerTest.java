@@ -15,6 +15,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  * named by the options that cross the pipe), and it ends bit-identical to the same run in this JVM, also when the worker
  * is SIGKILLed mid-run and the supervisor restarts it from the last checkpoint.
  */
+@Tag("process")
 class GraphRunWorkerTest {
     @TempDir Path dir;
 

@@ -7,9 +7,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /** {@code jshell --class-path …} drives a supervised worker with the same API as Java code. */
+@Tag("process")
 class JShellSupervisorTest {
     @TempDir Path dir;
 

@@ -12,9 +12,11 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /** A LoRA run in the worker, restarted for the compile budget or killed, ends bit-identical to the same run in this JVM. */
+@Tag("process")
 class LoraSupervisedTest {
     @TempDir Path dir;
 

@@ -16,8 +16,10 @@ import ane4j.mil.TensorType;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 
 /** Kernels compiled and evaluated through the worker compute what a local kernel does, and survive restarts. */
+@Tag("process")
 class RemoteKernelTest {
     static final TensorType X = Mil.fp16(1, 8, 1, 16);
 

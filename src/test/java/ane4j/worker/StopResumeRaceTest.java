@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -18,6 +19,7 @@ import org.junit.jupiter.api.io.TempDir;
  * is accepted: the worker's training thread may still be returning then. Before the fix about one cycle in six was
  * refused with "a training run is already in progress" on a loaded machine.
  */
+@Tag("process")
 class StopResumeRaceTest {
     @TempDir Path dir;
 

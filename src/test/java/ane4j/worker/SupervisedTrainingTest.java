@@ -22,9 +22,11 @@ import java.util.Random;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Training through the worker, restarted for the compile budget or killed at random, ends bit-identical to an in-process run. */
+@Tag("process")
 class SupervisedTrainingTest {
     static final int STEPS = 60;
 

@@ -13,9 +13,11 @@ import ane4j.run.TrainOptions;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /** A worker that cannot start, or keeps dying, gives one clear error, and the supervisor stays usable. */
+@Tag("process")
 class SupervisorFailureTest {
     @TempDir Path dir;
 

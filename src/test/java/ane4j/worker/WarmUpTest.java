@@ -9,9 +9,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /** A worker that warmed up (the notebook's, started ahead of its first run) trains the same numbers as one that did not. */
+@Tag("process")
 class WarmUpTest {
     @TempDir Path dir;
 

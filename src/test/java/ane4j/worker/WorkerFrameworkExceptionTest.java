@@ -18,6 +18,7 @@ import java.util.jar.Attributes;
 import java.util.jar.JarOutputStream;
 import java.util.jar.Manifest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -25,6 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * backend (the fake runtime), reaches the caller as one error naming the selector, the exception's name and reason;
  * the worker is not restarted and serves the next compile and evaluate.
  */
+@Tag("process")
 class WorkerFrameworkExceptionTest {
     @TempDir Path dir;
 

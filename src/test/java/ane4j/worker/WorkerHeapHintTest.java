@@ -7,9 +7,11 @@ import ane4j.run.TrainOptions;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Issue 18 row 19: a worker out of heap is given up on with the fix named the way the caller sets it (CLI: --heap). */
+@Tag("process")
 class WorkerHeapHintTest {
     @TempDir Path dir;
 
