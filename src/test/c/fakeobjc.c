@@ -113,6 +113,7 @@
  * H4 I/O rows are laid out with a 64-byte row stride (modelAttributes NetworkStatusList LiveInputList RowStride; [pmetal]
  *    AneTensorLayout and restride()): for a tensor whose last axis is not a multiple of 64 bytes, evaluate reads row r of
  *    an input from byte r * stride and writes row r of an output there, so a surface written packed is misread, silently.
+ *    Each surface's rows are those of its tensor in binding order (alphabetical by name, ORION #3, #13).
  *
  * Pure test knobs (no Apple behaviour behind them): fake_set_fail_compile, fake_set_identifier, fake_set_throw and
  *    fake_set_throw_times (how many sends raise X1), fake_set_tmpdir, fake_set_evaluate_hook.
@@ -155,7 +156,7 @@ typedef struct fobj {
     char hex[512];                /* K_MODEL: hexStringIdentifier, 64+1+64+1+64 characters */
     int locked;                   /* K_SURFACE lock depth */
     struct fobj *perf;            /* K_REQUEST: perfStats (profile 27, H2) */
-    long long ioRow[2][16], ioRows[2][16]; int nio[2];   /* K_MODEL: row bytes and row count of each input/output (H4) */
+    long long ioRow[2][64], ioRows[2][64]; int nio[2];   /* K_MODEL: row bytes and row count of each input/output (H4) */
 } fobj;
 
 /* ---- registry, log, errors, knobs ---- */
@@ -617,20 +618,37 @@ static void tensor_rows(const char *t, long long *rowBytes, long long *rows) {
     *rows = 1; for (int i = 0; i + 1 < nd; i++) *rows *= dims[i];
 }
 
+/* H4: the i-th surface of a request is the i-th tensor in binding order, alphabetical by MIL name (ORION #3, #13, as
+   ane4j's SurfacePlan.BINDING_ORDER): the parsed rows are sorted into that order (byte order, as for ASCII names) */
+static void sort_io_rows(fobj *m, int k, char names[64][256]) {
+    for (int i = 1; i < m->nio[k]; i++)
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char t[256]; memcpy(t, names[j], 256); memcpy(names[j], names[j - 1], 256); memcpy(names[j - 1], t, 256);
+            long long r = m->ioRow[k][j]; m->ioRow[k][j] = m->ioRow[k][j - 1]; m->ioRow[k][j - 1] = r;
+            long long n = m->ioRows[k][j]; m->ioRows[k][j] = m->ioRows[k][j - 1]; m->ioRows[k][j - 1] = n;
+        }
+}
+
 /* H4: reads the input types from "func main<...>(tensor<...> a, ...)" and the output types from their definitions */
 static void parse_io_rows(fobj *m, const unsigned char *mil, size_t len) {
     char *text = malloc(len + 1); memcpy(text, mil, len); text[len] = 0;
+    static char names[2][64][256];
     m->nio[0] = m->nio[1] = 0;
     char *f = strstr(text, "func main<");
     char *p = f ? strchr(f, '(') : NULL;
-    while (p && m->nio[0] < 16 && (p = strstr(p, "tensor<")) && p < strchr(f, '{')) {
-        tensor_rows(p, &m->ioRow[0][m->nio[0]], &m->ioRows[0][m->nio[0]]); m->nio[0]++;
+    while (p && m->nio[0] < 64 && (p = strstr(p, "tensor<")) && p < strchr(f, '{')) {
+        tensor_rows(p, &m->ioRow[0][m->nio[0]], &m->ioRows[0][m->nio[0]]);
         p = strchr(p, '>') + 1;
+        while (*p == ' ') p++;
+        int k = 0;
+        while (*p && *p != ',' && *p != ')' && *p != ' ' && k < 255) names[0][m->nio[0]][k++] = *p++;
+        names[0][m->nio[0]][k] = 0;
+        m->nio[0]++;
     }
     char *arrow = f ? strstr(f, "} -> (") : NULL;
     if (arrow) {
         char *q = arrow + 6;
-        while (*q && *q != ')' && m->nio[1] < 16) {
+        while (*q && *q != ')' && m->nio[1] < 64) {
             char name[256]; int k = 0;
             while (*q == ' ' || *q == ',') q++;
             while (*q && *q != ',' && *q != ')' && *q != ' ' && k < 255) name[k++] = *q++;
@@ -639,9 +657,11 @@ static void parse_io_rows(fobj *m, const unsigned char *mil, size_t len) {
             char pat[300]; snprintf(pat, sizeof pat, "> %s = ", name);
             char *def = strstr(text, pat);
             char *ty = def; while (ty && ty > text && strncmp(ty, "tensor<", 7) != 0) ty--;
-            if (ty && def) { tensor_rows(ty, &m->ioRow[1][m->nio[1]], &m->ioRows[1][m->nio[1]]); m->nio[1]++; }
+            if (ty && def) { tensor_rows(ty, &m->ioRow[1][m->nio[1]], &m->ioRows[1][m->nio[1]]); memcpy(names[1][m->nio[1]], name, 256); m->nio[1]++; }
         }
     }
+    sort_io_rows(m, 0, names[0]);
+    sort_io_rows(m, 1, names[1]);
     free(text);
 }
 
@@ -967,7 +987,11 @@ static void *send(fobj *o, const char *s, void *a, void *b, void *c, void *d, vo
         void *bases[2][64]; long long sizes[2][64]; int n[2];
         for (int k = 0; k < 2; k++) {
             fobj *list = rq->ref[k * 2];
-            n[k] = list->count < 64 ? list->count : 64;
+            if (list->count > 64) {   /* the fake's limit, not Apple's */
+                snprintf(why, sizeof why, "fake: %d %s surfaces; the fake handles at most 64", (int)list->count, k ? "output" : "input");
+                set_error(d, why); return NO;
+            }
+            n[k] = list->count;
             for (int i = 0; i < n[k]; i++) {
                 fobj *sf = list->items[i]->ref[0];
                 if (sf->locked) { set_error(d, "fake: a surface is still locked by the CPU during evaluate"); return NO; }

@@ -124,6 +124,22 @@ class AneBackendContractMacos27Test extends AneBackendContractTest {
         }).build();
     }
 
+    /**
+     * A strided input declared before a packed one whose name sorts first: the surfaces bind alphabetically (ORION #3,
+     * #13), so the 64-byte stride belongs to the second surface. The packed parameters of a generated training step
+     * ({@code params}, W = 2181) beside a looked-up embedding ({@code gather_4}) are this case.
+     */
+    @Test
+    void rowStridesFollowTheSurfacesBindingOrderNotTheDeclarationOrder() {
+        Program p = Mil.program().function("main", f -> {
+            Value params = f.input("params", TensorType.of(DType.FP16, 1, 64, 1, 2181));      // 4362-byte rows: strided
+            Value g = f.input("gather_4", TensorType.of(DType.FP16, 1, 64, 1, 64));           // 128-byte rows: packed
+            f.output(f.named("y", f.add(f.sliceBySize(params, new int[] {0, 0, 0, 64}, new int[] {1, 64, 1, 64}), g)));
+            f.output(f.named("a_rows", f.reduceSum(g, true, 3)));                 // 2-byte rows, sorts first
+        }).build();
+        assertSameAsRef("params declared before gather_4", p);
+    }
+
     @Test
     void ioRowsThatAreNotAMultipleOf64BytesAreCopiedAtA64ByteStrideAndCannotBeBound() {
         assertSameAsRef("32-byte rows, strided", identityRows(16));

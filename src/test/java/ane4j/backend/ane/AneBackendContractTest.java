@@ -14,7 +14,12 @@ import ane4j.mil.DType;
 import ane4j.mil.Mil;
 import ane4j.mil.MilWriter;
 import ane4j.mil.Program;
+import ane4j.backend.MacOs;
+import ane4j.model.LlamaGraph;
 import ane4j.model.ModelConfig;
+import ane4j.model.ParameterLayout;
+import ane4j.train.CpuLossHead;
+import ane4j.train.GraphStep;
 import ane4j.train.TrainingKernels;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -72,6 +77,32 @@ class AneBackendContractTest extends FakeRuntimeFixture {
             assertTrue(anyNonZero, name + "/" + out + ": the reference output is not all zeros");
             for (int i = 0; i < want.length; i++)
                 assertEquals(Float.floatToIntBits(want[i]), Float.floatToIntBits(got[i]), name + "/" + out + "[" + i + "]: " + want[i] + " vs " + got[i]);
+        }
+    }
+
+    /**
+     * The programs of the generic training split ({@link GraphStep}: tiny built as a graph, fp16) under this OS profile.
+     * With the loss on the CPU (the graph ends at the logits; the token lookup is on the CPU too) every input and output
+     * is an fp16 surface: forward and backward go through the ANE path as the reference runs them, and under macOS 27
+     * each reaches the compiler with at most one weight file. With the loss in MIL the forward reads the int32 targets,
+     * which no ANE kernel takes as a surface: refused in one line before the compiler. Not yet run on Apple hardware.
+     */
+    @Test
+    void theGenericTrainingSplitsProgramsOnTheAnePath() {
+        ModelConfig c = ModelConfig.parse("tiny");
+        List<String> names = new ParameterLayout(c).views().stream().map(v -> LlamaGraph.inputName(v.name())).toList();
+        RefBackend ref = new RefBackend(RefBackend.Options.ANE_LIKE);
+        try (GraphStep head = new GraphStep(LlamaGraph.buildLogits(c, DType.FP16), new CpuLossHead("logits", "targets"), names, ref, GraphStep.Options.defaults());
+             GraphStep loss = new GraphStep(LlamaGraph.build(c, DType.FP16, 512f), "loss", names, ref, GraphStep.Options.defaults())) {
+            for (Program p : List.of(head.forwardProgram(), head.backwardProgram())) {
+                Program sent = backend().forThisMac(p, "main", MacOs.parse(macos() + ".0"), java.util.Optional.empty());
+                if (macos() >= 27) assertTrue(sent.weights().files().size() <= 1, p.main().name() + ": " + sent.weights().files().keySet());
+                assertSameAsRef("cpu loss head, " + p.main().name(), p);
+            }
+            int before = fake.realCompiles();
+            BackendException e = assertThrows(BackendException.class, () -> backend().compile(loss.forwardProgram()));
+            assertEquals("[ane] input 'targets' is int32[64]; ANE kernel inputs and outputs are IOSurfaces of fp16 or fp32 (cast inside the program)", e.getMessage());
+            assertEquals(before, fake.realCompiles(), "refused before the compiler");
         }
     }
 
