@@ -89,7 +89,10 @@ final class BlasCache {
         }
     }
 
-    /** An exclusive lock on {@code FILE.lock} beside the cache, or nothing where it cannot be had. */
+    /** How long a process waits for another's calibration before it measures on its own. */
+    static volatile java.time.Duration LOCK_WAIT = java.time.Duration.ofSeconds(30);   // shorter in a test
+
+    /** An exclusive lock on {@code FILE.lock} beside the cache, or nothing where it cannot be had (or not within {@link #LOCK_WAIT}). */
     private record FileLockHolder(java.nio.channels.FileChannel channel) implements AutoCloseable {
         static FileLockHolder acquire(Path file) {
             if (file == null) return new FileLockHolder(null);
@@ -98,9 +101,19 @@ final class BlasCache {
                 Files.createDirectories(lock.toAbsolutePath().getParent());
                 var ch = java.nio.channels.FileChannel.open(lock, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
                 try {
-                    ch.lock();
-                } catch (IOException | RuntimeException e) {
+                    // bounded: a holder that is stopped mid-measurement (Ctrl-Z, a debugger) must not hold every other
+                    // ane4j start on the machine; after LOCK_WAIT this process goes on without the lock (it measures alone)
+                    long until = System.nanoTime() + LOCK_WAIT.toNanos();
+                    while (ch.tryLock() == null) {
+                        if (System.nanoTime() > until) {
+                            ch.close();
+                            return new FileLockHolder(null);
+                        }
+                        Thread.sleep(50);
+                    }
+                } catch (IOException | RuntimeException | InterruptedException e) {
                     ch.close();
+                    if (e instanceof InterruptedException) Thread.currentThread().interrupt();
                     return new FileLockHolder(null);
                 }
                 return new FileLockHolder(ch);

@@ -270,7 +270,7 @@ public final class WorkerSession implements Session {
             try {
                 s.startTraining(resuming ? run.with("resume", "true") : run, l, stop);
                 started = true;
-                if (stop.requested()) s.stopTraining();
+                if (stop.requested()) s.stopTraining(stop);
                 end.get();
             } catch (java.util.concurrent.ExecutionException e) {
                 throw budgetHint((WorkerException) e.getCause());
@@ -300,7 +300,7 @@ public final class WorkerSession implements Session {
         public void requestStop() {
             stop.request();
             Supervisor s = used;
-            if (running && s != null) s.stopTraining();
+            if (running && s != null) s.stopTraining(stop);
         }
 
         @Override public long stepsDone() { return done; }

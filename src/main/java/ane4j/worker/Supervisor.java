@@ -459,18 +459,18 @@ public final class Supervisor implements AutoCloseable {
             if (w == null || !w.isAlive()) s.onSetup(ane4j.run.SetupProgress.startingWorker());
             try {
                 ensureWorker();
-            } catch (RuntimeException e) {
-                s.finish(RunState.FAILED, e.getMessage());
+            } catch (RuntimeException | Error e) {   // the run ends and its folder is released, whatever stopped the start
+                s.finish(RunState.FAILED, String.valueOf(e.getMessage()));
                 throw e;
             }
         }
         if (s.state == RunState.FAILED) throw new WorkerException(s.error);
     }
 
-    /** Sets the run's stop flag and asks the worker carrying it to checkpoint and stop at its next update boundary. */
-    public void stopTraining() {
+    /** Sets the stop flag of the run started with {@code run} and asks the worker carrying it to checkpoint and stop at its next update boundary. */
+    public void stopTraining(StopFlag run) {
         CarriedRun s = training;
-        if (s == null) return;
+        if (s == null || s.stop != run) return;   // another run (a start that was refused must not stop the one training)
         s.stop.request();
         WorkerProcess w = s.worker;
         if (w != null && w.isAlive() && s.isActive()) w.post(Protocol.STOP_TRAINING, new byte[0]);

@@ -58,6 +58,7 @@ final class WorkerTestSupport {
         private final ane4j.train.Trainer.Listener listener;
         private final List<ane4j.run.StepMetrics> steps = Collections.synchronizedList(new ArrayList<>());
         private final java.util.concurrent.CompletableFuture<List<ane4j.run.StepMetrics>> end = new java.util.concurrent.CompletableFuture<>();
+        final ane4j.run.StopFlag stopFlag = new ane4j.run.StopFlag();
         volatile ane4j.run.RunState state = ane4j.run.RunState.RUNNING;
 
         private Started(Supervisor supervisor, ane4j.train.Trainer.Listener listener) {
@@ -82,7 +83,7 @@ final class WorkerTestSupport {
 
         boolean isDone() { return end.isDone(); }
 
-        void stop() { supervisor.stopTraining(); }
+        void stop() { supervisor.stopTraining(stopFlag); }
 
         List<ane4j.run.StepMetrics> await(java.time.Duration timeout) throws Exception {
             try {
@@ -95,7 +96,7 @@ final class WorkerTestSupport {
 
     static Started start(Supervisor s, ane4j.run.TrainOptions o, ane4j.train.Trainer.Listener listener) {
         Started run = new Started(s, listener);
-        s.startTraining(ane4j.run.RunSpec.of(o.toMap()), run, new ane4j.run.StopFlag());
+        s.startTraining(ane4j.run.RunSpec.of(o.toMap()), run, run.stopFlag);
         return run;
     }
 }
