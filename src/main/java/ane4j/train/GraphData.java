@@ -194,12 +194,18 @@ public record GraphData(Program program, GraphLayout layout, float[] init, Map<S
         List<String> outs = f.outputs().stream().map(Value::name).toList();
         String loss = o.loss();
         if (loss.isEmpty()) {
-            if (outs.contains("loss")) return "loss";
-            if (outs.size() == 1) return outs.getFirst();
-            throw new IllegalArgumentException("[train] graph " + file + " has outputs " + outs + " and none is named loss; name the loss with loss = NAME");
+            if (outs.contains("loss")) loss = "loss";
+            else if (outs.size() == 1) loss = outs.getFirst();
+            else throw new IllegalArgumentException("[train] graph " + file + " has outputs " + outs + " and none is named loss; name the loss with loss = NAME");
         }
         if (!outs.contains(loss))
             throw new IllegalArgumentException("[train] loss = " + loss + " is not an output of graph " + file + " (outputs: " + String.join(", ", outs) + "); name one of them");
+        // one float: the backward is seeded with one upstream gradient; a tensor would train on its sum while its mean is shown
+        String name = loss;
+        Value v = f.outputs().stream().filter(x -> x.name().equals(name)).findFirst().orElseThrow();
+        if (!v.dtype().isFloat() || v.type().count() != 1)
+            throw new IllegalArgumentException("[train] loss = " + loss + " is " + v.type() + " in graph " + file + "; a graph run's loss is one float number: "
+                    + "reduce it in the graph (reduce_mean), or give logits = NAME and labels = NAME for the CPU loss head");
         return loss;
     }
 

@@ -44,7 +44,7 @@ public final class Npy {
         String why = e instanceof java.nio.file.NoSuchFileException ? "no such file"
                 : e instanceof java.nio.file.AccessDeniedException ? "permission denied"
                 : e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
-        return new IllegalArgumentException("cannot read " + file + ": " + why, e);
+        return new IllegalArgumentException("[npy] cannot read " + file + ": " + why, e);
     }
 
     /** The shape a .npy file's header declares (its data is not read). */

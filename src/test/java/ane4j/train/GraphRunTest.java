@@ -189,6 +189,21 @@ class GraphRunTest {
         assertFalse(e.getMessage().contains("\n"));
         // a loss that is not an output, a parameter that is not an input
         assertOneLine("loss = logits is not an output of graph", GraphRunFixture.options(dir, run, 5, "loss", "logits"));
+        // a loss that is not one number (it would train on the sum of a tensor whose mean is shown)
+        GraphRunFixture.writeWithLogits(dir);
+        Map<String, String> tensorLoss = GraphRunFixture.options(dir, run, 5, "loss", "logits");
+        tensorLoss.put("graph", dir.resolve("both.mil").toString());
+        assertOneLine("loss = logits is fp32[8,2] in graph", tensorLoss);
+        assertOneLine("a graph run's loss is one float number: reduce it in the graph (reduce_mean), or give logits = NAME and labels = NAME", tensorLoss);
+        // a data file that cannot be read: one tagged line
+        Path dangling = dir.resolve("dangling");
+        Files.createDirectories(dangling);
+        Files.createSymbolicLink(dangling.resolve("x.npy"), dir.resolve("nowhere.npy"));
+        Files.copy(dir.resolve("data/labels.npy"), dangling.resolve("labels.npy"));
+        Map<String, String> unreadable = GraphRunFixture.options(dir, run, 5);
+        unreadable.put("data", dangling.toString());
+        var npy = assertThrows(IllegalArgumentException.class, () -> trainer(unreadable).close());
+        assertTrue(npy.getMessage().startsWith("[npy] cannot read ") && npy.getMessage().endsWith("x.npy: no such file"), npy.getMessage());
         assertOneLine("params: 'w9' is not an input of graph", GraphRunFixture.options(dir, run, 5, "params", "w1,w9"));
         // shapes that do not match the graph's inputs
         Npy.write(dir.resolve("data/x.npy"), TensorBuffer.allocate(TensorType.of(DType.FP32, 96, 5)));
